@@ -1,0 +1,123 @@
+#include "common/coordinator_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_util.h"
+#include "common/status_conversion.h"
+
+namespace cairn {
+namespace {
+
+void SetDeadline(grpc::ClientContext* context, absl::Time deadline) {
+  context->set_deadline(absl::ToChronoTime(deadline));
+}
+
+template <typename Call>
+auto WithRetry(const std::string& address, absl::Time deadline, Call call)
+    -> decltype(call(deadline)) {
+  absl::Duration backoff = absl::Milliseconds(100);
+  absl::Status last;
+  while (true) {
+    auto result = call(std::min(deadline, absl::Now() + absl::Seconds(5)));
+    if (result.ok()) return result;
+    last = result.status();
+    const bool retry = last.code() == absl::StatusCode::kUnavailable ||
+                       last.code() == absl::StatusCode::kDeadlineExceeded;
+    if (!retry || absl::Now() + backoff >= deadline) break;
+    std::this_thread::sleep_for(absl::ToChronoMilliseconds(backoff));
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
+  if (last.code() == absl::StatusCode::kUnavailable ||
+      last.code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach the coordinator at ", address, ": ", last.message()));
+  }
+  return last;
+}
+
+}  // namespace
+
+CoordinatorClient::CoordinatorClient(const std::string& address, int64_t max_message_bytes)
+    : address_(address),
+      stub_(v1::Coordinator::NewStub(MakeChannel(address, max_message_bytes))) {}
+
+absl::StatusOr<v1::RegisterServerResponse> CoordinatorClient::RegisterServer(
+    const v1::RegisterServerRequest& request, absl::Time deadline) {
+  return WithRetry(address_, deadline,
+                   [&](absl::Time d) -> absl::StatusOr<v1::RegisterServerResponse> {
+                     grpc::ClientContext context;
+                     SetDeadline(&context, d);
+                     v1::RegisterServerResponse response;
+                     grpc::Status s = stub_->RegisterServer(&context, request, &response);
+                     if (!s.ok()) return FromGrpcStatus(s);
+                     return response;
+                   });
+}
+
+absl::StatusOr<v1::RegisterWorkerResponse> CoordinatorClient::RegisterWorker(
+    const v1::RegisterWorkerRequest& request, absl::Time deadline) {
+  return WithRetry(address_, deadline,
+                   [&](absl::Time d) -> absl::StatusOr<v1::RegisterWorkerResponse> {
+                     grpc::ClientContext context;
+                     SetDeadline(&context, d);
+                     v1::RegisterWorkerResponse response;
+                     grpc::Status s = stub_->RegisterWorker(&context, request, &response);
+                     if (!s.ok()) return FromGrpcStatus(s);
+                     return response;
+                   });
+}
+
+absl::StatusOr<v1::HeartbeatResponse> CoordinatorClient::Heartbeat(
+    const v1::HeartbeatRequest& request, absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::HeartbeatResponse response;
+  grpc::Status s = stub_->Heartbeat(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::GetPartitionMap(
+    absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::GetPartitionMapResponse response;
+  grpc::Status s = stub_->GetPartitionMap(&context, v1::GetPartitionMapRequest(), &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::WatchPartitionMap(
+    uint64_t known_version, absl::Duration wait) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + wait + absl::Seconds(5));
+  v1::GetPartitionMapRequest request;
+  request.set_known_version(known_version);
+  request.set_wait_ms(absl::ToInt64Milliseconds(wait));
+  v1::GetPartitionMapResponse response;
+  grpc::Status s = stub_->WatchPartitionMap(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::Status CoordinatorClient::Leave(const v1::LeaveRequest& request, absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::LeaveResponse response;
+  return FromGrpcStatus(stub_->Leave(&context, request, &response));
+}
+
+absl::StatusOr<v1::ListMembersResponse> CoordinatorClient::ListMembers(absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::ListMembersResponse response;
+  grpc::Status s = stub_->ListMembers(&context, v1::ListMembersRequest(), &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+}  // namespace cairn

@@ -1,0 +1,47 @@
+// A thin client of the Coordinator service shared by cairn-server, the worker
+// client library and cairnctl: deadlines on every call, and registration that
+// retries an unreachable coordinator with backoff until a deadline.
+#ifndef CAIRN_COMMON_COORDINATOR_CLIENT_H_
+#define CAIRN_COMMON_COORDINATOR_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cairn/v1/coordinator.grpc.pb.h"
+
+namespace cairn {
+
+// Thread-safe (gRPC stubs are).
+class CoordinatorClient {
+ public:
+  CoordinatorClient(const std::string& address, int64_t max_message_bytes);
+
+  const std::string& address() const { return address_; }
+
+  // Retry UNAVAILABLE with backoff (100 ms doubling to 2 s) until `deadline`;
+  // then Unavailable naming the coordinator's address.
+  absl::StatusOr<v1::RegisterServerResponse> RegisterServer(
+      const v1::RegisterServerRequest& request, absl::Time deadline);
+  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
+      const v1::RegisterWorkerRequest& request, absl::Time deadline);
+
+  // Single attempts with `timeout`.
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request,
+                                                  absl::Duration timeout);
+  absl::StatusOr<v1::GetPartitionMapResponse> GetPartitionMap(absl::Duration timeout);
+  // Long poll: returns when the map version exceeds `known_version` or after `wait`.
+  absl::StatusOr<v1::GetPartitionMapResponse> WatchPartitionMap(uint64_t known_version,
+                                                                absl::Duration wait);
+  absl::Status Leave(const v1::LeaveRequest& request, absl::Duration timeout);
+  absl::StatusOr<v1::ListMembersResponse> ListMembers(absl::Duration timeout);
+
+ private:
+  const std::string address_;
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_COMMON_COORDINATOR_CLIENT_H_

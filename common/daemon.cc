@@ -1,0 +1,49 @@
+#include "common/daemon.h"
+
+#include <signal.h>
+#include <time.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace cairn {
+
+void BlockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int WaitForTermination(const std::atomic<bool>* stop) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  while (stop == nullptr || !stop->load()) {
+    timespec timeout{0, 100 * 1000 * 1000};
+    const int sig = sigtimedwait(&set, nullptr, &timeout);
+    if (sig > 0) return sig;
+  }
+  return 0;
+}
+
+absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write port file ", tmp));
+    out << "grpc=" << grpc_port << "\nmetrics=" << metrics_port << "\n";
+    if (!out.flush()) return absl::UnavailableError(absl::StrCat("cannot write port file ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn

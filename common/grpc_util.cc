@@ -1,0 +1,63 @@
+#include "common/grpc_util.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace cairn {
+
+absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<int64_t>(options.max_message_bytes, INT32_MAX)));
+  builder.SetMaxSendMessageSize(static_cast<int>(
+      std::min<int64_t>(options.max_message_bytes, INT32_MAX)));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             kServerMinPingIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // One port, one process: SO_REUSEPORT would let a second server share a
+  // taken port silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  for (grpc::Service* service : options.services) builder.RegisterService(service);
+  StartedServer out;
+  out.server = builder.BuildAndStart();
+  if (out.server == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.address, ": the port is taken or the address is not local"));
+  }
+  out.port = port;
+  return out;
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           int64_t max_message_bytes) {
+  grpc::ChannelArguments args;
+  const int limit = static_cast<int>(std::min<int64_t>(max_message_bytes, INT32_MAX));
+  args.SetMaxReceiveMessageSize(limit);
+  args.SetMaxSendMessageSize(limit);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kClientKeepaliveMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // Reconnect quickly after a peer restarts.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Channels to different servers must not share one TCP connection.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+absl::Status WaitForChannel(const std::shared_ptr<grpc::Channel>& channel,
+                            const std::string& address, const std::string& what,
+                            absl::Duration timeout) {
+  const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout);
+  if (channel->WaitForConnected(deadline)) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat("cannot reach ", what, " at ", address,
+                                             " within ", absl::FormatDuration(timeout)));
+}
+
+}  // namespace cairn

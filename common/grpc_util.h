@@ -1,0 +1,57 @@
+// gRPC servers and channels with Cairn's settings applied explicitly: message
+// size limits on both sides (gRPC's 4 MiB default never applies), keepalive
+// values that agree between client and server (a client never pings more often
+// than the server permits, so no GOAWAY "too_many_pings").
+#ifndef CAIRN_COMMON_GRPC_UTIL_H_
+#define CAIRN_COMMON_GRPC_UTIL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace grpc {
+class Channel;
+class Server;
+class Service;
+class ServerBuilder;
+}  // namespace grpc
+
+namespace cairn {
+
+// Client keepalive: ping after 30 s idle; the server permits pings every 10 s,
+// with or without calls in flight.
+inline constexpr int kClientKeepaliveMs = 30000;
+inline constexpr int kServerMinPingIntervalMs = 10000;
+
+struct GrpcServerOptions {
+  std::string address;            // host:port; port 0 picks a free one
+  int64_t max_message_bytes = 256ll << 20;
+  std::vector<grpc::Service*> services;  // must outlive the server
+  int num_cqs = 0;                // 0: gRPC default; callback servers ignore it
+};
+
+struct StartedServer {
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;                   // bound port
+};
+
+// Builds and starts a server. Unavailable naming the address when the port is
+// taken or the address cannot be bound.
+absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options);
+
+// An insecure channel to `address` with Cairn's limits and keepalive.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           int64_t max_message_bytes);
+
+// Waits up to `timeout` for the channel to connect. Unavailable naming
+// `address` and `what` ("coordinator") when it does not.
+absl::Status WaitForChannel(const std::shared_ptr<grpc::Channel>& channel,
+                            const std::string& address, const std::string& what,
+                            absl::Duration timeout);
+
+}  // namespace cairn
+
+#endif  // CAIRN_COMMON_GRPC_UTIL_H_

@@ -1,0 +1,91 @@
+#include "common/initializer.h"
+
+#include <xxhash.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "cairn/v1/types.pb.h"
+
+namespace cairn {
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [0, 1) with 24 random bits (exact in float32).
+double Unit(uint64_t bits) { return static_cast<double>(bits >> 40) * 0x1.0p-24; }
+
+uint64_t TableSeed(const v1::TableSpec& t) {
+  return t.init().seed() ^ XXH64(t.name().data(), t.name().size(), 0);
+}
+
+double FanIn(const v1::TableSpec& t) {
+  if (t.kind() == v1::TABLE_KIND_SPARSE) return static_cast<double>(t.width());
+  if (t.shape_size() >= 2) return static_cast<double>(t.shape(t.shape_size() - 1));
+  if (t.shape_size() == 1) return static_cast<double>(t.shape(0));
+  return 1.0;
+}
+
+float Value(const v1::TableSpec& t, uint64_t seed, uint64_t index) {
+  const v1::InitSpec& init = t.init();
+  switch (init.kind()) {
+    case v1::INIT_KIND_UNSPECIFIED:
+    case v1::INIT_KIND_ZEROS:
+      return 0.0f;
+    case v1::INIT_KIND_CONSTANT:
+      return init.value();
+    case v1::INIT_KIND_UNIFORM: {
+      const double u = Unit(SplitMix64(seed ^ SplitMix64(index)));
+      return static_cast<float>((2.0 * u - 1.0) * init.scale());
+    }
+    case v1::INIT_KIND_NORMAL: {
+      // Box-Muller over two independent counters.
+      const uint64_t base = SplitMix64(seed ^ SplitMix64(index));
+      const double u1 = 1.0 - Unit(SplitMix64(base));       // (0, 1]
+      const double u2 = Unit(SplitMix64(base + 1));
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+      return static_cast<float>(z * init.scale());
+    }
+    case v1::INIT_KIND_HE_UNIFORM: {
+      const double limit = std::sqrt(6.0 / FanIn(t));
+      const double u = Unit(SplitMix64(seed ^ SplitMix64(index)));
+      return static_cast<float>((2.0 * u - 1.0) * limit);
+    }
+    default:
+      return 0.0f;
+  }
+}
+
+}  // namespace
+
+void InitDenseElements(const v1::TableSpec& table, uint64_t first_element,
+                       absl::Span<float> out) {
+  const uint64_t seed = TableSeed(table);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = Value(table, seed, first_element + i);
+}
+
+void InitSparseRow(const v1::TableSpec& table, Key key, absl::Span<float> row) {
+  // Rows draw from a stream of their own: index = hash(key) mixed with column.
+  const uint64_t seed = TableSeed(table) ^ SplitMix64(key ^ 0x5bd1e995ULL);
+  for (size_t c = 0; c < row.size(); ++c) row[c] = Value(table, seed, c);
+}
+
+absl::Status ValidateInitSpec(const v1::TableSpec& table) {
+  const v1::InitSpec& init = table.init();
+  if (init.scale() < 0 || !std::isfinite(init.scale()) || !std::isfinite(init.value())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table ", table.name(), ": init scale must be finite and >= 0"));
+  }
+  if (init.kind() == v1::INIT_KIND_HE_UNIFORM && FanIn(table) <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table ", table.name(), ": he_uniform needs a fan-in > 0"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn

@@ -1,0 +1,33 @@
+#include "common/partitioning.h"
+
+#include <xxhash.h>
+
+namespace cairn {
+
+uint32_t SparsePartition(Key key, uint32_t num_partitions) {
+  const uint64_t h = XXH64(&key, sizeof(key), /*seed=*/0);
+  return static_cast<uint32_t>(h % num_partitions);
+}
+
+KeyRange DensePartitionRange(uint64_t num_chunks, uint32_t num_partitions,
+                             uint32_t partition) {
+  using u128 = unsigned __int128;
+  const Key begin = static_cast<Key>(u128(num_chunks) * partition / num_partitions);
+  const Key end = static_cast<Key>(u128(num_chunks) * (partition + 1) / num_partitions);
+  return KeyRange{begin, end};
+}
+
+uint32_t DensePartition(uint64_t chunk, uint64_t num_chunks, uint32_t num_partitions) {
+  // Largest p with begin(p) <= chunk: begin(p) = floor(num_chunks * p / P).
+  using u128 = unsigned __int128;
+  uint64_t p = static_cast<uint64_t>((u128(chunk) * num_partitions + num_partitions - 1) /
+                                     num_chunks);
+  // p is the smallest p with num_chunks * p >= chunk * P ... adjust to the owner.
+  while (p > 0 && DensePartitionRange(num_chunks, num_partitions, p).begin > chunk) --p;
+  while (p + 1 < num_partitions &&
+         DensePartitionRange(num_chunks, num_partitions, p).end <= chunk)
+    ++p;
+  return static_cast<uint32_t>(p);
+}
+
+}  // namespace cairn

@@ -1,0 +1,47 @@
+// Which of the job's P virtual partitions a key of a table belongs to.
+//
+// Dense tables: chunk keys [0, num_chunks) are cut into P contiguous, half-open
+// key ranges; partition p owns [p * num_chunks / P, (p + 1) * num_chunks / P)
+// computed in 128-bit arithmetic, so the ranges cover every chunk exactly once
+// (when num_chunks < P some partitions own no chunk).
+// Sparse tables: partition = XXH64(key as 8 little-endian bytes, seed 0) mod P.
+// XXH64 is a fixed, documented hash: placement never changes between builds,
+// so a checkpoint restores onto any build and any number of servers.
+//
+// Immutable after construction; safe to share.
+#ifndef CAIRN_COMMON_PARTITIONING_H_
+#define CAIRN_COMMON_PARTITIONING_H_
+
+#include <cstdint>
+
+#include "common/bytes.h"
+
+namespace cairn {
+
+// Half-open [begin, end) of keys.
+struct KeyRange {
+  Key begin = 0;
+  Key end = 0;
+  uint64_t size() const { return end - begin; }
+  bool Contains(Key k) const { return k >= begin && k < end; }
+};
+
+// Partition of sparse key `key` among `num_partitions` (> 0).
+uint32_t SparsePartition(Key key, uint32_t num_partitions);
+
+// Chunk range of partition `partition` of a dense table with `num_chunks` chunks.
+KeyRange DensePartitionRange(uint64_t num_chunks, uint32_t num_partitions,
+                             uint32_t partition);
+
+// Partition owning dense chunk `chunk` (< num_chunks).
+uint32_t DensePartition(uint64_t chunk, uint64_t num_chunks, uint32_t num_partitions);
+
+// Number of chunks of a dense table of `num_elements` floats cut in chunks of
+// `chunk_size` floats (the last chunk may be shorter).
+inline uint64_t NumChunks(uint64_t num_elements, uint64_t chunk_size) {
+  return (num_elements + chunk_size - 1) / chunk_size;
+}
+
+}  // namespace cairn
+
+#endif  // CAIRN_COMMON_PARTITIONING_H_

@@ -1,0 +1,69 @@
+#include "server/shard/clock_tracker.h"
+
+#include <algorithm>
+
+namespace cairn {
+
+void ClockTracker::SetLiveWorkers(const std::vector<LiveWorker>& workers) {
+  std::map<uint32_t, int64_t> next;
+  for (const LiveWorker& w : workers) {
+    if (left_.count(w.id)) continue;
+    int64_t clock = w.start_clock;
+    if (auto it = last_.find(w.id); it != last_.end()) clock = std::max(clock, it->second);
+    next[w.id] = clock;
+    last_[w.id] = clock;
+  }
+  clocks_ = std::move(next);
+}
+
+bool ClockTracker::Tick(uint32_t worker, int64_t clock) {
+  auto it = clocks_.find(worker);
+  if (it == clocks_.end()) return false;
+  it->second = std::max(it->second, clock);
+  last_[worker] = it->second;
+  return true;
+}
+
+void ClockTracker::Leave(uint32_t worker) {
+  left_.insert(worker);
+  clocks_.erase(worker);
+}
+
+int64_t ClockTracker::ClockOf(uint32_t worker) const {
+  auto it = clocks_.find(worker);
+  if (it != clocks_.end()) return it->second;
+  auto last = last_.find(worker);
+  return last == last_.end() ? 0 : last->second;
+}
+
+int64_t ClockTracker::MinClock() const {
+  int64_t m = kNoWorkers;
+  for (const auto& [id, c] : clocks_) m = std::min(m, c);
+  return m;
+}
+
+int64_t ClockTracker::MaxClock() const {
+  int64_t m = 0;
+  for (const auto& [id, c] : clocks_) m = std::max(m, c);
+  return m;
+}
+
+int64_t ClockTracker::SlowestWorker() const {
+  int64_t best = -1;
+  int64_t m = kNoWorkers;
+  for (const auto& [id, c] : clocks_) {
+    if (c < m) {
+      m = c;
+      best = id;
+    }
+  }
+  return best;
+}
+
+std::vector<uint32_t> ClockTracker::LiveIds() const {
+  std::vector<uint32_t> ids;
+  for (const auto& [id, c] : clocks_) ids.push_back(id);
+  return ids;
+}
+
+}  // namespace cairn

@@ -1,0 +1,113 @@
+#include "server/shard/dense_table.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/initializer.h"
+
+namespace cairn {
+
+DenseTable::DenseTable(const v1::TableSpec& spec, uint32_t num_partitions,
+                       const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer)
+    : Table(spec, num_partitions, std::move(optimizer)),
+      num_elements_(DenseNumElements(spec)),
+      chunk_size_(static_cast<uint64_t>(spec.chunk_size())),
+      num_chunks_(NumChunks(num_elements_, chunk_size_)),
+      slots_per_element_(optimizer_->SlotsPerElement()),
+      chunk_block_(num_chunks_, -1) {
+  for (uint32_t p = 0; p < num_partitions; ++p) {
+    if (!owned[p]) continue;
+    const KeyRange range = DensePartitionRange(num_chunks_, num_partitions, p);
+    if (range.size() == 0) continue;
+    Block block;
+    block.chunks = range;
+    block.first_element = range.begin * chunk_size_;
+    const uint64_t end_element = std::min(range.end * chunk_size_, num_elements_);
+    block.values.resize(end_element - block.first_element);
+    InitDenseElements(spec_, block.first_element, absl::MakeSpan(block.values));
+    block.slots.resize(block.values.size() * slots_per_element_);
+    // Slots are slot-major within each chunk (the optimizer's block).
+    for (Key c = range.begin; c < range.end; ++c) {
+      const uint64_t off = (c * chunk_size_ - block.first_element) * slots_per_element_;
+      optimizer_->InitSlots(block.slots.data() + off, ChunkLength(c));
+    }
+    block.steps.assign(range.size(), 0);
+    for (Key c = range.begin; c < range.end; ++c) chunk_block_[c] = static_cast<int32_t>(blocks_.size());
+    blocks_.push_back(std::move(block));
+  }
+}
+
+uint32_t DenseTable::ChunkLength(Key chunk) const {
+  const uint64_t begin = chunk * chunk_size_;
+  return static_cast<uint32_t>(std::min(chunk_size_, num_elements_ - begin));
+}
+
+absl::StatusOr<uint64_t> DenseTable::CheckKeys(const std::string& keys, size_t n) const {
+  uint64_t floats = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Key k = KeyAt(keys, i);
+    if (k >= num_chunks_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table ", spec_.name(), ": key ", k, " out of range: dense table of shape [",
+          absl::StrJoin(spec_.shape(), ","), "] has ", num_chunks_, " chunks (keys 0..",
+          num_chunks_ - 1, ")"));
+    }
+    if (chunk_block_[k] < 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "table ", spec_.name(), ": key ", k, " is in partition ",
+          DensePartition(k, num_chunks_, num_partitions_),
+          ", which this server does not hold"));
+    }
+    floats += ChunkLength(k);
+  }
+  return floats;
+}
+
+void DenseTable::Read(const std::string& keys, size_t n, std::string* out) const {
+  absl::ReaderMutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i) {
+    const Key k = KeyAt(keys, i);
+    const Block& b = blocks_[chunk_block_[k]];
+    const float* src = b.values.data() + (k * chunk_size_ - b.first_element);
+    out->append(reinterpret_cast<const char*>(src), ChunkLength(k) * sizeof(float));
+  }
+}
+
+void DenseTable::Gather(const std::string& keys, size_t n, const std::string& values,
+                        GradBuffer* buffer) const {
+  const float* v = reinterpret_cast<const float*>(values.data());
+  for (size_t i = 0; i < n; ++i) {
+    const Key k = KeyAt(keys, i);
+    const uint32_t len = ChunkLength(k);
+    buffer->Add(k, v, len);
+    v += len;
+  }
+}
+
+void DenseTable::Apply(const GradBuffer& grads) {
+  absl::MutexLock lock(&mu_);
+  for (const GradBuffer::Row& row : grads.rows()) {
+    Block& b = blocks_[chunk_block_[row.key]];
+    const uint64_t off = row.key * chunk_size_ - b.first_element;
+    int64_t& step = b.steps[row.key - b.chunks.begin];
+    ++step;
+    optimizer_->Apply(b.values.data() + off, b.slots.data() + off * slots_per_element_,
+                      grads.RowData(row), row.length, step);
+  }
+}
+
+uint64_t DenseTable::NumKeys() const {
+  uint64_t n = 0;
+  for (int32_t b : chunk_block_) n += b >= 0;
+  return n;
+}
+
+uint64_t DenseTable::NumValueBytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  uint64_t n = 0;
+  for (const Block& b : blocks_) n += b.values.size() * sizeof(float);
+  return n;
+}
+
+}  // namespace cairn

@@ -1,0 +1,53 @@
+// A dense table's owned chunk ranges (see table.h).
+#ifndef CAIRN_SERVER_SHARD_DENSE_TABLE_H_
+#define CAIRN_SERVER_SHARD_DENSE_TABLE_H_
+
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/partitioning.h"
+#include "server/shard/table.h"
+
+namespace cairn {
+
+// Thread-safe.
+class DenseTable final : public Table {
+ public:
+  DenseTable(const v1::TableSpec& spec, uint32_t num_partitions,
+             const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer);
+
+  absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const override;
+  void Read(const std::string& keys, size_t n, std::string* out) const override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Gather(const std::string& keys, size_t n, const std::string& values,
+              GradBuffer* buffer) const override;
+  void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t NumKeys() const override;
+  uint64_t NumValueBytes() const override;
+
+ private:
+  struct Block {
+    KeyRange chunks;
+    uint64_t first_element = 0;
+    std::vector<float> values;
+    std::vector<float> slots;   // S * values.size(), slot-major per chunk
+    std::vector<int64_t> steps; // updates applied, per chunk
+  };
+  // Floats in chunk `chunk`.
+  uint32_t ChunkLength(Key chunk) const;
+
+  // Constant after construction.
+  const uint64_t num_elements_;
+  const uint64_t chunk_size_;
+  const uint64_t num_chunks_;
+  const int slots_per_element_;
+  std::vector<int32_t> chunk_block_;  // chunk -> index in blocks_, -1: not held
+
+  mutable absl::Mutex mu_;
+  std::vector<Block> blocks_ ABSL_GUARDED_BY(mu_);  // shape fixed after construction
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_DENSE_TABLE_H_

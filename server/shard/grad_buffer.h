@@ -1,0 +1,64 @@
+// Gradient rows summed per key: the unit the optimizer applies.
+//
+// A push's keys may repeat and come unsorted; Add() sums every occurrence of
+// a key into one row, so a non-linear optimizer (Adagrad, Adam) sees each key
+// once per update with the summed gradient (field case B07). Rows have a
+// fixed length per buffer except for dense tables, whose last chunk may be
+// shorter: each key remembers its own length.
+//
+// Not thread-safe; owned by one table's state under its lock.
+#ifndef CAIRN_SERVER_SHARD_GRAD_BUFFER_H_
+#define CAIRN_SERVER_SHARD_GRAD_BUFFER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/bytes.h"
+
+namespace cairn {
+
+class GradBuffer {
+ public:
+  struct Row {
+    Key key;
+    uint64_t offset;  // into data()
+    uint32_t length;  // floats
+  };
+
+  // Adds `length` floats of gradient for `key` (summed into an existing row).
+  // A key's length must not change between calls.
+  void Add(Key key, const float* grad, uint32_t length) {
+    auto [it, inserted] = index_.try_emplace(key, rows_.size());
+    if (inserted) {
+      rows_.push_back(Row{key, data_.size(), length});
+      data_.insert(data_.end(), grad, grad + length);
+      return;
+    }
+    float* dst = data_.data() + rows_[it->second].offset;
+    for (uint32_t i = 0; i < length; ++i) dst[i] += grad[i];
+  }
+
+  // Adds every row of `other`, scaled by nothing (plain sum).
+  void AddAll(const GradBuffer& other) {
+    for (const Row& r : other.rows_) Add(r.key, other.data_.data() + r.offset, r.length);
+  }
+
+  void Scale(float factor) {
+    for (float& v : data_) v *= factor;
+  }
+
+  const std::vector<Row>& rows() const { return rows_; }
+  const float* RowData(const Row& r) const { return data_.data() + r.offset; }
+  bool empty() const { return rows_.empty(); }
+  size_t num_floats() const { return data_.size(); }
+
+ private:
+  absl::flat_hash_map<Key, uint64_t> index_;  // key -> position in rows_
+  std::vector<Row> rows_;                     // first-seen order
+  std::vector<float> data_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_GRAD_BUFFER_H_

@@ -1,0 +1,123 @@
+#include "server/shard/rpc/parameter_service.h"
+
+#include "absl/status/status.h"
+#include "common/status_conversion.h"
+#include "server/shard/shard.h"
+#include "server/shard/shard_metrics.h"
+
+namespace cairn {
+namespace {
+
+uint64_t KeyBytes(const v1::PullRequest& r) {
+  uint64_t n = 0;
+  for (const auto& t : r.tables()) n += t.keys().size();
+  return n;
+}
+uint64_t ValueBytes(const v1::PullResponse& r) {
+  uint64_t n = 0;
+  for (const auto& t : r.tables()) n += t.values().size();
+  return n;
+}
+uint64_t PushBytes(const v1::PushRequest& r) {
+  uint64_t n = 0;
+  for (const auto& t : r.tables()) n += t.keys().size() + t.values().size();
+  return n;
+}
+
+}  // namespace
+
+ParameterService::ParameterService(ShardMetrics* metrics, absl::Duration max_wait)
+    : metrics_(metrics), max_wait_(max_wait) {}
+
+namespace {
+const grpc::Status kNotReady(grpc::StatusCode::UNAVAILABLE,
+                             "server has not registered with the coordinator yet");
+}  // namespace
+
+grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* context,
+                                                 const v1::PullRequest* request,
+                                                 v1::PullResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Shard* shard = shard_.load(std::memory_order_acquire);
+  if (shard == nullptr) {
+    reactor->Finish(kNotReady);
+    return reactor;
+  }
+  const absl::Time start = absl::Now();
+  absl::Time deadline = start + max_wait_;
+  const absl::Time client_deadline = absl::FromChrono(context->deadline());
+  if (client_deadline < deadline) deadline = client_deadline;
+  ShardMetrics* metrics = metrics_;
+  shard->Pull(request, response, deadline,
+               [reactor, request, response, start, metrics](absl::Status status) {
+                 if (metrics != nullptr) {
+                   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+                   if (status.ok()) metrics->PullWait(seconds);
+                   metrics->Request(ShardMetrics::kPull, absl::StatusCodeToString(status.code()),
+                                    KeyBytes(*request), status.ok() ? ValueBytes(*response) : 0,
+                                    seconds);
+                 }
+                 reactor->Finish(ToGrpcStatus(status));
+               });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* context,
+                                                 const v1::PushRequest* request,
+                                                 v1::PushResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Shard* shard = shard_.load(std::memory_order_acquire);
+  if (shard == nullptr) {
+    reactor->Finish(kNotReady);
+    return reactor;
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<bool> duplicate = shard->Push(*request);
+  if (duplicate.ok()) response->set_duplicate(*duplicate);
+  if (metrics_ != nullptr) {
+    metrics_->Request(ShardMetrics::kPush, absl::StatusCodeToString(duplicate.status().code()),
+                      PushBytes(*request), 0, absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  reactor->Finish(ToGrpcStatus(duplicate.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::Clock(grpc::CallbackServerContext* context,
+                                                  const v1::ClockRequest* request,
+                                                  v1::ClockResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Shard* shard = shard_.load(std::memory_order_acquire);
+  if (shard == nullptr) {
+    reactor->Finish(kNotReady);
+    return reactor;
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<int64_t> min_clock = shard->Clock(*request);
+  if (min_clock.ok()) response->set_min_clock(*min_clock);
+  if (metrics_ != nullptr) {
+    metrics_->Request(ShardMetrics::kClock, absl::StatusCodeToString(min_clock.status().code()),
+                      0, 0, absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  reactor->Finish(ToGrpcStatus(min_clock.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::Stats(grpc::CallbackServerContext* context,
+                                                  const v1::StatsRequest* request,
+                                                  v1::StatsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Shard* shard = shard_.load(std::memory_order_acquire);
+  if (shard == nullptr) {
+    reactor->Finish(kNotReady);
+    return reactor;
+  }
+  shard->Stats(response);
+  if (metrics_ != nullptr) {
+    for (const auto& t : response->tables()) metrics_->Keys(t.table(), t.num_keys());
+    metrics_->Request(ShardMetrics::kStats, "OK", 0, 0, 0);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace cairn

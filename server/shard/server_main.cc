@@ -1,0 +1,187 @@
+// cairn-server: holds partitions of a job's tables and serves Pull, Push,
+// Clock and Stats. Registers with the coordinator, learns the job and the
+// partition map from it, renews its lease, and follows map changes.
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <iostream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "common/config/job_config.h"
+#include "common/coordinator_client.h"
+#include "common/daemon.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/net.h"
+#include "server/shard/rpc/parameter_service.h"
+#include "server/shard/shard.h"
+#include "server/shard/shard_metrics.h"
+
+namespace cairn {
+namespace {
+
+struct Flags {
+  std::string config;
+  std::string coordinator;
+  std::string listen = "127.0.0.1:0";
+  std::string advertise;
+  int metrics_port = -1;
+  int server_id = -1;
+  std::string port_file;
+  std::string log_level = "info";
+};
+
+int Run(const Flags& flags) {
+  absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config);
+  if (!config.ok()) {
+    std::cerr << "cairn-server: " << config.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  if (!flags.coordinator.empty()) {
+    absl::StatusOr<HostPort> hp = ParseHostPort(flags.coordinator, "--coordinator");
+    if (!hp.ok()) {
+      std::cerr << "cairn-server: " << hp.status().message() << "\n";
+      return kExitBadConfig;
+    }
+    config->cluster.coordinator = flags.coordinator;
+  }
+  absl::StatusOr<HostPort> listen = ParseHostPort(flags.listen, "--listen", true);
+  if (!listen.ok()) {
+    std::cerr << "cairn-server: " << listen.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  const int metrics_port = flags.metrics_port >= 0 ? flags.metrics_port : config->metrics.port;
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
+      MetricsServer::Start(config->metrics.host, metrics_port, "cairn-server");
+  if (!metrics_server.ok()) {
+    std::cerr << "cairn-server: " << metrics_server.status().message() << "\n";
+    return kExitPortTaken;
+  }
+  ShardMetrics metrics((*metrics_server)->registry());
+  ParameterService service(&metrics, config->rpc.deadline);
+
+  GrpcServerOptions options;
+  options.address = flags.listen;
+  options.max_message_bytes = config->rpc.max_message_bytes;
+  options.services = {&service};
+  absl::StatusOr<StartedServer> started = StartGrpcServer(options);
+  if (!started.ok()) {
+    std::cerr << "cairn-server: " << started.status().message() << "\n";
+    return kExitPortTaken;
+  }
+  const std::string advertise_host = flags.advertise.empty() ? listen->host : flags.advertise;
+  const std::string address = FormatHostPort(advertise_host, started->port);
+  LOG_INFO("serving ParameterService on {} (max message {} bytes), /metrics on {}", address,
+           config->rpc.max_message_bytes, (*metrics_server)->address());
+
+  CoordinatorClient coordinator(config->cluster.coordinator, config->rpc.max_message_bytes);
+  v1::RegisterServerRequest reg;
+  reg.set_address(address);
+  reg.set_metrics_address((*metrics_server)->address());
+  reg.set_requested_id(flags.server_id);
+  absl::StatusOr<v1::RegisterServerResponse> registered =
+      coordinator.RegisterServer(reg, absl::Now() + config->cluster.startup_timeout);
+  if (!registered.ok()) {
+    std::cerr << "cairn-server: " << registered.status().message() << "\n";
+    return kExitUnreachable;
+  }
+  const uint32_t server_id = registered->server_id();
+  LOG_INFO("registered as server {} with the coordinator at {}", server_id,
+           config->cluster.coordinator);
+  Shard shard(server_id, registered->job(), &metrics);
+  if (absl::Status s = shard.InstallMap(registered->map()); !s.ok()) {
+    std::cerr << "cairn-server: " << s.message() << "\n";
+    return kExitFailure;
+  }
+  service.SetShard(&shard);
+  if (!flags.port_file.empty()) {
+    const int mport = std::stoi((*metrics_server)->address().substr(
+        (*metrics_server)->address().rfind(':') + 1));
+    if (absl::Status s = WritePortFile(flags.port_file, started->port, mport); !s.ok()) {
+      std::cerr << "cairn-server: " << s.message() << "\n";
+      return kExitFailure;
+    }
+  }
+
+  std::atomic<bool> stop{false};
+  std::atomic<bool> lost{false};
+  const absl::Duration heartbeat = absl::Milliseconds(registered->job().heartbeat_interval_ms());
+  const absl::Duration lease = absl::Milliseconds(registered->job().lease_timeout_ms());
+  const absl::Duration loss_timeout = std::max(absl::Seconds(10), 4 * lease);
+
+  std::thread heartbeats([&] {
+    absl::Time last_ok = absl::Now();
+    while (!stop.load()) {
+      v1::HeartbeatRequest hb;
+      hb.set_role(v1::MEMBER_ROLE_SERVER);
+      hb.set_id(server_id);
+      hb.set_map_version(shard.map_version());
+      absl::StatusOr<v1::HeartbeatResponse> r = coordinator.Heartbeat(hb, heartbeat);
+      if (r.ok()) {
+        last_ok = absl::Now();
+      } else if (absl::Now() - last_ok > loss_timeout) {
+        LOG_ERROR("lost the coordinator at {}: no heartbeat answered for {}",
+                  config->cluster.coordinator, absl::FormatDuration(loss_timeout));
+        lost.store(true);
+        return;
+      }
+      absl::SleepFor(heartbeat);
+    }
+  });
+  std::thread watcher([&] {
+    while (!stop.load()) {
+      absl::StatusOr<v1::GetPartitionMapResponse> r =
+          coordinator.WatchPartitionMap(shard.map_version(), absl::Seconds(2));
+      if (!r.ok()) {
+        absl::SleepFor(absl::Milliseconds(200));
+        continue;
+      }
+      if (absl::Status s = shard.InstallMap(r->map()); !s.ok()) {
+        LOG_ERROR("cannot install partition map: {}", s.message());
+      }
+    }
+  });
+  std::thread expirer([&] {
+    while (!stop.load()) {
+      shard.ExpireWaiters(absl::Now());
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  });
+
+  const int sig = WaitForTermination(&lost);
+  stop.store(true);
+  if (sig != 0) LOG_INFO("signal {}: shutting down", sig);
+  started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  heartbeats.join();
+  watcher.join();
+  expirer.join();
+  return lost.load() ? kExitLostCoordinator : kExitOk;
+}
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) {
+  cairn::BlockTerminationSignals();
+  cairn::Flags flags;
+  CLI::App app{"cairn-server: holds partitions of a Cairn job's tables and serves pull/push."};
+  app.add_option("--config", flags.config, "job YAML file")->required();
+  app.add_option("--coordinator", flags.coordinator,
+                 "coordinator host:port (overrides cluster.coordinator)");
+  app.add_option("--listen", flags.listen, "host:port to serve on; port 0 picks a free one")
+      ->capture_default_str();
+  app.add_option("--advertise", flags.advertise,
+                 "host other processes dial (default: the --listen host)");
+  app.add_option("--metrics-port", flags.metrics_port, "port of /metrics (overrides metrics.port)");
+  app.add_option("--server-id", flags.server_id, "ask for this server id (default: any)");
+  app.add_option("--port-file", flags.port_file,
+                 "write 'grpc=PORT' and 'metrics=PORT' here once serving");
+  app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  cairn::InitLogging("server", flags.log_level);
+  return cairn::Run(flags);
+}

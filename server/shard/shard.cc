@@ -1,0 +1,344 @@
+#include "server/shard/shard.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/bytes.h"
+#include "common/log.h"
+#include "common/status_conversion.h"
+#include "common/status_macros.h"
+#include "server/shard/shard_metrics.h"
+
+namespace cairn {
+namespace {
+
+constexpr int64_t kNoWait = std::numeric_limits<int64_t>::min();
+
+absl::StatusOr<size_t> CountKeys(const std::string& bytes, const std::string& table) {
+  size_t n = 0;
+  if (!NumKeys(bytes, &n)) {
+    return absl::InvalidArgumentError(absl::StrCat("table ", table, ": keys take ", bytes.size(),
+                                                   " bytes, not a multiple of 8"));
+  }
+  return n;
+}
+
+}  // namespace
+
+Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
+    : server_id_(server_id), job_(job), metrics_(metrics) {}
+
+Shard::~Shard() {
+  std::vector<Waiter> waiters;
+  {
+    absl::MutexLock lock(&mu_);
+    waiters.swap(waiters_);
+  }
+  for (Waiter& w : waiters) w.done(absl::UnavailableError("server shutting down"));
+}
+
+uint64_t Shard::map_version() const {
+  absl::MutexLock lock(&mu_);
+  return map_version_;
+}
+
+absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
+  if (!map.ready()) return absl::OkStatus();
+  if (map.num_partitions() != job_.num_partitions() ||
+      map.assignments_size() != static_cast<int>(map.num_partitions())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partition map version ", map.version(), " has ", map.assignments_size(),
+        " assignments for ", map.num_partitions(), " partitions; the job has ",
+        job_.num_partitions()));
+  }
+  std::vector<Waiter> ready;
+  int64_t min_clock;
+  {
+    absl::MutexLock lock(&mu_);
+    if (map.version() <= map_version_) return absl::OkStatus();
+    if (!ready_) {
+      std::vector<bool> owned(map.num_partitions(), false);
+      partitions_.clear();
+      for (const v1::PartitionAssignment& a : map.assignments()) {
+        if (a.primary() == server_id_) {
+          owned[a.partition()] = true;
+          partitions_.push_back(a.partition());
+        }
+      }
+      std::vector<std::unique_ptr<Table>> tables;
+      for (const v1::TableSpec& spec : job_.tables()) {
+        ASSIGN_OR_RETURN(std::unique_ptr<Table> t,
+                         Table::Create(spec, map.num_partitions(), owned));
+        tables.push_back(std::move(t));
+      }
+      tables_ = std::move(tables);
+      assignment_version_ = map.version();
+      LOG_INFO("server {} holds {} of {} partitions (map version {})", server_id_,
+               partitions_.size(), map.num_partitions(), map.version());
+    }
+    std::vector<ClockTracker::LiveWorker> live;
+    for (const v1::Member& w : map.workers()) {
+      if (w.state() == v1::MEMBER_STATE_ALIVE) live.push_back({w.id(), w.start_clock()});
+    }
+    clocks_.SetLiveWorkers(live);
+    map_version_ = map.version();
+    ready_ = true;
+    Advance(&ready);
+    min_clock = clocks_.MinClock();
+  }
+  CompleteReady(&ready, min_clock);
+  return absl::OkStatus();
+}
+
+absl::Status Shard::CheckVersion(uint64_t version) const {
+  if (!ready_) {
+    return absl::UnavailableError(
+        absl::StrCat("server ", server_id_, " has no ready partition map yet"));
+  }
+  if (version < assignment_version_) return MakeStaleMapError(version, map_version_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) const {
+  if (id >= tables_.size() || (!name.empty() && tables_[id]->spec().name() != name)) {
+    for (const auto& t : tables_) {
+      if (t->spec().name() == name) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "table ", name, " has id ", t->spec().id(), ", request says ", id));
+      }
+    }
+    return absl::NotFoundError(absl::StrCat("unknown table \"", name, "\" (id ", id, ")"));
+  }
+  return tables_[id].get();
+}
+
+absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
+  if (request.sequence() == 0) {
+    return absl::InvalidArgumentError("push: sequence must be >= 1");
+  }
+  // Validation and gathering need no shard lock: tables are fixed once ready.
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckVersion(request.map_version()));
+    if (applied_[request.worker_id()].Contains(request.sequence())) return true;
+  }
+  std::vector<std::pair<Table*, GradBuffer>> grads;
+  grads.reserve(request.tables_size());
+  uint64_t bytes = 0;
+  for (const v1::TableValues& tv : request.tables()) {
+    ASSIGN_OR_RETURN(Table * table, FindTable(tv.table_id(), tv.table()));
+    const std::string& name = table->spec().name();
+    ASSIGN_OR_RETURN(size_t n, CountKeys(tv.keys(), name));
+    ASSIGN_OR_RETURN(uint64_t floats, table->CheckKeys(tv.keys(), n));
+    if (tv.values().size() != floats * sizeof(float)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "push table=", name, ": ", n, " keys need ", floats, " float32 values (",
+          floats * sizeof(float), " bytes), got ", tv.values().size(), " bytes"));
+    }
+    const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
+                                 ? static_cast<uint64_t>(table->spec().width())
+                                 : static_cast<uint64_t>(table->spec().chunk_size());
+    absl::Status finite = CheckFinite(table->spec(), tv.keys(), tv.values(), per_key);
+    if (!finite.ok()) {
+      if (metrics_ != nullptr) metrics_->NonFinite(name);
+      return finite;
+    }
+    GradBuffer buffer;
+    table->Gather(tv.keys(), n, tv.values(), &buffer);
+    bytes += tv.values().size() + tv.keys().size();
+    grads.emplace_back(table, std::move(buffer));
+  }
+
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckVersion(request.map_version()));
+  bool buffered = false;
+  for (const auto& [table, buffer] : grads) {
+    if (table->spec().consistency() == v1::CONSISTENCY_BSP && request.clock() < closed_before_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "push table=", table->spec().name(), " from worker ", request.worker_id(),
+          " for iteration ", request.clock(), ": iterations below ", closed_before_,
+          " are already applied"));
+    }
+  }
+  if (!applied_[request.worker_id()].Insert(request.sequence())) return true;
+  for (auto& [table, buffer] : grads) {
+    if (buffer.empty()) continue;
+    if (table->spec().consistency() == v1::CONSISTENCY_BSP) {
+      pending_[request.clock()][table->spec().id()][request.worker_id()].AddAll(buffer);
+      buffered = true;
+    } else {
+      table->Apply(buffer);
+    }
+  }
+  (void)buffered;
+  ++pushes_applied_;
+  if (metrics_ != nullptr) metrics_->PushBytes(bytes);
+  return false;
+}
+
+int64_t Shard::RequiredClock(const v1::PullRequest& request) const {
+  int64_t required = kNoWait;
+  for (const v1::TableKeys& tk : request.tables()) {
+    if (tk.table_id() >= tables_.size()) continue;
+    const v1::TableSpec& spec = tables_[tk.table_id()]->spec();
+    if (spec.consistency() == v1::CONSISTENCY_ASP) continue;
+    const int64_t s = spec.consistency() == v1::CONSISTENCY_SSP ? spec.staleness() : 0;
+    required = std::max(required, request.clock() - s);
+  }
+  return required;
+}
+
+void Shard::Serve(const v1::PullRequest& request, v1::PullResponse* response,
+                  int64_t min_clock) const {
+  for (const v1::TableKeys& tk : request.tables()) {
+    Table* table = tables_[tk.table_id()].get();
+    v1::TableValues* out = response->add_tables();
+    out->set_table_id(tk.table_id());
+    out->set_table(table->spec().name());
+    size_t n = tk.keys().size() / sizeof(Key);
+    table->Read(tk.keys(), n, out->mutable_values());
+  }
+  response->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);
+}
+
+void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
+                 absl::Time deadline, std::function<void(absl::Status)> done) {
+  absl::Status version;
+  {
+    absl::MutexLock lock(&mu_);
+    version = CheckVersion(request->map_version());
+  }
+  if (!version.ok()) {
+    done(version);
+    return;
+  }
+  for (const v1::TableKeys& tk : request->tables()) {
+    absl::StatusOr<Table*> table = FindTable(tk.table_id(), tk.table());
+    absl::Status status = table.status();
+    if (status.ok()) {
+      absl::StatusOr<size_t> n = CountKeys(tk.keys(), tk.table());
+      status = n.status();
+      if (status.ok()) status = (*table)->CheckKeys(tk.keys(), *n).status();
+    }
+    if (!status.ok()) {
+      done(Annotate(status, "pull"));
+      return;
+    }
+  }
+  int64_t min_clock;
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t required = RequiredClock(*request);
+    min_clock = clocks_.MinClock();
+    if (required != kNoWait && min_clock < required) {
+      waiters_.push_back(Waiter{request, response, required, deadline, std::move(done)});
+      return;
+    }
+    ++pulls_served_;
+  }
+  Serve(*request, response, min_clock);
+  done(absl::OkStatus());
+}
+
+absl::StatusOr<int64_t> Shard::Clock(const v1::ClockRequest& request) {
+  std::vector<Waiter> ready;
+  int64_t min_clock;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckVersion(request.map_version()));
+    if (request.leaving()) {
+      clocks_.Leave(request.worker_id());
+      LOG_INFO("worker {} left at clock {}", request.worker_id(), request.clock());
+    } else if (!clocks_.Tick(request.worker_id(), request.clock())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "clock from worker ", request.worker_id(),
+          ", which is not a live member of the job (left, dead or unknown)"));
+    }
+    Advance(&ready);
+    min_clock = clocks_.MinClock();
+  }
+  CompleteReady(&ready, min_clock);
+  return min_clock == ClockTracker::kNoWorkers ? -1 : min_clock;
+}
+
+void Shard::Advance(std::vector<Waiter>* ready) {
+  const int64_t min_clock = clocks_.MinClock();
+  // Close BSP iterations every live worker completed.
+  while (!pending_.empty() && pending_.begin()->first < min_clock) {
+    IterationBuffer& iteration = pending_.begin()->second;
+    for (auto& [table_id, by_worker] : iteration) {
+      Table* table = tables_[table_id].get();
+      GradBuffer sum;
+      for (auto& [worker, buffer] : by_worker) sum.AddAll(buffer);  // worker-id order
+      if (table->spec().aggregation() != v1::AGGREGATION_SUM && by_worker.size() > 1) {
+        sum.Scale(1.0f / static_cast<float>(by_worker.size()));
+      }
+      table->Apply(sum);
+    }
+    pending_.erase(pending_.begin());
+  }
+  if (min_clock != ClockTracker::kNoWorkers) {
+    closed_before_ = std::max(closed_before_, min_clock);
+  }
+  if (metrics_ != nullptr) {
+    metrics_->Clocks(min_clock == ClockTracker::kNoWorkers ? 0 : min_clock, clocks_.MaxClock());
+  }
+  auto it = std::partition(waiters_.begin(), waiters_.end(),
+                           [&](const Waiter& w) { return min_clock < w.required; });
+  for (auto w = it; w != waiters_.end(); ++w) ready->push_back(std::move(*w));
+  waiters_.erase(it, waiters_.end());
+  pulls_served_ += ready->size();
+}
+
+void Shard::CompleteReady(std::vector<Waiter>* ready, int64_t min_clock) {
+  for (Waiter& w : *ready) {
+    Serve(*w.request, w.response, min_clock);
+    w.done(absl::OkStatus());
+  }
+  ready->clear();
+}
+
+void Shard::ExpireWaiters(absl::Time now) {
+  std::vector<std::pair<Waiter, std::string>> expired;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = std::partition(waiters_.begin(), waiters_.end(),
+                             [&](const Waiter& w) { return w.deadline > now; });
+    for (auto w = it; w != waiters_.end(); ++w) {
+      std::vector<std::string> names;
+      for (const v1::TableKeys& tk : w->request->tables()) names.push_back(tk.table());
+      const int64_t slowest = clocks_.SlowestWorker();
+      std::string why = absl::StrCat(
+          "pull table=", absl::StrJoin(names, ","), " at clock ", w->request->clock(),
+          " from worker ", w->request->worker_id(), ": waited for min clock >= ", w->required,
+          "; slowest worker ", slowest, " is at clock ",
+          slowest < 0 ? 0 : clocks_.ClockOf(static_cast<uint32_t>(slowest)));
+      expired.emplace_back(std::move(*w), std::move(why));
+    }
+    waiters_.erase(it, waiters_.end());
+  }
+  for (auto& [w, why] : expired) w.done(absl::DeadlineExceededError(why));
+}
+
+void Shard::Stats(v1::StatsResponse* response) const {
+  absl::MutexLock lock(&mu_);
+  response->set_server_id(server_id_);
+  response->set_map_version(map_version_);
+  for (uint32_t p : partitions_) response->add_partitions(p);
+  for (const auto& t : tables_) {
+    v1::TableStats* s = response->add_tables();
+    s->set_table(t->spec().name());
+    s->set_num_keys(t->NumKeys());
+    s->set_num_partitions(partitions_.size());
+    const int64_t min_clock = clocks_.MinClock();
+    s->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);
+    s->set_max_clock(clocks_.MaxClock());
+    s->set_bytes(t->NumValueBytes());
+  }
+  response->set_pushes_applied(pushes_applied_);
+  response->set_pulls_served(pulls_served_);
+}
+
+}  // namespace cairn

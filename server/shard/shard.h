@@ -1,0 +1,124 @@
+// cairn-server's domain: the tables it holds, push application (buffered per
+// iteration under BSP, on arrival under SSP/ASP), consistency-gated pulls and
+// clock ticks. RPC handlers (rpc/parameter_service.h) only convert messages.
+//
+// BSP (DESIGN.md, Consistency): pushes of iteration t are buffered per worker;
+// when every live worker has completed iteration t (min clock > t), the
+// buffered gradients are summed in worker-id order, scaled by 1/(workers that
+// pushed) for `aggregation: mean`, and applied once, so N workers with batch b
+// equal one worker with batch N*b and runs repeat bit for bit.
+// SSP/ASP: each push is applied when it arrives.
+//
+// Every request is fully validated before anything changes: a rejected
+// request leaves every stored value as it was.
+//
+// Thread-safe.
+#ifndef CAIRN_SERVER_SHARD_SHARD_H_
+#define CAIRN_SERVER_SHARD_SHARD_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cairn/v1/coordinator.pb.h"
+#include "cairn/v1/shard.pb.h"
+#include "server/shard/clock_tracker.h"
+#include "server/shard/grad_buffer.h"
+#include "server/shard/sequence_window.h"
+#include "server/shard/table.h"
+
+namespace cairn {
+
+class ShardMetrics;
+
+class Shard {
+ public:
+  // `metrics` may be null; it must outlive the shard.
+  Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics);
+  ~Shard();
+
+  // Installs partition map `map`. The first ready map creates the tables for
+  // the partitions this server is primary of; later maps update the live
+  // worker set and the version (the assignment is fixed for the job until
+  // failover exists). InvalidArgument when the map does not fit the job.
+  absl::Status InstallMap(const v1::PartitionMap& map) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Validates and applies (SSP/ASP) or buffers (BSP) a push. Returns true when
+  // (worker_id, sequence) was applied before (nothing done now).
+  // Errors: Unavailable (no ready map yet), FailedPrecondition (stale map
+  // version, with the current one; key not held; iteration already closed),
+  // NotFound (table), InvalidArgument (lengths, key range, non-finite values).
+  absl::StatusOr<bool> Push(const v1::PushRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Validates a pull and calls `done` once the consistency bound allows
+  // (maybe at once, on this thread; maybe later, on the thread that ticks the
+  // clock), with `response` filled, or with DeadlineExceeded at `deadline`
+  // naming the table, the clock waited for and the slowest worker. `request`
+  // and `response` must stay valid until `done` runs.
+  void Pull(const v1::PullRequest* request, v1::PullResponse* response, absl::Time deadline,
+            std::function<void(absl::Status)> done) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Records a worker's clock (and, with `leaving`, its exit); closes BSP
+  // iterations and releases pulls it unblocks. Returns the min clock.
+  absl::StatusOr<int64_t> Clock(const v1::ClockRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+
+  void Stats(v1::StatsResponse* response) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Fails waiting pulls whose deadline passed. Called periodically.
+  void ExpireWaiters(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+
+  uint64_t map_version() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Waiter {
+    const v1::PullRequest* request;
+    v1::PullResponse* response;
+    int64_t required;  // min clock needed
+    absl::Time deadline;
+    std::function<void(absl::Status)> done;
+  };
+  // Buffered BSP gradients of one iteration: table -> worker -> rows.
+  using IterationBuffer = std::map<uint32_t, std::map<uint32_t, GradBuffer>>;
+
+  absl::Status CheckVersion(uint64_t version) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Table*> FindTable(uint32_t id, const std::string& name) const;
+  // Min clock a pull of `request` needs, or INT64_MIN when it need not wait.
+  int64_t RequiredClock(const v1::PullRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads every table of the request into the response.
+  void Serve(const v1::PullRequest& request, v1::PullResponse* response, int64_t min_clock) const;
+  // Applies buffered iterations below the min clock; moves released waiters to `ready`.
+  void Advance(std::vector<Waiter>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompleteReady(std::vector<Waiter>* ready, int64_t min_clock);
+
+  // Constant after construction.
+  const uint32_t server_id_;
+  const v1::JobSpec job_;
+  ShardMetrics* const metrics_;
+
+  mutable absl::Mutex mu_;
+  bool ready_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t map_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t assignment_version_ ABSL_GUARDED_BY(mu_) = 0;  // map version the tables follow
+  std::vector<uint32_t> partitions_ ABSL_GUARDED_BY(mu_);  // held here
+  // Written once, under mu_, by the first ready InstallMap before ready_ is
+  // set; read-only afterwards (each Table has its own lock for its values), so
+  // readers that saw ready_ under mu_ may use it without mu_.
+  std::vector<std::unique_ptr<Table>> tables_;
+  ClockTracker clocks_ ABSL_GUARDED_BY(mu_);
+  int64_t closed_before_ ABSL_GUARDED_BY(mu_) = 0;  // BSP iterations < this are applied
+  std::map<int64_t, IterationBuffer> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, SequenceWindow> applied_ ABSL_GUARDED_BY(mu_);
+  std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  uint64_t pushes_applied_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t pulls_served_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_SHARD_H_

@@ -1,0 +1,92 @@
+#include "server/shard/shard_metrics.h"
+
+#include "common/metrics.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace cairn {
+namespace {
+const char* const kMethodNames[] = {"Pull", "Push", "Clock", "Stats"};
+}  // namespace
+
+ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
+  requests_ = &prometheus::BuildCounter()
+                   .Name("cairn_shard_requests_total")
+                   .Help("RPCs served by the shard server, by method and gRPC code.")
+                   .Register(registry);
+  nonfinite_ = &prometheus::BuildCounter()
+                    .Name("cairn_shard_nonfinite_rejected_total")
+                    .Help("Pushes rejected for NaN or Inf gradients, by table.")
+                    .Register(registry);
+  keys_ = &prometheus::BuildGauge()
+               .Name("cairn_shard_keys")
+               .Help("Keys (dense chunks or embedding rows) held, by table.")
+               .Register(registry);
+  auto& in = prometheus::BuildCounter()
+                 .Name("cairn_shard_received_bytes_total")
+                 .Help("Request bytes received (keys and values), by method.")
+                 .Register(registry);
+  auto& out = prometheus::BuildCounter()
+                  .Name("cairn_shard_sent_bytes_total")
+                  .Help("Response bytes sent (values), by method.")
+                  .Register(registry);
+  auto& latency = prometheus::BuildHistogram()
+                      .Name("cairn_shard_request_duration_seconds")
+                      .Help("Seconds from a request's arrival to its reply, by method.")
+                      .Register(registry);
+  for (int m = 0; m < kNumMethods; ++m) {
+    bytes_in_[m] = &in.Add({{"method", kMethodNames[m]}});
+    bytes_out_[m] = &out.Add({{"method", kMethodNames[m]}});
+    latency_[m] = &latency.Add({{"method", kMethodNames[m]}}, LatencyBuckets());
+  }
+  pull_wait_ = &prometheus::BuildHistogram()
+                    .Name("cairn_shard_pull_wait_seconds")
+                    .Help("Seconds a pull waited for the consistency bound.")
+                    .Register(registry)
+                    .Add({}, LatencyBuckets());
+  push_bytes_ = &prometheus::BuildCounter()
+                     .Name("cairn_shard_push_applied_bytes_total")
+                     .Help("Bytes of pushed keys and gradients accepted.")
+                     .Register(registry)
+                     .Add({});
+  min_clock_ = &prometheus::BuildGauge()
+                    .Name("cairn_shard_min_clock")
+                    .Help("Minimum clock over live workers.")
+                    .Register(registry)
+                    .Add({});
+  clock_spread_ = &prometheus::BuildGauge()
+                       .Name("cairn_shard_clock_spread")
+                       .Help("Max minus min clock over live workers, in clocks.")
+                       .Register(registry)
+                       .Add({});
+}
+
+void ShardMetrics::Request(Method method, const std::string& code, uint64_t bytes_in,
+                           uint64_t bytes_out, double seconds) {
+  requests_->Add({{"method", kMethodNames[method]}, {"code", code}}).Increment();
+  bytes_in_[method]->Increment(static_cast<double>(bytes_in));
+  bytes_out_[method]->Increment(static_cast<double>(bytes_out));
+  latency_[method]->Observe(seconds);
+}
+
+void ShardMetrics::PullWait(double seconds) { pull_wait_->Observe(seconds); }
+
+void ShardMetrics::PushBytes(uint64_t bytes) { push_bytes_->Increment(static_cast<double>(bytes)); }
+
+void ShardMetrics::NonFinite(const std::string& table) {
+  nonfinite_->Add({{"table", table}}).Increment();
+}
+
+void ShardMetrics::Clocks(int64_t min_clock, int64_t max_clock) {
+  min_clock_->Set(static_cast<double>(min_clock));
+  clock_spread_->Set(static_cast<double>(max_clock > min_clock ? max_clock - min_clock : 0));
+}
+
+void ShardMetrics::Keys(const std::string& table, uint64_t keys) {
+  keys_->Add({{"table", table}}).Set(static_cast<double>(keys));
+}
+
+}  // namespace cairn

@@ -1,0 +1,55 @@
+// The metrics of cairn-server, declared together (docs/metrics.md lists them).
+#ifndef CAIRN_SERVER_SHARD_SHARD_METRICS_H_
+#define CAIRN_SERVER_SHARD_SHARD_METRICS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+
+namespace prometheus {
+class Registry;
+class Counter;
+class Gauge;
+class Histogram;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace cairn {
+
+// Thread-safe.
+class ShardMetrics {
+ public:
+  enum Method { kPull = 0, kPush, kClock, kStats, kNumMethods };
+
+  explicit ShardMetrics(prometheus::Registry& registry);
+
+  // One finished RPC: its method, gRPC code name ("OK", ...), bytes received
+  // and sent, and seconds from arrival to reply (pull: waiting included).
+  void Request(Method method, const std::string& code, uint64_t bytes_in, uint64_t bytes_out,
+               double seconds);
+  // Seconds a pull waited for the consistency bound.
+  void PullWait(double seconds);
+  void PushBytes(uint64_t bytes);
+  void NonFinite(const std::string& table);
+  void Clocks(int64_t min_clock, int64_t max_clock);
+  void Keys(const std::string& table, uint64_t keys);
+
+ private:
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Counter>* nonfinite_;
+  prometheus::Family<prometheus::Gauge>* keys_;
+  prometheus::Counter* bytes_in_[kNumMethods];
+  prometheus::Counter* bytes_out_[kNumMethods];
+  prometheus::Histogram* latency_[kNumMethods];
+  prometheus::Histogram* pull_wait_;
+  prometheus::Counter* push_bytes_;
+  prometheus::Gauge* min_clock_;
+  prometheus::Gauge* clock_spread_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_SHARD_METRICS_H_

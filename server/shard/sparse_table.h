@@ -1,0 +1,47 @@
+// A sparse table's owned embedding rows (see table.h).
+#ifndef CAIRN_SERVER_SHARD_SPARSE_TABLE_H_
+#define CAIRN_SERVER_SHARD_SPARSE_TABLE_H_
+
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "server/shard/table.h"
+
+namespace cairn {
+
+// Thread-safe.
+class SparseTable final : public Table {
+ public:
+  SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
+              const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer);
+
+  absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const override;
+  void Read(const std::string& keys, size_t n, std::string* out) const override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Gather(const std::string& keys, size_t n, const std::string& values,
+              GradBuffer* buffer) const override;
+  void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t NumKeys() const override ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t NumValueBytes() const override ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Slot of `key`, created from the initializer when absent.
+  uint32_t FindOrCreate(Key key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Constant after construction.
+  const uint32_t width_;
+  const int slots_per_element_;
+  const std::vector<bool> owned_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<Key, uint32_t> index_ ABSL_GUARDED_BY(mu_);  // key -> row slot
+  std::vector<float> values_ ABSL_GUARDED_BY(mu_);   // slot * width
+  std::vector<float> slots_ ABSL_GUARDED_BY(mu_);    // slot * S * width
+  std::vector<int64_t> steps_ ABSL_GUARDED_BY(mu_);  // per slot
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_SPARSE_TABLE_H_

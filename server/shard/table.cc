@@ -1,0 +1,72 @@
+#include "server/shard/table.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/initializer.h"
+#include "common/status_macros.h"
+#include "server/shard/dense_table.h"
+#include "server/shard/sparse_table.h"
+
+namespace cairn {
+
+uint64_t DenseNumElements(const v1::TableSpec& spec) {
+  uint64_t n = 1;
+  for (int64_t d : spec.shape()) n *= static_cast<uint64_t>(d);
+  return spec.shape_size() == 0 ? 0 : n;
+}
+
+absl::StatusOr<std::unique_ptr<Table>> Table::Create(const v1::TableSpec& spec,
+                                                     uint32_t num_partitions,
+                                                     const std::vector<bool>& owned) {
+  if (num_partitions == 0 || owned.size() != num_partitions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table ", spec.name(), ": partition ownership of size ", owned.size(),
+                     " for ", num_partitions, " partitions"));
+  }
+  RETURN_IF_ERROR(ValidateInitSpec(spec));
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, MakeOptimizer(spec.optimizer()));
+  if (spec.kind() == v1::TABLE_KIND_DENSE) {
+    if (DenseNumElements(spec) == 0 || spec.chunk_size() <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("table ", spec.name(), ": dense table needs a non-empty shape and chunk_size > 0"));
+    }
+    return std::unique_ptr<Table>(
+        new DenseTable(spec, num_partitions, owned, std::move(optimizer)));
+  }
+  if (spec.kind() == v1::TABLE_KIND_SPARSE) {
+    if (spec.width() <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("table ", spec.name(), ": sparse table needs width > 0"));
+    }
+    return std::unique_ptr<Table>(
+        new SparseTable(spec, num_partitions, owned, std::move(optimizer)));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("table ", spec.name(), ": unknown kind"));
+}
+
+absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
+                         const std::string& values, uint64_t floats_per_key) {
+  if (spec.non_finite() == v1::NON_FINITE_POLICY_ALLOW) return absl::OkStatus();
+  const size_t n = values.size() / sizeof(float);
+  const float* v = reinterpret_cast<const float*>(values.data());
+  bool bad = false;
+  for (size_t i = 0; i < n; ++i) bad |= !std::isfinite(v[i]);
+  if (!bad) return absl::OkStatus();
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isfinite(v[i])) continue;
+    // Dense keys carry variable-length chunks; name the key by offset when the
+    // row length is not uniform.
+    std::string where;
+    if (floats_per_key > 0 && keys.size() >= (i / floats_per_key + 1) * sizeof(Key)) {
+      where = absl::StrCat(" key ", KeyAt(keys, i / floats_per_key));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push table=", spec.name(), where, ": gradient value ", v[i], " at offset ", i,
+        " is not finite (table policy non_finite: reject)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn

@@ -1,0 +1,83 @@
+// One table's partitions held by this server: values, optimizer slots and
+// per-key update counts, with request validation.
+//
+// Dense tables hold each owned partition's chunk range as one contiguous
+// block; a key is a chunk index and its value is `chunk_size` floats (the last
+// chunk may be shorter). Sparse tables hold embedding rows of `width` floats
+// keyed by any uint64, created on first push by the table's initializer; a
+// pull of a row never pushed returns the initializer's values without
+// creating it.
+//
+// Thread-safe: reads take a shared lock, updates an exclusive one.
+#ifndef CAIRN_SERVER_SHARD_TABLE_H_
+#define CAIRN_SERVER_SHARD_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cairn/v1/types.pb.h"
+#include "common/bytes.h"
+#include "server/shard/grad_buffer.h"
+#include "server/shard/optimizer/optimizer.h"
+
+namespace cairn {
+
+class Table {
+ public:
+  virtual ~Table() = default;
+
+  // Builds the table for the partitions `owned` (size = P, true = held here).
+  // InvalidArgument for a bad spec (optimizer, init, shape).
+  static absl::StatusOr<std::unique_ptr<Table>> Create(const v1::TableSpec& spec,
+                                                       uint32_t num_partitions,
+                                                       const std::vector<bool>& owned);
+
+  const v1::TableSpec& spec() const { return spec_; }
+
+  // Checks `keys` (count n) for this server: dense keys < num_chunks,
+  // every key in a partition held here. Returns the number of floats their
+  // values take. InvalidArgument naming table and key; FailedPrecondition
+  // ("partition P of table T is not held by this server") for a key routed here
+  // under another map.
+  virtual absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const = 0;
+
+  // Appends the current values of `keys` (already checked) to `out`.
+  virtual void Read(const std::string& keys, size_t n, std::string* out) const = 0;
+
+  // Adds the gradient rows of a push (keys checked; `values` holds the floats
+  // CheckKeys counted) to `buffer`, summing repeated keys.
+  virtual void Gather(const std::string& keys, size_t n, const std::string& values,
+                      GradBuffer* buffer) const = 0;
+
+  // Applies the optimizer once to every row of `grads`.
+  virtual void Apply(const GradBuffer& grads) = 0;
+
+  // Keys (chunks or rows) held, and value bytes held.
+  virtual uint64_t NumKeys() const = 0;
+  virtual uint64_t NumValueBytes() const = 0;
+
+ protected:
+  Table(const v1::TableSpec& spec, uint32_t num_partitions,
+        std::unique_ptr<Optimizer> optimizer)
+      : spec_(spec), num_partitions_(num_partitions), optimizer_(std::move(optimizer)) {}
+
+  // Constant after construction.
+  const v1::TableSpec spec_;
+  const uint32_t num_partitions_;
+  const std::unique_ptr<Optimizer> optimizer_;
+};
+
+// Element count of a dense table's shape (product of dims).
+uint64_t DenseNumElements(const v1::TableSpec& spec);
+
+// InvalidArgument naming the table when `values` (n floats) holds NaN or Inf
+// and the table's policy rejects them; names the first offending key.
+absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
+                         const std::string& values, uint64_t floats_per_key);
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_TABLE_H_

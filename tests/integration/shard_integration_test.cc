@@ -1,0 +1,281 @@
+// A real coordinator and real servers on loopback, driven through the client
+// library and through raw gRPC stubs: round trips, optimizer arithmetic, and
+// every kind of bad request (each must leave stored values unchanged).
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "cairn/v1/shard.grpc.pb.h"
+#include "common/bytes.h"
+#include "common/coordinator_client.h"
+#include "common/grpc_util.h"
+#include "common/status_conversion.h"
+#include "tests/integration/test_cluster.h"
+#include "worker/client/client.h"
+
+namespace cairn {
+namespace {
+
+using testing::TestCluster;
+
+std::string JobYaml(int servers, const std::string& tables, const std::string& mode = "bsp") {
+  return absl::StrCat(R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: )", servers, R"(
+  workers: 1
+  partitions: 16
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+  startup_timeout: 30s
+rpc:
+  max_message_size: 256MiB
+  deadline: 20s
+consistency:
+  mode: )", mode, R"(
+tables:
+)", tables);
+}
+
+std::unique_ptr<Client> ConnectWorker(const TestCluster& cluster) {
+  ClientOptions options;
+  options.coordinator = cluster.coordinator_address();
+  options.worker_id = 0;
+  options.connect_timeout = absl::Seconds(30);
+  options.rpc_deadline = absl::Seconds(30);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  REQUIRE(client.ok());
+  return std::move(*client);
+}
+
+TEST_CASE("a 64 MiB dense table round-trips exactly through two servers",
+          "[integration][shard]") {
+  const int64_t n = 16 << 20;  // 16 Mi floats = 64 MiB
+  auto cluster = TestCluster::Start("roundtrip", JobYaml(2, absl::StrCat(R"(
+  - name: big
+    kind: dense
+    shape: [)", n, R"(]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+)")), 2);
+  REQUIRE(cluster.ok());
+  std::unique_ptr<Client> client = ConnectWorker(**cluster);
+  std::vector<float> grad(n);
+  for (int64_t i = 0; i < n; ++i) grad[i] = static_cast<float>(i % 4093) * 0.25f - 7.0f;
+  REQUIRE(client->PushDense({{"big", grad}}).get().ok());
+  REQUIRE(client->Clock().ok());
+  std::vector<float> values(n, 123.0f);
+  absl::Status pulled = client->PullDense({{"big", absl::MakeSpan(values)}}).get();
+  INFO(pulled.message() << "\n" << (*cluster)->Logs());
+  REQUIRE(pulled.ok());
+  // SGD, lr 1, from zeros: value = -grad, exactly (one float negation).
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < n; ++i) mismatches += values[i] != -grad[i];
+  CHECK(mismatches == 0);
+  CHECK(client->Finish().ok());
+}
+
+TEST_CASE("server-side optimizers give the hand-computed values on dense and sparse tables",
+          "[integration][shard][optimizer]") {
+  auto cluster = TestCluster::Start("optimizers", JobYaml(2, R"(
+  - name: d_momentum
+    kind: dense
+    shape: [3, 5]
+    chunk_size: 4
+    optimizer: {type: sgd, learning_rate: 0.1, momentum: 0.9}
+    init: {type: zeros}
+  - name: d_adagrad
+    kind: dense
+    shape: [7]
+    chunk_size: 2
+    optimizer: {type: adagrad, learning_rate: 0.1, epsilon: 0.0, initial_accumulator: 0.0}
+    init: {type: zeros}
+  - name: s_adam
+    kind: sparse
+    width: 4
+    optimizer: {type: adam, learning_rate: 0.1, beta1: 0.9, beta2: 0.999, epsilon: 0.0}
+    init: {type: constant, value: 1.0}
+  - name: s_sgd
+    kind: sparse
+    width: 2
+    optimizer: {type: sgd, learning_rate: 0.5}
+    init: {type: zeros}
+)"), 2);
+  REQUIRE(cluster.ok());
+  std::unique_ptr<Client> client = ConnectWorker(**cluster);
+  const std::vector<Key> keys = {0, 1, Key{1} << 63, std::numeric_limits<Key>::max()};
+
+  for (int step = 0; step < 2; ++step) {
+    std::vector<float> ones15(15, 1.0f), fours7(7, 4.0f);
+    REQUIRE(client->PushDense({{"d_momentum", ones15}, {"d_adagrad", fours7}}).get().ok());
+    std::vector<float> g_adam(16, 2.0f), g_sgd(8);
+    for (int i = 0; i < 8; ++i) g_sgd[i] = static_cast<float>(i);
+    REQUIRE(client->PushSparse("s_adam", keys, g_adam).get().ok());
+    REQUIRE(client->PushSparse("s_sgd", keys, g_sgd).get().ok());
+    REQUIRE(client->Clock().ok());
+  }
+  std::vector<float> momentum(15), adagrad(7), adam(16), sgd(8);
+  REQUIRE(client->PullDense({{"d_momentum", absl::MakeSpan(momentum)},
+                             {"d_adagrad", absl::MakeSpan(adagrad)}})
+              .get()
+              .ok());
+  REQUIRE(client->PullSparse("s_adam", keys, absl::MakeSpan(adam)).get().ok());
+  REQUIRE(client->PullSparse("s_sgd", keys, absl::MakeSpan(sgd)).get().ok());
+  // Momentum (v = 0.9 v + g; w -= 0.1 v): v1 = 1, w1 = -0.1; v2 = 1.9, w2 = -0.29.
+  for (float v : momentum) CHECK_THAT(v, Catch::Matchers::WithinAbs(-0.29, 1e-6));
+  // Adagrad (acc += g^2; w -= 0.1 g / sqrt(acc)), g = 4: acc 16, w -0.1; acc 32,
+  // w -0.1 - 0.4 / sqrt(32) = -0.170710678.
+  for (float v : adagrad) CHECK_THAT(v, Catch::Matchers::WithinAbs(-0.170710678, 1e-6));
+  // Adam with constant g and eps 0: mhat = g, vhat = g^2 each step, so each
+  // step moves w by exactly -lr: 1 - 0.2 = 0.8.
+  for (float v : adam) CHECK_THAT(v, Catch::Matchers::WithinAbs(0.8, 1e-6));
+  // SGD lr 0.5, two steps of g: w = -g.
+  for (int i = 0; i < 8; ++i) CHECK(sgd[i] == -static_cast<float>(i));
+  CHECK(client->Finish().ok());
+}
+
+// Raw access to one server, for requests the client library would never send.
+struct RawServer {
+  std::unique_ptr<v1::ParameterService::Stub> stub;
+  uint64_t version = 0;
+  uint32_t table_id = 0;
+};
+
+RawServer ConnectRaw(const TestCluster& cluster, uint32_t server_id) {
+  CoordinatorClient coordinator(cluster.coordinator_address(), 64 << 20);
+  auto map = coordinator.GetPartitionMap(absl::Seconds(10));
+  REQUIRE(map.ok());
+  RawServer raw;
+  raw.version = map->map().version();
+  for (const auto& m : map->map().servers()) {
+    if (m.id() == server_id) raw.stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 256 << 20));
+  }
+  REQUIRE(raw.stub != nullptr);
+  return raw;
+}
+
+grpc::Status RawPush(RawServer& raw, const std::string& table, uint32_t table_id,
+                     std::vector<Key> keys, std::vector<float> values, uint64_t sequence,
+                     uint64_t version) {
+  v1::PushRequest request;
+  request.set_map_version(version);
+  request.set_worker_id(0);
+  request.set_sequence(sequence);
+  request.set_clock(0);
+  v1::TableValues* tv = request.add_tables();
+  tv->set_table(table);
+  tv->set_table_id(table_id);
+  tv->set_keys(KeysToBytes(keys));
+  tv->set_values(FloatsToBytes(values));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::PushResponse response;
+  return raw.stub->Push(&context, request, &response);
+}
+
+TEST_CASE("bad requests are rejected with the right code and change nothing",
+          "[integration][shard][bad_input]") {
+  auto cluster = TestCluster::Start("bad_input", JobYaml(1, R"(
+  - name: dense4
+    kind: dense
+    shape: [4]
+    optimizer: {type: sgd, learning_rate: 0.1}
+    init: {type: constant, value: 1.0}
+  - name: emb
+    kind: sparse
+    width: 2
+    optimizer: {type: adagrad, learning_rate: 0.1, epsilon: 0.0, initial_accumulator: 0.0}
+    init: {type: zeros}
+)", "asp"), 1);
+  REQUIRE(cluster.ok());
+  std::unique_ptr<Client> client = ConnectWorker(**cluster);
+  RawServer raw = ConnectRaw(**cluster, 0);
+  uint64_t seq = 1000;
+
+  auto dense_values = [&] {
+    std::vector<float> v(4);
+    REQUIRE(client->PullDense({{"dense4", absl::MakeSpan(v)}}).get().ok());
+    return v;
+  };
+  const std::vector<float> before = dense_values();
+  REQUIRE(before == std::vector<float>{1, 1, 1, 1});
+
+  SECTION("unknown table") {
+    grpc::Status s = RawPush(raw, "nope", 9, {0}, {1, 1, 1, 1}, ++seq, raw.version);
+    CHECK(s.error_code() == grpc::StatusCode::NOT_FOUND);
+    CHECK_THAT(s.error_message(), Catch::Contains("nope"));
+  }
+  SECTION("wrong value length for the keys") {
+    grpc::Status s = RawPush(raw, "dense4", 0, {0}, {1, 1, 1}, ++seq, raw.version);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("dense4"));
+    CHECK_THAT(s.error_message(), Catch::Contains("12 bytes"));
+  }
+  SECTION("key out of range") {
+    grpc::Status s = RawPush(raw, "dense4", 0, {1}, {1, 1, 1, 1}, ++seq, raw.version);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("key 1 out of range"));
+  }
+  SECTION("NaN and Inf are rejected by default") {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    grpc::Status s = RawPush(raw, "dense4", 0, {0}, {nan, 1, 1, 1}, ++seq, raw.version);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("not finite"));
+    s = RawPush(raw, "emb", 1, {10}, {std::numeric_limits<float>::infinity(), 0}, ++seq,
+                raw.version);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("key 10"));
+  }
+  SECTION("stale partition-map version carries the current one") {
+    grpc::Status s = RawPush(raw, "dense4", 0, {0}, {1, 1, 1, 1}, ++seq, 0);
+    CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    REQUIRE(StaleMapVersion(s).has_value());
+    CHECK(*StaleMapVersion(s) == raw.version);
+  }
+  SECTION("an empty push is accepted and changes nothing") {
+    grpc::Status s = RawPush(raw, "dense4", 0, {}, {}, ++seq, raw.version);
+    CHECK(s.ok());
+  }
+  SECTION("a retried push (same sequence) is applied once") {
+    REQUIRE(RawPush(raw, "dense4", 0, {0}, {1, 1, 1, 1}, 77, raw.version).ok());
+    REQUIRE(RawPush(raw, "dense4", 0, {0}, {1, 1, 1, 1}, 77, raw.version).ok());
+    const std::vector<float> after = dense_values();
+    for (float v : after) CHECK_THAT(v, Catch::Matchers::WithinAbs(0.9, 1e-7));
+    return;
+  }
+  // Rejected (or empty) requests left every value as it was; the server still serves.
+  CHECK(dense_values() == before);
+  std::vector<float> rows(2);
+  REQUIRE(client->PullSparse("emb", std::vector<Key>{10}, absl::MakeSpan(rows)).get().ok());
+  CHECK(rows == std::vector<float>{0, 0});
+  CHECK((*cluster)->server(0).Running());
+}
+
+TEST_CASE("duplicate and unsorted keys in one sparse push add up before Adagrad (B07)",
+          "[integration][shard][cases]") {
+  auto cluster = TestCluster::Start("b07", JobYaml(2, R"(
+  - name: emb
+    kind: sparse
+    width: 2
+    optimizer: {type: adagrad, learning_rate: 0.1, epsilon: 0.0, initial_accumulator: 0.0}
+    init: {type: zeros}
+)", "asp"), 2);
+  REQUIRE(cluster.ok());
+  std::unique_ptr<Client> client = ConnectWorker(**cluster);
+  const Key a = 3, b = (Key{1} << 63) + 7;
+  // Keys [b, a, b] with gradients [1,1], [2,2], [3,3]: b gets 4 (acc 16,
+  // w = -0.1 * 4 / 4 = -0.1), a gets 2 (acc 4, w = -0.1 * 2 / 2 = -0.1).
+  REQUIRE(client->PushSparse("emb", std::vector<Key>{b, a, b}, std::vector<float>{1, 1, 2, 2, 3, 3})
+              .get()
+              .ok());
+  std::vector<float> rows(4);
+  REQUIRE(client->PullSparse("emb", std::vector<Key>{a, b}, absl::MakeSpan(rows)).get().ok());
+  for (float v : rows) CHECK(v == -0.1f);
+  CHECK(client->Finish().ok());
+}
+
+}  // namespace
+}  // namespace cairn

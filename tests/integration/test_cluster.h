@@ -1,0 +1,48 @@
+// A real Cairn cluster for integration tests: cairn-coordinator and N
+// cairn-server processes on loopback, ports chosen at run time, logs in a
+// temporary directory. Destroying it SIGKILLs whatever still runs.
+#ifndef CAIRN_TESTS_INTEGRATION_TEST_CLUSTER_H_
+#define CAIRN_TESTS_INTEGRATION_TEST_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tests/testing/process.h"
+
+namespace cairn::testing {
+
+class TestCluster {
+ public:
+  // Writes `yaml` to <tmp>/job.yaml and starts a coordinator and
+  // `num_servers` servers from it; returns once every server wrote its port
+  // file. The YAML's cluster.servers should equal num_servers.
+  static absl::StatusOr<std::unique_ptr<TestCluster>> Start(const std::string& name,
+                                                            const std::string& yaml,
+                                                            int num_servers);
+
+  const std::string& dir() const { return dir_; }
+  const std::string& config_path() const { return config_; }
+  const std::string& coordinator_address() const { return coordinator_address_; }
+  Subprocess& coordinator() { return *coordinator_; }
+  Subprocess& server(int i) { return *servers_[i]; }
+  int num_servers() const { return static_cast<int>(servers_.size()); }
+
+  // Starts one more server process (a late or restarted one).
+  absl::Status StartServer();
+
+  // The tail of every process's stderr, for failure messages.
+  std::string Logs() const;
+
+ private:
+  std::string dir_;
+  std::string config_;
+  std::string coordinator_address_;
+  std::unique_ptr<Subprocess> coordinator_;
+  std::vector<std::unique_ptr<Subprocess>> servers_;
+};
+
+}  // namespace cairn::testing
+
+#endif  // CAIRN_TESTS_INTEGRATION_TEST_CLUSTER_H_

@@ -1,0 +1,108 @@
+// The Cairn client: what a training loop calls to pull parameters and push
+// gradients. Usable without cairn-worker: link cairn_client.
+//
+// Connect() registers with the coordinator as a worker, learns the job's
+// tables and the partition map, and waits at the start-up barrier until every
+// expected worker and server has registered. Each Pull/Push groups the keys
+// of all tables by owning server and sends one request per server (cut into
+// pieces of rpc.request_split_bytes), all in parallel; the returned future
+// completes when every server answered. A request rejected for a stale
+// partition map is retried once after fetching the new map.
+//
+// Iterations: clock() is the number of iterations this worker completed.
+// A pull reads values for iteration clock(): under BSP it waits on each
+// server until every live worker has completed clock() iterations (and their
+// pushes for them are applied). Pushes belong to iteration clock(). Clock()
+// ends the iteration on every server (also those it pushed nothing to).
+//
+// Thread-safe: Pull/Push may be called from several threads; Clock() must not
+// run concurrently with a Pull or Push of the same iteration.
+#ifndef CAIRN_WORKER_CLIENT_CLIENT_H_
+#define CAIRN_WORKER_CLIENT_CLIENT_H_
+
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/bytes.h"
+
+namespace cairn {
+namespace v1 {
+class JobSpec;
+class TableSpec;
+}  // namespace v1
+
+struct ClientOptions {
+  std::string coordinator = "127.0.0.1:7070";  // host:port
+  int worker_id = -1;            // -1: the coordinator picks
+  // How long Connect() retries an unreachable coordinator and waits at the
+  // start-up barrier before failing with Unavailable / DeadlineExceeded.
+  absl::Duration connect_timeout = absl::Seconds(60);
+  // Deadline of each RPC; also bounds a BSP/SSP pull's wait.
+  absl::Duration rpc_deadline = absl::Seconds(60);
+  // Sends heartbeats to keep this worker's lease. Off only in tests.
+  bool heartbeat = true;
+  std::string metrics_address;   // reported to the coordinator
+};
+
+// A dense table's whole tensor in caller memory (table's element count floats).
+struct DenseBuffer {
+  std::string table;
+  absl::Span<float> values;
+};
+struct ConstDenseBuffer {
+  std::string table;
+  absl::Span<const float> values;
+};
+
+class Client {
+ public:
+  // Errors: Unavailable (coordinator unreachable within connect_timeout),
+  // DeadlineExceeded (start-up barrier not passed in time), InvalidArgument
+  // (bad options).
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+
+  virtual ~Client() = default;
+
+  virtual uint32_t worker_id() const = 0;
+  virtual const v1::JobSpec& job() const = 0;
+  // NotFound naming the table when there is none of that name.
+  virtual absl::StatusOr<const v1::TableSpec*> Table(const std::string& name) const = 0;
+  virtual int64_t clock() const = 0;
+
+  // Pulls whole dense tensors. Each buffer must hold the table's element count.
+  // Errors: NotFound (table), InvalidArgument (size), DeadlineExceeded (the
+  // barrier/staleness wait), Unavailable, FailedPrecondition (map still stale
+  // after one refresh).
+  virtual std::future<absl::Status> PullDense(std::vector<DenseBuffer> tables) = 0;
+  // Pushes gradients of whole dense tensors (same sizes as PullDense).
+  virtual std::future<absl::Status> PushDense(std::vector<ConstDenseBuffer> grads) = 0;
+
+  // Pulls embedding rows: out receives keys.size() * width floats, row i for
+  // keys[i]. Keys may repeat and come in any order. Rows never pushed come
+  // from the table's initializer.
+  virtual std::future<absl::Status> PullSparse(const std::string& table,
+                                               absl::Span<const Key> keys,
+                                               absl::Span<float> out) = 0;
+  // Pushes row gradients (keys.size() * width floats). A key given more than
+  // once has its gradients summed before the optimizer sees them (once).
+  virtual std::future<absl::Status> PushSparse(const std::string& table,
+                                               absl::Span<const Key> keys,
+                                               absl::Span<const float> grads) = 0;
+
+  // Ends this worker's iteration clock() on every server; clock() + 1 after.
+  virtual absl::Status Clock() = 0;
+
+  // Leaves the job cleanly: servers drop this worker from barriers and the
+  // coordinator shows it LEFT. The client is unusable afterwards.
+  virtual absl::Status Finish() = 0;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_WORKER_CLIENT_CLIENT_H_

@@ -1,0 +1,614 @@
+#include "worker/client/client_impl.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "cairn/v1/coordinator.pb.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/partitioning.h"
+#include "common/status_conversion.h"
+#include "common/status_macros.h"
+
+namespace cairn {
+namespace {
+
+constexpr int kMaxAttempts = 4;
+
+uint64_t DenseElements(const v1::TableSpec& spec) {
+  uint64_t n = 1;
+  for (int64_t d : spec.shape()) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+bool Retriable(const grpc::Status& s) {
+  return StaleMapVersion(s).has_value() || s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+          s.error_message().find("does not hold") != std::string::npos);
+}
+
+}  // namespace
+
+// One pull or push across servers. Pieces complete on gRPC threads.
+struct ClientImpl::Op {
+  bool is_push = false;
+  std::vector<TableInput> inputs;
+  std::promise<absl::Status> promise;
+  int attempt = 0;
+
+  absl::Mutex mu;
+  int outstanding ABSL_GUARDED_BY(mu) = 0;
+  absl::Status error ABSL_GUARDED_BY(mu);
+  // (input index, indices) to send again after a map refresh.
+  std::vector<std::pair<size_t, std::vector<uint32_t>>> retry ABSL_GUARDED_BY(mu);
+  bool refresh ABSL_GUARDED_BY(mu) = false;
+};
+
+namespace {
+
+// One request to one server.
+struct Piece {
+  std::shared_ptr<ClientImpl::Op> op;
+  uint32_t server = 0;
+  std::vector<std::pair<size_t, std::vector<uint32_t>>> entries;  // input, indices
+  grpc::ClientContext context;
+  v1::PullRequest pull;
+  v1::PullResponse pull_response;
+  v1::PushRequest push;
+  v1::PushResponse push_response;
+};
+
+uint32_t ChunkLength(const ClientImpl::TableInput& in, Key chunk) {
+  const uint64_t cs = static_cast<uint64_t>(in.spec->chunk_size());
+  const uint64_t total = DenseElements(*in.spec);
+  return static_cast<uint32_t>(std::min(cs, total - chunk * cs));
+}
+
+uint64_t EntryBytes(const ClientImpl::TableInput& in, uint32_t index) {
+  if (in.keys == nullptr) return ChunkLength(in, index) * sizeof(float) + sizeof(Key);
+  return static_cast<uint64_t>(in.spec->width()) * sizeof(float) + sizeof(Key);
+}
+
+// Writes keys (and, for pushes, values) of `indices` of `in` into a message.
+void Encode(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indices,
+            std::string* keys, std::string* values) {
+  keys->reserve(indices.size() * sizeof(Key));
+  for (uint32_t i : indices) {
+    const Key k = in.keys == nullptr ? static_cast<Key>(i) : in.keys[i];
+    keys->append(reinterpret_cast<const char*>(&k), sizeof(k));
+  }
+  if (values == nullptr) return;
+  if (in.keys == nullptr) {
+    const uint64_t cs = static_cast<uint64_t>(in.spec->chunk_size());
+    for (uint32_t c : indices) {
+      values->append(reinterpret_cast<const char*>(in.in + c * cs),
+                     ChunkLength(in, c) * sizeof(float));
+    }
+  } else {
+    const uint64_t w = static_cast<uint64_t>(in.spec->width());
+    values->reserve(indices.size() * w * sizeof(float));
+    for (uint32_t i : indices) {
+      values->append(reinterpret_cast<const char*>(in.in + i * w), w * sizeof(float));
+    }
+  }
+}
+
+// Copies a pulled entry's values into the caller's buffer. False on a size mismatch.
+bool Scatter(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indices,
+             const std::string& values) {
+  const char* src = values.data();
+  const char* end = values.data() + values.size();
+  if (in.keys == nullptr) {
+    const uint64_t cs = static_cast<uint64_t>(in.spec->chunk_size());
+    for (uint32_t c : indices) {
+      const size_t bytes = ChunkLength(in, c) * sizeof(float);
+      if (src + bytes > end) return false;
+      std::memcpy(in.out + c * cs, src, bytes);
+      src += bytes;
+    }
+  } else {
+    const uint64_t w = static_cast<uint64_t>(in.spec->width());
+    const size_t bytes = w * sizeof(float);
+    for (uint32_t i : indices) {
+      if (src + bytes > end) return false;
+      std::memcpy(in.out + i * w, src, bytes);
+      src += bytes;
+    }
+  }
+  return src == end;
+}
+
+}  // namespace
+
+ClientImpl::ClientImpl(const ClientOptions& options,
+                       std::unique_ptr<CoordinatorClient> coordinator)
+    : options_(options), coordinator_(std::move(coordinator)) {}
+
+ClientImpl::~ClientImpl() {
+  stop_.store(true);
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  Post(nullptr);  // wakes and ends the executor
+  if (executor_thread_.joinable()) executor_thread_.join();
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  auto coordinator = std::make_unique<CoordinatorClient>(options.coordinator, 1ll << 30);
+  auto client = std::make_unique<ClientImpl>(options, std::move(coordinator));
+  RETURN_IF_ERROR(client->Start());
+  return std::unique_ptr<Client>(std::move(client));
+}
+
+absl::Status ClientImpl::Start() {
+  const absl::Time deadline = absl::Now() + options_.connect_timeout;
+  v1::RegisterWorkerRequest request;
+  request.set_requested_id(options_.worker_id);
+  request.set_metrics_address(options_.metrics_address);
+  ASSIGN_OR_RETURN(v1::RegisterWorkerResponse registered,
+                   coordinator_->RegisterWorker(request, deadline));
+  worker_id_ = registered.worker_id();
+  job_ = registered.job();
+  for (const v1::TableSpec& t : job_.tables()) tables_by_name_[t.name()] = &t;
+  executor_thread_ = std::thread([this] { ExecutorLoop(); });
+  if (options_.heartbeat) heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+
+  v1::PartitionMap map = registered.map();
+  while (!map.ready()) {
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "start-up barrier: after ", absl::FormatDuration(options_.connect_timeout), ", ",
+          map.servers_size(), " of ", job_.num_servers(), " servers and ", map.workers_size(),
+          " of ", job_.num_workers(), " workers have registered"));
+    }
+    absl::StatusOr<v1::GetPartitionMapResponse> next = coordinator_->WatchPartitionMap(
+        map.version(), std::min(absl::Seconds(2), deadline - absl::Now()));
+    if (next.ok()) {
+      map = next->map();
+    } else {
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+  for (const v1::Member& w : map.workers()) {
+    if (w.id() == worker_id_) clock_.store(w.start_clock());
+  }
+  return InstallMap(map);
+}
+
+absl::StatusOr<const v1::TableSpec*> ClientImpl::Table(const std::string& name) const {
+  auto it = tables_by_name_.find(name);
+  if (it == tables_by_name_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown table \"", name, "\""));
+  }
+  return it->second;
+}
+
+absl::Status ClientImpl::InstallMap(const v1::PartitionMap& map) {
+  ASSIGN_OR_RETURN(Router router, Router::Create(map));
+  auto servers = std::make_shared<Servers>(Servers{std::move(router), {}, {}});
+  std::shared_ptr<const Servers> old = this->servers();
+  for (const v1::Member& m : map.servers()) {
+    servers->addresses[m.id()] = m.address();
+    if (old != nullptr) {
+      auto a = old->addresses.find(m.id());
+      if (a != old->addresses.end() && a->second == m.address()) {
+        // Same server at the same address: a new stub on a fresh channel is
+        // cheap, but keeping connections warm matters more.
+      }
+    }
+    servers->stubs[m.id()] =
+        v1::ParameterService::NewStub(MakeChannel(m.address(), job_.max_message_bytes()));
+  }
+  absl::MutexLock lock(&mu_);
+  if (servers_ != nullptr && servers_->router.version() >= map.version()) return absl::OkStatus();
+  servers_ = std::move(servers);
+  return absl::OkStatus();
+}
+
+absl::Status ClientImpl::RefreshMap() {
+  ASSIGN_OR_RETURN(v1::GetPartitionMapResponse r,
+                   coordinator_->GetPartitionMap(options_.rpc_deadline));
+  return InstallMap(r.map());
+}
+
+std::shared_ptr<const ClientImpl::Servers> ClientImpl::servers() const {
+  absl::MutexLock lock(&mu_);
+  return servers_;
+}
+
+uint64_t ClientImpl::NextSequence(uint32_t server) {
+  absl::MutexLock lock(&mu_);
+  return ++next_sequence_[server];
+}
+
+void ClientImpl::Post(std::function<void()> task) {
+  absl::MutexLock lock(&exec_mu_);
+  tasks_.push_back(std::move(task));
+}
+
+void ClientImpl::ExecutorLoop() {
+  while (true) {
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&exec_mu_);
+      exec_mu_.Await(absl::Condition(
+          +[](std::deque<std::function<void()>>* q) { return !q->empty(); }, &tasks_));
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    if (!task) return;
+    task();
+  }
+}
+
+void ClientImpl::HeartbeatLoop() {
+  const absl::Duration interval = absl::Milliseconds(std::max<int64_t>(job_.heartbeat_interval_ms(), 50));
+  while (!stop_.load()) {
+    v1::HeartbeatRequest hb;
+    hb.set_role(v1::MEMBER_ROLE_WORKER);
+    hb.set_id(worker_id_);
+    hb.set_clock(clock_.load());
+    std::shared_ptr<const Servers> s = servers();
+    hb.set_map_version(s == nullptr ? 0 : s->router.version());
+    absl::StatusOr<v1::HeartbeatResponse> r = coordinator_->Heartbeat(hb, interval * 2);
+    if (r.ok() && s != nullptr && r->map_version() > s->router.version()) {
+      if (absl::Status st = RefreshMap(); !st.ok()) {
+        LOG_WARN("cannot refresh the partition map: {}", st.message());
+      }
+    }
+    for (absl::Duration slept; slept < interval && !stop_.load(); slept += absl::Milliseconds(50)) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+}
+
+std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> inputs) {
+  auto op = std::make_shared<Op>();
+  op->is_push = is_push;
+  op->inputs = std::move(inputs);
+  std::future<absl::Status> result = op->promise.get_future();
+  Launch(op, nullptr);
+  return result;
+}
+
+void ClientImpl::Launch(const std::shared_ptr<Op>& op,
+                        const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only) {
+  std::shared_ptr<const Servers> servers = this->servers();
+  // server -> list of (input, indices), in input order.
+  std::map<uint32_t, std::vector<std::pair<size_t, std::vector<uint32_t>>>> routed;
+  auto route = [&](size_t i, const std::vector<uint32_t>* subset) {
+    const TableInput& in = op->inputs[i];
+    if (in.keys == nullptr) {
+      for (auto& [server, chunks] : servers->router.RouteDense(in.num_chunks)) {
+        std::vector<uint32_t> idx;
+        for (Key c : chunks) {
+          if (subset == nullptr || std::binary_search(subset->begin(), subset->end(), c)) {
+            idx.push_back(static_cast<uint32_t>(c));
+          }
+        }
+        if (!idx.empty()) routed[server].emplace_back(i, std::move(idx));
+      }
+    } else if (subset == nullptr) {
+      for (auto& [server, idx] : servers->router.RouteSparse(in.keys, in.n)) {
+        routed[server].emplace_back(i, std::move(idx));
+      }
+    } else {
+      std::vector<Key> keys;
+      for (uint32_t j : *subset) keys.push_back(in.keys[j]);
+      for (auto& [server, local] : servers->router.RouteSparse(keys.data(), keys.size())) {
+        std::vector<uint32_t> idx;
+        for (uint32_t l : local) idx.push_back((*subset)[l]);
+        routed[server].emplace_back(i, std::move(idx));
+      }
+    }
+  };
+  if (only == nullptr) {
+    for (size_t i = 0; i < op->inputs.size(); ++i) route(i, nullptr);
+  } else {
+    for (const auto& [i, idx] : *only) {
+      std::vector<uint32_t> sorted = idx;
+      if (op->inputs[i].keys == nullptr) std::sort(sorted.begin(), sorted.end());
+      route(i, &sorted);
+    }
+  }
+
+  // Cut each server's share into pieces of about request_split_bytes.
+  const uint64_t split = std::max<int64_t>(job_.request_split_bytes(), 4096);
+  std::vector<std::unique_ptr<Piece>> pieces;
+  for (auto& [server, entries] : routed) {
+    auto piece = std::make_unique<Piece>();
+    piece->server = server;
+    uint64_t bytes = 0;
+    for (auto& [input, idx] : entries) {
+      std::vector<uint32_t> part;
+      for (uint32_t j : idx) {
+        const uint64_t b = EntryBytes(op->inputs[input], j);
+        if (bytes + b > split && bytes > 0) {
+          if (!part.empty()) piece->entries.emplace_back(input, std::move(part));
+          part.clear();
+          pieces.push_back(std::move(piece));
+          piece = std::make_unique<Piece>();
+          piece->server = server;
+          bytes = 0;
+        }
+        part.push_back(j);
+        bytes += b;
+      }
+      if (!part.empty()) piece->entries.emplace_back(input, std::move(part));
+    }
+    if (!piece->entries.empty()) pieces.push_back(std::move(piece));
+  }
+
+  {
+    absl::MutexLock lock(&op->mu);
+    op->outstanding = static_cast<int>(pieces.size());
+  }
+  if (pieces.empty()) {
+    op->promise.set_value(absl::OkStatus());
+    return;
+  }
+  const uint64_t version = servers->router.version();
+  for (std::unique_ptr<Piece>& owned : pieces) {
+    Piece* piece = owned.release();
+    piece->op = op;
+    piece->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
+    auto stub_it = servers->stubs.find(piece->server);
+    auto finish = [this, piece](grpc::Status status) {
+      std::shared_ptr<Op> op = piece->op;
+      bool last;
+      {
+        absl::MutexLock lock(&op->mu);
+        if (status.ok() && !op->is_push) {
+          for (size_t e = 0; e < piece->entries.size(); ++e) {
+            const auto& [input, idx] = piece->entries[e];
+            if (static_cast<int>(e) >= piece->pull_response.tables_size() ||
+                !Scatter(op->inputs[input], idx, piece->pull_response.tables(e).values())) {
+              status = grpc::Status(grpc::StatusCode::INTERNAL,
+                                    absl::StrCat("server ", piece->server,
+                                                 " answered a pull with the wrong value size"));
+              break;
+            }
+          }
+        }
+        if (!status.ok()) {
+          if (Retriable(status) && op->attempt + 1 < kMaxAttempts) {
+            for (auto& entry : piece->entries) op->retry.push_back(std::move(entry));
+            op->refresh = true;
+          } else if (op->error.ok()) {
+            op->error = Annotate(FromGrpcStatus(status),
+                                 absl::StrCat(op->is_push ? "push" : "pull", " to server ",
+                                              piece->server));
+          }
+        }
+        last = --op->outstanding == 0;
+      }
+      delete piece;
+      if (last) OnOpDone(op);
+    };
+    if (stub_it == servers->stubs.end()) {
+      finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("no address for server ", piece->server)));
+      continue;
+    }
+    if (op->is_push) {
+      v1::PushRequest& r = piece->push;
+      r.set_map_version(version);
+      r.set_worker_id(worker_id_);
+      r.set_clock(clock_.load());
+      r.set_sequence(NextSequence(piece->server));
+      for (const auto& [input, idx] : piece->entries) {
+        const TableInput& in = op->inputs[input];
+        v1::TableValues* tv = r.add_tables();
+        tv->set_table_id(in.spec->id());
+        tv->set_table(in.spec->name());
+        Encode(in, idx, tv->mutable_keys(), tv->mutable_values());
+      }
+      stub_it->second->async()->Push(&piece->context, &r, &piece->push_response, finish);
+    } else {
+      v1::PullRequest& r = piece->pull;
+      r.set_map_version(version);
+      r.set_worker_id(worker_id_);
+      r.set_clock(clock_.load());
+      for (const auto& [input, idx] : piece->entries) {
+        const TableInput& in = op->inputs[input];
+        v1::TableKeys* tk = r.add_tables();
+        tk->set_table_id(in.spec->id());
+        tk->set_table(in.spec->name());
+        Encode(in, idx, tk->mutable_keys(), nullptr);
+      }
+      stub_it->second->async()->Pull(&piece->context, &r, &piece->pull_response, finish);
+    }
+  }
+}
+
+void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
+  std::vector<std::pair<size_t, std::vector<uint32_t>>> retry;
+  absl::Status error;
+  {
+    absl::MutexLock lock(&op->mu);
+    retry.swap(op->retry);
+    error = op->error;
+  }
+  if (!error.ok() || retry.empty()) {
+    op->promise.set_value(error);
+    return;
+  }
+  // Retry off the gRPC thread: refresh the map, back off, send again.
+  Post([this, op, retry = std::move(retry)]() mutable {
+    ++op->attempt;
+    if (absl::Status s = RefreshMap(); !s.ok()) {
+      LOG_WARN("map refresh before retry failed: {}", s.message());
+    }
+    absl::SleepFor(absl::Milliseconds(50) * (1 << op->attempt));
+    {
+      absl::MutexLock lock(&op->mu);
+      op->refresh = false;
+    }
+    Launch(op, &retry);
+  });
+}
+
+std::future<absl::Status> ClientImpl::PullDense(std::vector<DenseBuffer> tables) {
+  std::vector<TableInput> inputs;
+  for (const DenseBuffer& b : tables) {
+    absl::StatusOr<const v1::TableSpec*> spec = Table(b.table);
+    absl::Status error = spec.status();
+    if (error.ok() && (*spec)->kind() != v1::TABLE_KIND_DENSE) {
+      error = absl::InvalidArgumentError(absl::StrCat("table ", b.table, " is not dense"));
+    }
+    if (error.ok() && b.values.size() != DenseElements(**spec)) {
+      error = absl::InvalidArgumentError(
+          absl::StrCat("pull table=", b.table, ": buffer holds ", b.values.size(),
+                       " floats, the table has ", DenseElements(**spec)));
+    }
+    if (!error.ok()) {
+      std::promise<absl::Status> p;
+      p.set_value(error);
+      return p.get_future();
+    }
+    const uint64_t chunks = NumChunks(DenseElements(**spec), (*spec)->chunk_size());
+    inputs.push_back(TableInput{*spec, nullptr, chunks, chunks, b.values.data(), nullptr});
+  }
+  return Run(false, std::move(inputs));
+}
+
+std::future<absl::Status> ClientImpl::PushDense(std::vector<ConstDenseBuffer> grads) {
+  std::vector<TableInput> inputs;
+  for (const ConstDenseBuffer& b : grads) {
+    absl::StatusOr<const v1::TableSpec*> spec = Table(b.table);
+    absl::Status error = spec.status();
+    if (error.ok() && (*spec)->kind() != v1::TABLE_KIND_DENSE) {
+      error = absl::InvalidArgumentError(absl::StrCat("table ", b.table, " is not dense"));
+    }
+    if (error.ok() && b.values.size() != DenseElements(**spec)) {
+      error = absl::InvalidArgumentError(
+          absl::StrCat("push table=", b.table, ": gradient holds ", b.values.size(),
+                       " floats, the table has ", DenseElements(**spec)));
+    }
+    if (!error.ok()) {
+      std::promise<absl::Status> p;
+      p.set_value(error);
+      return p.get_future();
+    }
+    const uint64_t chunks = NumChunks(DenseElements(**spec), (*spec)->chunk_size());
+    inputs.push_back(TableInput{*spec, nullptr, chunks, chunks, nullptr, b.values.data()});
+  }
+  return Run(true, std::move(inputs));
+}
+
+std::future<absl::Status> ClientImpl::PullSparse(const std::string& table,
+                                                 absl::Span<const Key> keys,
+                                                 absl::Span<float> out) {
+  absl::StatusOr<const v1::TableSpec*> spec = Table(table);
+  absl::Status error = spec.status();
+  if (error.ok() && (*spec)->kind() != v1::TABLE_KIND_SPARSE) {
+    error = absl::InvalidArgumentError(absl::StrCat("table ", table, " is not sparse"));
+  }
+  if (error.ok() && out.size() != keys.size() * static_cast<size_t>((*spec)->width())) {
+    error = absl::InvalidArgumentError(
+        absl::StrCat("pull table=", table, ": ", keys.size(), " keys of width ",
+                     (*spec)->width(), " need ", keys.size() * (*spec)->width(),
+                     " floats, buffer holds ", out.size()));
+  }
+  if (!error.ok()) {
+    std::promise<absl::Status> p;
+    p.set_value(error);
+    return p.get_future();
+  }
+  return Run(false, {TableInput{*spec, keys.data(), keys.size(), 0, out.data(), nullptr}});
+}
+
+std::future<absl::Status> ClientImpl::PushSparse(const std::string& table,
+                                                 absl::Span<const Key> keys,
+                                                 absl::Span<const float> grads) {
+  absl::StatusOr<const v1::TableSpec*> spec = Table(table);
+  absl::Status error = spec.status();
+  if (error.ok() && (*spec)->kind() != v1::TABLE_KIND_SPARSE) {
+    error = absl::InvalidArgumentError(absl::StrCat("table ", table, " is not sparse"));
+  }
+  if (error.ok() && grads.size() != keys.size() * static_cast<size_t>((*spec)->width())) {
+    error = absl::InvalidArgumentError(
+        absl::StrCat("push table=", table, ": ", keys.size(), " keys of width ",
+                     (*spec)->width(), " need ", keys.size() * (*spec)->width(),
+                     " floats, got ", grads.size()));
+  }
+  if (!error.ok()) {
+    std::promise<absl::Status> p;
+    p.set_value(error);
+    return p.get_future();
+  }
+  return Run(true, {TableInput{*spec, keys.data(), keys.size(), 0, nullptr, grads.data()}});
+}
+
+absl::Status ClientImpl::Clock() {
+  if (finished_.load()) return absl::FailedPreconditionError("client already finished");
+  std::shared_ptr<const Servers> servers = this->servers();
+  const int64_t next = clock_.load() + 1;
+  struct Call {
+    grpc::ClientContext context;
+    v1::ClockRequest request;
+    v1::ClockResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  absl::Mutex mu;
+  int outstanding = 0;
+  for (const auto& [id, stub] : servers->stubs) {
+    auto call = std::make_unique<Call>();
+    call->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
+    call->request.set_map_version(servers->router.version());
+    call->request.set_worker_id(worker_id_);
+    call->request.set_clock(next);
+    calls.push_back(std::move(call));
+  }
+  outstanding = static_cast<int>(calls.size());
+  size_t i = 0;
+  for (const auto& [id, stub] : servers->stubs) {
+    Call* c = calls[i++].get();
+    stub->async()->Clock(&c->context, &c->request, &c->response, [c, &mu, &outstanding](grpc::Status s) {
+      absl::MutexLock lock(&mu);
+      c->status = std::move(s);
+      --outstanding;
+    });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(+[](int* n) { return *n == 0; }, &outstanding));
+  }
+  i = 0;
+  for (const auto& [id, stub] : servers->stubs) {
+    const grpc::Status& s = calls[i++]->status;
+    if (!s.ok()) return Annotate(FromGrpcStatus(s), absl::StrCat("clock to server ", id));
+  }
+  clock_.store(next);
+  return absl::OkStatus();
+}
+
+absl::Status ClientImpl::Finish() {
+  if (finished_.exchange(true)) return absl::OkStatus();
+  std::shared_ptr<const Servers> servers = this->servers();
+  absl::Status first;
+  for (const auto& [id, stub] : servers->stubs) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
+    v1::ClockRequest request;
+    request.set_map_version(servers->router.version());
+    request.set_worker_id(worker_id_);
+    request.set_clock(clock_.load());
+    request.set_leaving(true);
+    v1::ClockResponse response;
+    grpc::Status s = stub->Clock(&context, request, &response);
+    if (!s.ok() && first.ok()) first = Annotate(FromGrpcStatus(s), absl::StrCat("leave server ", id));
+  }
+  v1::LeaveRequest leave;
+  leave.set_role(v1::MEMBER_ROLE_WORKER);
+  leave.set_id(worker_id_);
+  leave.set_final_clock(clock_.load());
+  absl::Status s = coordinator_->Leave(leave, options_.rpc_deadline);
+  if (!s.ok() && first.ok()) first = Annotate(s, "leave coordinator");
+  stop_.store(true);
+  return first;
+}
+
+}  // namespace cairn

@@ -1,0 +1,101 @@
+// The Client implementation (see client.h): routing, request pieces, async
+// gRPC calls with completion counting, and retry after a stale map.
+#ifndef CAIRN_WORKER_CLIENT_CLIENT_IMPL_H_
+#define CAIRN_WORKER_CLIENT_CLIENT_IMPL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "cairn/v1/shard.grpc.pb.h"
+#include "common/coordinator_client.h"
+#include "worker/client/client.h"
+#include "worker/client/router.h"
+
+namespace cairn {
+
+class ClientImpl final : public Client {
+ public:
+  ClientImpl(const ClientOptions& options, std::unique_ptr<CoordinatorClient> coordinator);
+  ~ClientImpl() override;
+
+  // Registers, waits for the start-up barrier and connects to the servers.
+  absl::Status Start();
+
+  uint32_t worker_id() const override { return worker_id_; }
+  const v1::JobSpec& job() const override { return job_; }
+  absl::StatusOr<const v1::TableSpec*> Table(const std::string& name) const override;
+  int64_t clock() const override { return clock_.load(); }
+
+  std::future<absl::Status> PullDense(std::vector<DenseBuffer> tables) override;
+  std::future<absl::Status> PushDense(std::vector<ConstDenseBuffer> grads) override;
+  std::future<absl::Status> PullSparse(const std::string& table, absl::Span<const Key> keys,
+                                       absl::Span<float> out) override;
+  std::future<absl::Status> PushSparse(const std::string& table, absl::Span<const Key> keys,
+                                       absl::Span<const float> grads) override;
+  absl::Status Clock() override;
+  absl::Status Finish() override;
+
+  // One table's part of a pull or push.
+  struct TableInput {
+    const v1::TableSpec* spec;
+    const Key* keys;      // sparse keys; null for dense (keys are chunks 0..n-1)
+    size_t n;             // keys or chunks
+    uint64_t num_chunks;  // dense
+    float* out;           // pull destination (whole tensor / n rows)
+    const float* in;      // push source
+  };
+  struct Op;
+
+ private:
+  struct Servers {
+    Router router;
+    std::map<uint32_t, std::unique_ptr<v1::ParameterService::Stub>> stubs;
+    std::map<uint32_t, std::string> addresses;
+  };
+
+  std::future<absl::Status> Run(bool is_push, std::vector<TableInput> inputs);
+  // Cuts `op`'s listed indices into pieces under the current map and sends them.
+  void Launch(const std::shared_ptr<Op>& op,
+              const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only);
+  void OnOpDone(const std::shared_ptr<Op>& op);
+  absl::Status InstallMap(const v1::PartitionMap& map) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RefreshMap() ABSL_LOCKS_EXCLUDED(mu_);
+  std::shared_ptr<const Servers> servers() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t NextSequence(uint32_t server) ABSL_LOCKS_EXCLUDED(mu_);
+  void Post(std::function<void()> task);
+  void HeartbeatLoop();
+  void ExecutorLoop();
+
+  // Constant after Start().
+  const ClientOptions options_;
+  const std::unique_ptr<CoordinatorClient> coordinator_;
+  uint32_t worker_id_ = 0;
+  v1::JobSpec job_;
+  std::map<std::string, const v1::TableSpec*> tables_by_name_;
+
+  std::atomic<int64_t> clock_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
+
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const Servers> servers_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, uint64_t> next_sequence_ ABSL_GUARDED_BY(mu_);
+
+  // Work that must not run on a gRPC callback thread (map refresh, retries).
+  absl::Mutex exec_mu_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(exec_mu_);
+
+  std::thread heartbeat_thread_;
+  std::thread executor_thread_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_WORKER_CLIENT_CLIENT_IMPL_H_

@@ -1,0 +1,57 @@
+#include "worker/client/router.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/partitioning.h"
+
+namespace cairn {
+
+absl::StatusOr<Router> Router::Create(const v1::PartitionMap& map) {
+  Router r;
+  r.version_ = map.version();
+  r.num_partitions_ = map.num_partitions();
+  if (r.num_partitions_ == 0 || map.assignments_size() != static_cast<int>(r.num_partitions_)) {
+    return absl::InvalidArgumentError(absl::StrCat("partition map version ", map.version(),
+                                                   " assigns ", map.assignments_size(), " of ",
+                                                   map.num_partitions(), " partitions"));
+  }
+  r.primary_.assign(r.num_partitions_, 0);
+  for (const v1::PartitionAssignment& a : map.assignments()) {
+    if (a.partition() >= r.num_partitions_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("partition map assigns partition ", a.partition(), " of ",
+                       r.num_partitions_));
+    }
+    r.primary_[a.partition()] = a.primary();
+  }
+  return r;
+}
+
+std::vector<uint32_t> Router::Servers() const {
+  std::set<uint32_t> s(primary_.begin(), primary_.end());
+  return std::vector<uint32_t>(s.begin(), s.end());
+}
+
+std::map<uint32_t, std::vector<Key>> Router::RouteDense(uint64_t num_chunks) const {
+  std::map<uint32_t, std::vector<Key>> out;
+  for (uint32_t p = 0; p < num_partitions_; ++p) {
+    const KeyRange range = DensePartitionRange(num_chunks, num_partitions_, p);
+    if (range.size() == 0) continue;
+    std::vector<Key>& keys = out[primary_[p]];
+    for (Key k = range.begin; k < range.end; ++k) keys.push_back(k);
+  }
+  for (auto& [server, keys] : out) std::sort(keys.begin(), keys.end());
+  return out;
+}
+
+std::map<uint32_t, std::vector<uint32_t>> Router::RouteSparse(const Key* keys, size_t n) const {
+  std::map<uint32_t, std::vector<uint32_t>> out;
+  for (size_t i = 0; i < n; ++i) {
+    out[primary_[SparsePartition(keys[i], num_partitions_)]].push_back(static_cast<uint32_t>(i));
+  }
+  return out;
+}
+
+}  // namespace cairn
