@@ -1,0 +1,239 @@
+#include "common/config/job_config.h"
+
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/config/internal/map_reader.h"
+#include "common/config/internal/override_tree.h"
+#include "common/config/internal/table_parser.h"
+#include "common/config/internal/yaml_tree.h"
+#include "common/net.h"
+#include "common/status_macros.h"
+
+namespace cairn {
+namespace {
+
+using config_internal::ErrorAt;
+using config_internal::MapReader;
+using config_internal::NumberRange;
+using config_internal::YamlNode;
+
+constexpr int32_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+constexpr int32_t kMaxPartitions = 65536;
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
+  ASSIGN_OR_RETURN(MapReader r,
+                   MapReader::Open(node, "cluster",
+                                   {"coordinator", "servers", "workers", "partitions",
+                                    "lease_timeout", "heartbeat_interval", "startup_timeout",
+                                    "replication"}));
+  RETURN_IF_ERROR(r.String("coordinator", /*non_empty=*/true, &c->coordinator));
+  if (r.Has("coordinator")) {
+    absl::StatusOr<HostPort> hp = ParseHostPort(c->coordinator, r.Path("coordinator"));
+    if (!hp.ok()) return ErrorAt(r.Where("coordinator"), std::string(hp.status().message()));
+  }
+  RETURN_IF_ERROR(r.Int32("servers", 1, kMaxInt32, &c->servers));
+  RETURN_IF_ERROR(r.Int32("workers", 1, kMaxInt32, &c->workers));
+  RETURN_IF_ERROR(r.Int32("partitions", 1, kMaxPartitions, &c->partitions));
+  RETURN_IF_ERROR(r.Duration("lease_timeout", absl::ZeroDuration(), &c->lease_timeout));
+  RETURN_IF_ERROR(r.Duration("heartbeat_interval", absl::ZeroDuration(), &c->heartbeat_interval));
+  RETURN_IF_ERROR(r.Duration("startup_timeout", absl::ZeroDuration(), &c->startup_timeout));
+  if (c->heartbeat_interval >= c->lease_timeout) {
+    return r.Error(r.Has("heartbeat_interval") ? "heartbeat_interval" : "lease_timeout",
+                   absl::StrCat("heartbeat_interval (",
+                                FormatDurationForConfig(c->heartbeat_interval),
+                                ") must be shorter than lease_timeout (",
+                                FormatDurationForConfig(c->lease_timeout), ")"));
+  }
+  RETURN_IF_ERROR(r.Int32("replication", 1, kMaxInt32, &c->replication));
+  if (c->replication > 1) {
+    return ErrorAt(r.Where("replication"),
+                   absl::StrCat("cluster.replication: ", c->replication,
+                                " is not supported yet; set 1 (partitions have no backup copies)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
+  ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "rpc", {"max_message_size",
+                                                              "request_split_size", "deadline"}));
+  RETURN_IF_ERROR(r.Size("max_message_size", kMiB, kMaxInt32, &rpc->max_message_bytes));
+  RETURN_IF_ERROR(r.Size("request_split_size", 1, kMaxInt32, &rpc->request_split_bytes));
+  if (rpc->request_split_bytes > rpc->max_message_bytes / 2) {
+    return r.Error(r.Has("request_split_size") ? "request_split_size" : "max_message_size",
+                   absl::StrCat("request_split_size (", rpc->request_split_bytes,
+                                " bytes) must be at most half of max_message_size (",
+                                rpc->max_message_bytes, " bytes)"));
+  }
+  RETURN_IF_ERROR(r.Duration("deadline", absl::ZeroDuration(), &rpc->deadline));
+  return absl::OkStatus();
+}
+
+absl::Status ParseTraining(const YamlNode& node, TrainingConfig* t) {
+  ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "training",
+                                                {"model", "layers", "batch_size", "epochs",
+                                                 "max_steps", "seed", "data_dir", "device",
+                                                 "slowdown", "optimizer"}));
+  RETURN_IF_ERROR(r.Choice("model", {"mlp"}, &t->model));
+  if (r.Has("layers")) {
+    std::vector<int64_t> layers;
+    RETURN_IF_ERROR(r.IntList("layers", 1, kMaxInt32, 2, &layers));
+    t->layers.assign(layers.begin(), layers.end());
+  }
+  RETURN_IF_ERROR(r.Int32("batch_size", 1, kMaxInt32, &t->batch_size));
+  RETURN_IF_ERROR(r.Int32("epochs", 1, kMaxInt32, &t->epochs));
+  RETURN_IF_ERROR(r.Int("max_steps", 0, kMaxInt64, &t->max_steps));
+  RETURN_IF_ERROR(r.Uint64("seed", &t->seed));
+  RETURN_IF_ERROR(r.String("data_dir", /*non_empty=*/true, &t->data_dir));
+  RETURN_IF_ERROR(r.Choice("device", {"auto", "cpu", "cuda"}, &t->device));
+  RETURN_IF_ERROR(r.Double("slowdown", NumberRange{1.0, false}, &t->slowdown));
+  ASSIGN_OR_RETURN(const YamlNode* opt, r.Map("optimizer"));
+  if (opt != nullptr) {
+    ASSIGN_OR_RETURN(t->optimizer, config_internal::ParseOptimizer(*opt, r.Path("optimizer")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseMetrics(const YamlNode& node, MetricsConfig* m) {
+  ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "metrics", {"host", "port"}));
+  RETURN_IF_ERROR(r.String("host", /*non_empty=*/true, &m->host));
+  RETURN_IF_ERROR(r.Int32("port", 0, 65535, &m->port));
+  absl::StatusOr<HostPort> hp =
+      ParseHostPort(FormatHostPort(m->host, m->port), r.Path("host"), /*allow_zero_port=*/true);
+  if (!hp.ok()) return ErrorAt(r.Where("host"), std::string(hp.status().message()));
+  return absl::OkStatus();
+}
+
+// Explicit tables, then the model's; names unique; ids = index.
+absl::Status BuildTables(const MapReader& top, JobConfig* config) {
+  config_internal::TableDefaults defaults;
+  defaults.consistency = config->consistency;
+  defaults.staleness = config->staleness;
+  defaults.request_split_bytes = config->rpc.request_split_bytes;
+  std::vector<std::string> wheres;  // location of each table, for name clashes
+  ASSIGN_OR_RETURN(const YamlNode* list, top.Sequence("tables"));
+  if (list != nullptr) {
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      ASSIGN_OR_RETURN(v1::TableSpec t, config_internal::ParseTable(
+                                            list->items[i], absl::StrCat("tables[", i, "]"),
+                                            defaults));
+      const YamlNode* name = list->items[i].Find("name");
+      wheres.push_back(name->where);
+      config->tables.push_back(std::move(t));
+    }
+  }
+  const size_t num_explicit = config->tables.size();
+  if (config->has_training) {
+    for (v1::TableSpec& t : ModelTables(config->training, config->consistency, config->staleness)) {
+      wheres.push_back(top.Where("training"));
+      config->tables.push_back(std::move(t));
+    }
+  }
+  for (size_t i = 0; i < config->tables.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (config->tables[i].name() != config->tables[j].name()) continue;
+      const bool model = i >= num_explicit;
+      return ErrorAt(wheres[i],
+                     absl::StrCat("table name \"", config->tables[i].name(), "\" is used twice",
+                                  model ? " (the training model adds mlp.fc<i>.weight and "
+                                          "mlp.fc<i>.bias)"
+                                        : "",
+                                  "; first at ", wheres[j]));
+    }
+    config->tables[i].set_id(static_cast<uint32_t>(i));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ConfigHash(const std::string& source, const std::vector<std::string>& overrides) {
+  std::string text = source;
+  for (const std::string& o : overrides) absl::StrAppend(&text, "\n--set ", o);
+  return absl::StrFormat("%016x", XXH64(text.data(), text.size(), /*seed=*/0));
+}
+
+absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::string& file_name,
+                                         const std::vector<std::string>& overrides) {
+  ASSIGN_OR_RETURN(YamlNode root, config_internal::ParseYamlTree(yaml, file_name));
+  if (root.IsNull()) {
+    return ErrorAt(root.where, "the config is empty; expected a map with some of cluster, rpc, "
+                               "consistency, tables, training, metrics");
+  }
+  if (!root.IsMap()) {
+    return ErrorAt(root.where, absl::StrCat("the top level must be a map (cluster:, tables:, ...); "
+                                            "got ", config_internal::Describe(root)));
+  }
+  for (const std::string& o : overrides) {
+    RETURN_IF_ERROR(config_internal::ApplyOverrideToTree(o, &root));
+  }
+  JobConfig config;
+  config.path = file_name;
+  config.source = yaml;
+  config.overrides = overrides;
+  config.config_hash = ConfigHash(yaml, overrides);
+  ASSIGN_OR_RETURN(MapReader top, MapReader::Open(root, "", {"cluster", "rpc", "consistency",
+                                                             "tables", "training", "metrics"}));
+  ASSIGN_OR_RETURN(const YamlNode* cluster, top.Map("cluster"));
+  if (cluster != nullptr) RETURN_IF_ERROR(ParseCluster(*cluster, &config.cluster));
+  ASSIGN_OR_RETURN(const YamlNode* rpc, top.Map("rpc"));
+  if (rpc != nullptr) RETURN_IF_ERROR(ParseRpc(*rpc, &config.rpc));
+  ASSIGN_OR_RETURN(const YamlNode* consistency, top.Map("consistency"));
+  if (consistency != nullptr) {
+    ASSIGN_OR_RETURN(MapReader r, MapReader::Open(*consistency, "consistency",
+                                                  {"mode", "staleness"}));
+    RETURN_IF_ERROR(config_internal::ParseConsistency(r, "mode", v1::CONSISTENCY_BSP, 0,
+                                                      &config.consistency, &config.staleness));
+  }
+  ASSIGN_OR_RETURN(const YamlNode* training, top.Map("training"));
+  if (training != nullptr) {
+    config.has_training = true;
+    RETURN_IF_ERROR(ParseTraining(*training, &config.training));
+  }
+  ASSIGN_OR_RETURN(const YamlNode* metrics, top.Map("metrics"));
+  if (metrics != nullptr) RETURN_IF_ERROR(ParseMetrics(*metrics, &config.metrics));
+  RETURN_IF_ERROR(BuildTables(top, &config));
+  return config;
+}
+
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
+                                        const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such config file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot read the config file: ", std::strerror(err)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat(path, ": read failed"));
+  return ParseJobConfig(text.str(), path, overrides);
+}
+
+v1::JobSpec ToJobSpec(const JobConfig& config) {
+  v1::JobSpec spec;
+  for (const v1::TableSpec& t : config.tables) *spec.add_tables() = t;
+  spec.set_num_partitions(static_cast<uint32_t>(config.cluster.partitions));
+  spec.set_num_workers(static_cast<uint32_t>(config.cluster.workers));
+  spec.set_num_servers(static_cast<uint32_t>(config.cluster.servers));
+  spec.set_max_message_bytes(config.rpc.max_message_bytes);
+  spec.set_request_split_bytes(config.rpc.request_split_bytes);
+  spec.set_pull_deadline_ms(absl::ToInt64Milliseconds(config.rpc.deadline));
+  spec.set_lease_timeout_ms(absl::ToInt64Milliseconds(config.cluster.lease_timeout));
+  spec.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(config.cluster.heartbeat_interval));
+  spec.set_config_hash(config.config_hash.empty() ? ConfigHash(config.source, config.overrides)
+                                                  : config.config_hash);
+  return spec;
+}
+
+}  // namespace cairn

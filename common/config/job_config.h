@@ -1,0 +1,127 @@
+// A job's configuration: one YAML file (cluster, rpc, consistency, tables,
+// training, metrics), parsed strictly. docs/config.md is the reference.
+//
+// Strictness: an unknown key, a duplicated key, a value of the wrong type or
+// out of range is an error naming file:line:column and the key's path
+// (`consistency.stalenes`); nothing falls back to a default silently.
+// Durations take units (`500ms`, `3s`, `2m`); sizes take units (`64MiB`,
+// `512KiB`, `1GiB`, or a plain byte count); see units.h.
+//
+// Command-line overrides ("consistency.staleness=2") are applied onto the
+// parsed YAML before validation, so they pass the same checks; see overrides.h.
+#ifndef CAIRN_COMMON_CONFIG_JOB_CONFIG_H_
+#define CAIRN_COMMON_CONFIG_JOB_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cairn/v1/types.pb.h"
+#include "common/config/units.h"
+
+namespace cairn {
+
+struct ClusterConfig {
+  std::string coordinator = "127.0.0.1:7070";  // host:port of cairn-coordinator
+  int servers = 1;                 // expected servers (>= 1)
+  int workers = 1;                 // expected workers (>= 1)
+  int partitions = 64;             // P virtual partitions (>= 1), fixed for the job
+  absl::Duration lease_timeout = absl::Seconds(5);
+  absl::Duration heartbeat_interval = absl::Milliseconds(500);  // < lease_timeout
+  absl::Duration startup_timeout = absl::Seconds(60);
+  int replication = 1;             // copies of each partition; only 1 is supported
+};
+
+struct RpcConfig {
+  int64_t max_message_bytes = 256ll << 20;   // gRPC send/receive limit, both sides
+  int64_t request_split_bytes = 1ll << 20;   // client cuts requests above this
+  absl::Duration deadline = absl::Seconds(60);  // every RPC, and the pull wait
+};
+
+// Default chunk size of a dense table, in float32 elements (64 KiB).
+inline constexpr int64_t kDefaultChunkSize = 16384;
+
+// Chunk size a dense table of `num_elements` floats gets when its config sets
+// none: min(kDefaultChunkSize, num_elements), at least 1, so a small table is
+// one chunk of exactly its size.
+int64_t DefaultChunkSize(int64_t num_elements);
+
+// The optimizer a table or the model gets when the config names none: SGD,
+// learning rate 0.1, no momentum, no weight decay.
+v1::OptimizerSpec DefaultOptimizerSpec();
+
+struct TrainingConfig {
+  std::string model = "mlp";
+  std::vector<int> layers = {784, 256, 128, 10};
+  int batch_size = 64;
+  int epochs = 5;
+  int64_t max_steps = 0;           // 0: no cap; else stop after this many steps
+  uint64_t seed = 1;
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string device = "auto";     // auto | cpu | cuda
+  double slowdown = 1.0;           // straggler factor (>= 1)
+  v1::OptimizerSpec optimizer = DefaultOptimizerSpec();  // for the model's tables
+};
+
+struct MetricsConfig {
+  std::string host = "127.0.0.1";  // /metrics listen host
+  int port = 0;                    // 0: pick a free port
+};
+
+struct JobConfig {
+  std::string path;                // the YAML file it came from
+  std::string source;              // the file's text, as read
+  std::vector<std::string> overrides;  // "key.path=value" applied on top, in order
+  std::string config_hash;         // 16 hex digits; see ConfigHash()
+  ClusterConfig cluster;
+  RpcConfig rpc;
+  v1::Consistency consistency = v1::CONSISTENCY_BSP;  // job-wide default
+  int64_t staleness = 0;           // job-wide default bound for SSP
+  std::vector<v1::TableSpec> tables;  // explicit tables, then the model's (ids set)
+  bool has_training = false;       // a `training:` section was given
+  TrainingConfig training;
+  MetricsConfig metrics;
+};
+
+// Parses `yaml` (named `file_name` in errors), then applies `overrides`
+// ("consistency.staleness=2", "tables[emb].width=32"; see overrides.h) onto
+// the YAML tree and validates the result. InvalidArgument naming
+// file:line:column (or the override) and the key path on any bad input.
+absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::string& file_name,
+                                         const std::vector<std::string>& overrides = {});
+
+// Reads and parses `path`, as ParseJobConfig. NotFound when the file is
+// missing; InvalidArgument naming the path when it cannot be read.
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
+                                        const std::vector<std::string>& overrides = {});
+
+// XXH64 (seed 0) of `source` in 16 lowercase hex digits; with overrides, of
+// `source` followed by "\n--set <override>" for each, in order. Processes that
+// print the same hash run the same effective configuration.
+std::string ConfigHash(const std::string& source, const std::vector<std::string>& overrides);
+
+// The tables the MLP of `training` needs: for layer i (in -> out):
+// "mlp.fc<i>.weight" dense [out, in] (he_uniform, seed) and
+// "mlp.fc<i>.bias" dense [out] (zeros), with training.optimizer, the default
+// chunk size, non_finite reject, aggregation mean and the given consistency
+// (the job default when called by the parser). ids are 0, 1, ... in order.
+std::vector<v1::TableSpec> ModelTables(const TrainingConfig& training,
+                                       v1::Consistency consistency = v1::CONSISTENCY_BSP,
+                                       int64_t staleness = 0);
+
+// The part of the config every process must agree on, as the coordinator serves it.
+v1::JobSpec ToJobSpec(const JobConfig& config);
+
+// Human-readable effective configuration, one "key: value" line per setting,
+// keys spelled as in the YAML file ("cluster.lease_timeout: 5s",
+// "tables[0].optimizer.learning_rate: 0.1"), every default filled in (for
+// --print-config and the start-up log).
+std::string DescribeConfig(const JobConfig& config);
+
+// ParseDuration and ParseSize are declared in common/config/units.h.
+
+}  // namespace cairn
+
+#endif  // CAIRN_COMMON_CONFIG_JOB_CONFIG_H_
