@@ -1,5 +1,11 @@
 #include "tests/integration/test_cluster.h"
 
+#include <curl/curl.h>
+
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -20,6 +26,7 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(const std::strin
   ASSIGN_OR_RETURN(auto ports, ReadPortFile(cluster->dir_ + "/coordinator.ports",
                                             absl::Seconds(30), cluster->coordinator_.get()));
   cluster->coordinator_address_ = absl::StrCat("127.0.0.1:", ports["grpc"]);
+  cluster->coordinator_metrics_port_ = ports["metrics"];
   for (int i = 0; i < num_servers; ++i) RETURN_IF_ERROR(cluster->StartServer());
   return cluster;
 }
@@ -33,7 +40,9 @@ absl::Status TestCluster::StartServer() {
                                       "--listen", "127.0.0.1:0", "--port-file", port_file},
                                      absl::StrCat(dir_, "/server", i)));
   servers_.push_back(std::move(server));
-  return ReadPortFile(port_file, absl::Seconds(30), servers_.back().get()).status();
+  ASSIGN_OR_RETURN(auto ports, ReadPortFile(port_file, absl::Seconds(30), servers_.back().get()));
+  server_metrics_ports_.push_back(ports["metrics"]);
+  return absl::OkStatus();
 }
 
 std::string TestCluster::Logs() const {
@@ -45,6 +54,47 @@ std::string TestCluster::Logs() const {
     absl::StrAppend(&out, "\n--- server ", i, " stderr:\n", tail(servers_[i]->ReadStderr()));
   }
   return out;
+}
+
+namespace {
+size_t Append(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+}  // namespace
+
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
+  std::string body;
+  const std::string url = absl::StrCat("http://127.0.0.1:", port, path);
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+  const CURLcode rc = curl_easy_perform(curl);
+  long code = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK || code != 200) {
+    return absl::UnavailableError(absl::StrCat("GET ", url, ": ", curl_easy_strerror(rc),
+                                               " (HTTP ", code, ")"));
+  }
+  return body;
+}
+
+absl::StatusOr<double> MetricValue(const std::string& exposition, const std::string& series) {
+  std::istringstream lines(exposition);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!absl::StartsWith(line, series) || line.size() <= series.size() ||
+        line[series.size()] != ' ') {
+      continue;
+    }
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(series.size() + 1), &v)) return v;
+  }
+  return absl::NotFoundError(absl::StrCat("no series ", series));
 }
 
 }  // namespace cairn::testing

@@ -32,6 +32,10 @@ class TestCluster {
   // Starts one more server process (a late or restarted one).
   absl::Status StartServer();
 
+  // Ports of /metrics.
+  int coordinator_metrics_port() const { return coordinator_metrics_port_; }
+  int server_metrics_port(int i) const { return server_metrics_ports_[i]; }
+
   // The tail of every process's stderr, for failure messages.
   std::string Logs() const;
 
@@ -41,7 +45,16 @@ class TestCluster {
   std::string coordinator_address_;
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> servers_;
+  int coordinator_metrics_port_ = 0;
+  std::vector<int> server_metrics_ports_;
 };
+
+// The body of http://127.0.0.1:port/path (libcurl), or Unavailable.
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
+
+// The value of the first sample in a Prometheus text exposition whose line
+// starts with `series` (name plus labels as exposed), or NotFound.
+absl::StatusOr<double> MetricValue(const std::string& exposition, const std::string& series);
 
 }  // namespace cairn::testing
 

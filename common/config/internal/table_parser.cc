@@ -149,7 +149,7 @@ absl::StatusOr<v1::OptimizerSpec> ParseOptimizer(const YamlNode& node, const std
     spec.set_kind(v1::OPTIMIZER_KIND_ADAGRAD);
     float accumulator = 0.1f, epsilon = 1e-10f;
     RETURN_IF_ERROR(r.Float("initial_accumulator", kNonNegative, &accumulator));
-    RETURN_IF_ERROR(r.Float("epsilon", kPositive, &epsilon));
+    RETURN_IF_ERROR(r.Float("epsilon", kNonNegative, &epsilon));
     spec.set_initial_accumulator(accumulator);
     spec.set_epsilon(epsilon);
   } else {

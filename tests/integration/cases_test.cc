@@ -1,0 +1,357 @@
+// Field failure cases (../shared/cases/field-failures.md) that touch the
+// foundation, each against a real cluster on loopback with its exact values.
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <future>
+#include <limits>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "cairn/v1/shard.grpc.pb.h"
+#include "common/bytes.h"
+#include "common/coordinator_client.h"
+#include "common/grpc_util.h"
+#include "tests/integration/test_cluster.h"
+#include "worker/client/client.h"
+
+namespace cairn {
+namespace {
+
+using testing::TestCluster;
+
+std::string Yaml(int servers, int workers, const std::string& tables,
+                 const std::string& extra_cluster = "", const std::string& rpc = "") {
+  return absl::StrCat(R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: )", servers, R"(
+  workers: )", workers, R"(
+  partitions: 16
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+)", extra_cluster.empty() ? "  startup_timeout: 30s\n" : extra_cluster, R"(rpc:
+  deadline: 20s
+)", rpc, R"(consistency:
+  mode: bsp
+tables:
+)", tables);
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Connect(const TestCluster& cluster, int id,
+                                                absl::Duration timeout = absl::Seconds(30)) {
+  ClientOptions options;
+  options.coordinator = cluster.coordinator_address();
+  options.worker_id = id;
+  options.connect_timeout = timeout;
+  options.rpc_deadline = absl::Seconds(20);
+  return Client::Connect(options);
+}
+
+// Connects `n` workers concurrently (the start-up barrier needs them all).
+std::vector<std::unique_ptr<Client>> ConnectAll(const TestCluster& cluster, int n) {
+  std::vector<std::future<absl::StatusOr<std::unique_ptr<Client>>>> pending;
+  for (int i = 0; i < n; ++i) {
+    pending.push_back(std::async(std::launch::async, [&cluster, i] { return Connect(cluster, i); }));
+  }
+  std::vector<std::unique_ptr<Client>> clients;
+  for (auto& p : pending) {
+    auto c = p.get();
+    INFO(c.status().message());
+    REQUIRE(c.ok());
+    clients.push_back(std::move(*c));
+  }
+  return clients;
+}
+
+TEST_CASE("B05: keys at both ends of the 64-bit space belong to exactly one server",
+          "[integration][cases]") {
+  const int servers = GENERATE(1, 2, 3, 7);
+  auto cluster = TestCluster::Start(absl::StrCat("b05_", servers), Yaml(servers, 1, R"(
+  - name: emb
+    kind: sparse
+    width: 4
+    optimizer: {type: sgd, learning_rate: 0.5}
+    init: {type: constant, value: 2.0}
+)"), servers);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto clients = ConnectAll(**cluster, 1);
+  const std::vector<Key> keys = {0, 1, Key{1} << 63, std::numeric_limits<Key>::max() - 1,
+                                 std::numeric_limits<Key>::max()};
+  REQUIRE(clients[0]->PushSparse("emb", keys, std::vector<float>(20, 1.0f)).get().ok());
+  REQUIRE(clients[0]->Clock().ok());
+  std::vector<float> rows(20);
+  REQUIRE(clients[0]->PullSparse("emb", keys, absl::MakeSpan(rows)).get().ok());
+  for (float v : rows) CHECK(v == 1.5f);  // init 2.0 - 0.5 * 1.0
+  // Every key is held by exactly one server: the rows summed over servers = 5.
+  CoordinatorClient coordinator((*cluster)->coordinator_address(), 64 << 20);
+  auto map = coordinator.GetPartitionMap(absl::Seconds(10));
+  REQUIRE(map.ok());
+  uint64_t total = 0;
+  for (const auto& m : map->map().servers()) {
+    auto stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 64 << 20));
+    grpc::ClientContext context;
+    v1::StatsResponse stats;
+    REQUIRE(stub->Stats(&context, v1::StatsRequest(), &stats).ok());
+    total += stats.tables(0).num_keys();
+  }
+  CHECK(total == 5);
+  CHECK(clients[0]->Finish().ok());
+}
+
+TEST_CASE("B04: servers that hold no parameters do not stall BSP; results match one server",
+          "[integration][cases]") {
+  const std::string tables = R"(
+  - name: a
+    kind: dense
+    shape: [8]
+    optimizer: {type: sgd, learning_rate: 0.25}
+    init: {type: constant, value: 1.0}
+  - name: b
+    kind: dense
+    shape: [8]
+    optimizer: {type: sgd, learning_rate: 0.25}
+    init: {type: constant, value: 1.0}
+)";
+  auto run = [&](int servers) {
+    auto cluster = TestCluster::Start(absl::StrCat("b04_", servers), Yaml(servers, 2, tables), servers);
+    INFO(cluster.status().message());
+    REQUIRE(cluster.ok());
+    auto clients = ConnectAll(**cluster, 2);
+    std::vector<std::thread> threads;
+    std::vector<std::vector<float>> result(2, std::vector<float>(16));
+    for (int w = 0; w < 2; ++w) {
+      threads.emplace_back([&, w] {
+        std::vector<float> a(8), b(8);
+        for (int step = 0; step < 5; ++step) {
+          REQUIRE(clients[w]->PullDense({{"a", absl::MakeSpan(a)}, {"b", absl::MakeSpan(b)}}).get().ok());
+          std::vector<float> ga(8), gb(8);
+          for (int i = 0; i < 8; ++i) {
+            ga[i] = a[i] * static_cast<float>(w + 1);
+            gb[i] = static_cast<float>(i - w);
+          }
+          // An empty push on a step is fine and still lets the clock advance.
+          if (step != 2) REQUIRE(clients[w]->PushDense({{"a", ga}, {"b", gb}}).get().ok());
+          REQUIRE(clients[w]->Clock().ok());
+        }
+        REQUIRE(clients[w]->PullDense({{"a", absl::MakeSpan(a)}, {"b", absl::MakeSpan(b)}}).get().ok());
+        std::copy(a.begin(), a.end(), result[w].begin());
+        std::copy(b.begin(), b.end(), result[w].begin() + 8);
+      });
+    }
+    for (auto& t : threads) t.join();
+    CHECK(result[0] == result[1]);
+    return result[0];
+  };
+  const std::vector<float> four = run(4);
+  const std::vector<float> one = run(1);
+  CHECK(four == one);  // bit for bit
+  CHECK(four[0] != 1.0f);
+}
+
+TEST_CASE("B08: values far above gRPC's 4 MiB default round-trip; the configured limit is in effect",
+          "[integration][cases]") {
+  auto cluster = TestCluster::Start("b08", Yaml(1, 1, R"(
+  - name: dense
+    kind: dense
+    shape: [2000000]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+  - name: emb
+    kind: sparse
+    width: 64
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+)", "", "  max_message_size: 4MiB\n  request_split_size: 1MiB\n"), 1);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto clients = ConnectAll(**cluster, 1);
+  Client& client = *clients[0];
+  std::vector<float> dense(2000000);
+  for (size_t i = 0; i < dense.size(); ++i) dense[i] = static_cast<float>(i % 65536) - 1000.0f;
+  std::vector<Key> keys(40000);
+  std::vector<float> rows(40000 * 64);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = i * 7919 + 3;
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(i % 1021) * 0.5f;
+  auto p1 = client.PushDense({{"dense", dense}});
+  auto p2 = client.PushSparse("emb", keys, rows);
+  REQUIRE(p1.get().ok());
+  REQUIRE(p2.get().ok());
+  REQUIRE(client.Clock().ok());
+  std::vector<float> dense_back(dense.size()), rows_back(rows.size());
+  auto q1 = client.PullDense({{"dense", absl::MakeSpan(dense_back)}});
+  auto q2 = client.PullSparse("emb", keys, absl::MakeSpan(rows_back));
+  REQUIRE(q1.get().ok());
+  REQUIRE(q2.get().ok());
+  for (size_t i = 0; i < dense.size(); ++i) dense_back[i] = -dense_back[i];
+  for (size_t i = 0; i < rows.size(); ++i) rows_back[i] = -rows_back[i];
+  CHECK(dense_back == dense);
+  CHECK(rows_back == rows);
+
+  // One raw unary pull of all 8 MB exceeds the configured 4 MiB: the server
+  // refuses to send it, which shows the limit in effect is the configured one.
+  CoordinatorClient coordinator((*cluster)->coordinator_address(), 64 << 20);
+  auto map = coordinator.GetPartitionMap(absl::Seconds(10));
+  REQUIRE(map.ok());
+  auto stub = v1::ParameterService::NewStub(MakeChannel(map->map().servers(0).address(), 64 << 20));
+  v1::PullRequest request;
+  request.set_map_version(map->map().version());
+  request.set_clock(0);
+  v1::TableKeys* tk = request.add_tables();
+  tk->set_table("dense");
+  tk->set_table_id(0);
+  const auto* spec = &map->job().tables(0);
+  std::vector<Key> chunks;
+  for (Key c = 0; c * spec->chunk_size() < 2000000; ++c) chunks.push_back(c);
+  tk->set_keys(KeysToBytes(chunks));
+  grpc::ClientContext context;
+  v1::PullResponse response;
+  grpc::Status s = stub->Pull(&context, request, &response);
+  CHECK(s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(client.Finish().ok());
+}
+
+TEST_CASE("B12: a late worker holds the others at the start-up barrier, not mid-step",
+          "[integration][cases]") {
+  auto cluster = TestCluster::Start("b12a", Yaml(2, 3, R"(
+  - name: w
+    kind: dense
+    shape: [1]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+)"), 2);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  std::vector<std::future<absl::StatusOr<std::unique_ptr<Client>>>> early;
+  for (int i = 0; i < 2; ++i) {
+    early.push_back(std::async(std::launch::async, [&, i] { return Connect(**cluster, i); }));
+  }
+  CHECK(early[0].wait_for(std::chrono::seconds(3)) == std::future_status::timeout);
+  auto late = Connect(**cluster, 2);
+  REQUIRE(late.ok());
+  std::vector<std::unique_ptr<Client>> clients;
+  for (auto& f : early) {
+    auto c = f.get();
+    REQUIRE(c.ok());
+    clients.push_back(std::move(*c));
+  }
+  clients.push_back(std::move(*late));
+  std::vector<std::thread> threads;
+  std::vector<float> final_value(3);
+  for (int w = 0; w < 3; ++w) {
+    threads.emplace_back([&, w] {
+      std::vector<float> one = {1.0f}, v(1);
+      for (int step = 0; step < 5; ++step) {
+        REQUIRE(clients[w]->PushDense({{"w", one}}).get().ok());
+        REQUIRE(clients[w]->Clock().ok());
+      }
+      REQUIRE(clients[w]->PullDense({{"w", absl::MakeSpan(v)}}).get().ok());
+      final_value[w] = v[0];
+    });
+  }
+  for (auto& t : threads) t.join();
+  // 5 iterations of mean(1, 1, 1) at lr 1: exactly the single-process value -5.
+  for (float v : final_value) CHECK(v == -5.0f);
+}
+
+TEST_CASE("B12: a worker that never comes fails the start-up barrier with a clear error",
+          "[integration][cases]") {
+  auto cluster = TestCluster::Start("b12b", Yaml(1, 2, R"(
+  - name: w
+    kind: dense
+    shape: [1]
+    optimizer: {type: sgd, learning_rate: 1.0}
+)"), 1);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  const absl::Time start = absl::Now();
+  auto client = Connect(**cluster, 0, absl::Seconds(3));
+  CHECK(absl::Now() - start < absl::Seconds(10));
+  REQUIRE_FALSE(client.ok());
+  CHECK(client.status().code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK_THAT(std::string(client.status().message()), Catch::Contains("1 of 2 workers"));
+}
+
+TEST_CASE("B12: workers that start before the servers wait for them", "[integration][cases]") {
+  auto cluster = TestCluster::Start("b12c", Yaml(1, 1, R"(
+  - name: w
+    kind: dense
+    shape: [1]
+    optimizer: {type: sgd, learning_rate: 1.0}
+)"), 0);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto pending = std::async(std::launch::async, [&] { return Connect(**cluster, 0); });
+  CHECK(pending.wait_for(std::chrono::seconds(2)) == std::future_status::timeout);
+  REQUIRE((*cluster)->StartServer().ok());
+  auto client = pending.get();
+  REQUIRE(client.ok());
+  std::vector<float> v(1);
+  CHECK((*client)->PullDense({{"w", absl::MakeSpan(v)}}).get().ok());
+}
+
+TEST_CASE("B17: a NaN or Inf push is rejected, counted, and never reaches the parameters",
+          "[integration][cases]") {
+  auto cluster = TestCluster::Start("b17", Yaml(2, 3, R"(
+  - name: w
+    kind: dense
+    shape: [4]
+    optimizer: {type: sgd, learning_rate: 0.1}
+    init: {type: constant, value: 1.0}
+  - name: emb
+    kind: sparse
+    width: 4
+    optimizer: {type: adam, learning_rate: 0.1, beta1: 0.9, beta2: 0.999, epsilon: 1.0e-8}
+    init: {type: zeros}
+)"), 2);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto clients = ConnectAll(**cluster, 3);
+  const std::vector<Key> keys = {10, 11};
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> bad_dense(3), bad_sparse(3);
+  for (int w = 0; w < 3; ++w) {
+    threads.emplace_back([&, w] {
+      for (int step = 0; step < 5; ++step) {
+        std::vector<float> g(4, 1.0f), rows(8, 1.0f);
+        if (w == 1 && step == 3) {
+          g[0] = std::numeric_limits<float>::quiet_NaN();
+          rows[0] = std::numeric_limits<float>::infinity();
+          for (int i = 1; i < 4; ++i) rows[i] = 0.0f;
+          bad_dense[w] = clients[w]->PushDense({{"w", g}}).get();
+          bad_sparse[w] = clients[w]->PushSparse("emb", std::vector<Key>{10}, absl::MakeSpan(rows).subspan(0, 4)).get();
+        } else {
+          REQUIRE(clients[w]->PushDense({{"w", g}}).get().ok());
+          REQUIRE(clients[w]->PushSparse("emb", keys, rows).get().ok());
+        }
+        REQUIRE(clients[w]->Clock().ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(bad_dense[1].code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(bad_dense[1].message()), Catch::Contains("table=w"));
+  CHECK(bad_sparse[1].code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(bad_sparse[1].message()), Catch::Contains("key 10"));
+  std::vector<float> w(4), rows(8);
+  REQUIRE(clients[0]->PullDense({{"w", absl::MakeSpan(w)}}).get().ok());
+  REQUIRE(clients[0]->PullSparse("emb", keys, absl::MakeSpan(rows)).get().ok());
+  // Every iteration applies the mean of the good pushes (1.0): w = 1 - 5 * 0.1.
+  for (float v : w) CHECK_THAT(v, Catch::Matchers::WithinAbs(0.5, 1e-6));
+  for (float v : rows) CHECK(std::isfinite(v));
+  double rejected = 0;
+  for (int s = 0; s < 2; ++s) {
+    auto body = testing::HttpGet((*cluster)->server_metrics_port(s), "/metrics");
+    REQUIRE(body.ok());
+    for (const char* t : {"w", "emb"}) {
+      auto v = testing::MetricValue(*body, absl::StrCat("cairn_shard_nonfinite_rejected_total{table=\"", t, "\"}"));
+      if (v.ok()) rejected += *v;
+    }
+  }
+  CHECK(rejected == 2);
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,0 +1,274 @@
+// cairn-launch end to end: real coordinator, servers and workers started from
+// a job file; the launcher must report the result, fail fast when a process
+// fails, and leave no process behind on any path (success, failure, SIGTERM,
+// SIGKILL of the launcher itself).
+#include <signal.h>
+#include <sys/types.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "tests/testing/process.h"
+
+namespace cairn {
+namespace {
+
+using testing::Subprocess;
+
+constexpr char kLaunch[] = CAIRN_BINARY_DIR "/bin/cairn-launch";
+
+// 2 servers, 2 workers, BSP, a small MLP: 60 steps of batch 64 per worker
+// (an effective batch of 128 under BSP) on Fashion-MNIST.
+std::string TinyJob(int64_t max_steps = 60, int epochs = 1) {
+  return absl::StrCat(R"(
+cluster:
+  servers: 2
+  workers: 2
+  partitions: 8
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+  startup_timeout: 60s
+consistency:
+  mode: bsp
+training:
+  model: mlp
+  layers: [784, 32, 10]
+  batch_size: 64
+  epochs: )", epochs, R"(
+  max_steps: )", max_steps, R"(
+  seed: 1
+  data_dir: /usr/share/datasets/fashion-mnist
+  device: cpu
+  optimizer:
+    type: sgd
+    learning_rate: 0.1
+    momentum: 0.9
+)");
+}
+
+std::string NewDir(const std::string& prefix) {
+  absl::StatusOr<std::string> dir = testing::MakeTempDir(prefix);
+  REQUIRE(dir.ok());
+  return *dir;
+}
+
+std::string WriteJob(const std::string& dir, const std::string& yaml) {
+  const std::string path = dir + "/job.yaml";
+  REQUIRE(testing::WriteFile(path, yaml).ok());
+  return path;
+}
+
+std::unique_ptr<Subprocess> StartLaunch(const std::string& dir,
+                                        const std::vector<std::string>& args) {
+  auto launch = Subprocess::Spawn(kLaunch, args, dir + "/launch");
+  REQUIRE(launch.ok());
+  return *std::move(launch);
+}
+
+// The processes the launcher reported starting: its "[launch] started
+// <name> pid=<N>: ..." lines, name -> pid.
+std::map<std::string, pid_t> StartedPids(const std::string& log) {
+  std::map<std::string, pid_t> pids;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (!absl::ConsumePrefix(&line, "[launch] started ")) continue;
+    const size_t at = line.find(" pid=");
+    if (at == absl::string_view::npos) continue;
+    absl::string_view rest = line.substr(at + 5);
+    int pid = 0;
+    if (absl::SimpleAtoi(rest.substr(0, rest.find(':')), &pid)) {
+      pids[std::string(line.substr(0, at))] = pid;
+    }
+  }
+  return pids;
+}
+
+// True while `pid` is a running (not zombie) process whose command line names
+// a cairn binary; a pid reused by something else does not count.
+bool CairnProcessRunning(pid_t pid) {
+  const std::string cmdline = testing::ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/cmdline"));
+  return absl::StrContains(cmdline, "cairn-");  // a zombie's cmdline is empty
+}
+
+// Waits up to `timeout` for every process in `pids` to be gone; returns
+// those still running.
+std::vector<std::string> Survivors(const std::map<std::string, pid_t>& pids,
+                                   absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    std::vector<std::string> alive;
+    for (const auto& [name, pid] : pids) {
+      if (CairnProcessRunning(pid)) alive.push_back(absl::StrCat(name, " pid=", pid));
+    }
+    if (alive.empty() || absl::Now() >= deadline) return alive;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+double Mean(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+TEST_CASE("launch runs a small BSP job to the end, reports it and leaves no process",
+          "[integration][launch]") {
+  const std::string dir = NewDir("launch_ok");
+  const std::string job = WriteJob(dir, TinyJob());
+  const std::string summary_path = dir + "/summary.json";
+  // "--trace-loss 60" after "--" reaches every worker: their summaries then
+  // carry every step's loss.
+  auto launch = StartLaunch(dir, {job, "--summary", summary_path, "--workdir", dir + "/work",
+                                  "--", "--trace-loss", "60"});
+  auto ended = launch->Wait(absl::Minutes(4));
+  REQUIRE(ended.ok());
+  INFO("launcher stderr:\n" << launch->ReadStderr());
+  REQUIRE(ended->code == 0);
+
+  const std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
+  CHECK(pids.size() == 5);
+  for (const char* name : {"coordinator", "server 0", "server 1", "worker 0", "worker 1"}) {
+    CHECK(pids.count(name) == 1);
+  }
+  CHECK(Survivors(pids, absl::ZeroDuration()).empty());
+
+  std::ifstream in(summary_path);
+  REQUIRE(in.good());
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  CHECK(summary["servers"] == 2);
+  CHECK(summary["workers"] == 2);
+  CHECK(summary["steps"] == 60);  // max_steps caps each worker's steps
+  CHECK(summary["epochs"] == 1);
+  // Fashion-MNIST has 10 classes (chance is 0.1); 60 BSP steps of this MLP
+  // reach well above 0.5.
+  CHECK(summary["test_accuracy"].get<double>() > 0.5);
+  CHECK(summary["test_accuracy"].get<double>() <= 1.0);
+  CHECK(summary["wall_seconds"].get<double>() > 0);
+  REQUIRE(summary["per_worker"].size() == 2);
+  double throughput = 0;
+  for (int w = 0; w < 2; ++w) {
+    const nlohmann::json& worker = summary["per_worker"][w];
+    CHECK(worker["worker"] == w);
+    throughput += worker["examples_per_second"].get<double>();
+    // Both workers evaluate the same model after the same last BSP step.
+    CHECK(worker["test_accuracy"].get<double>() ==
+          Approx(summary["test_accuracy"].get<double>()).margin(1e-9));
+    const std::vector<double> losses = worker["loss_trace"].get<std::vector<double>>();
+    REQUIRE(losses.size() == 60);
+    // Training works: the last ten steps' mean loss is well below the first
+    // ten's (it starts near ln(10) = 2.30).
+    CHECK(Mean({losses.end() - 10, losses.end()}) <
+          0.8 * Mean({losses.begin(), losses.begin() + 10}));
+  }
+  CHECK(summary["examples_per_second"].get<double>() == Approx(throughput).epsilon(1e-12));
+  CHECK(summary["metrics"].size() == 5);
+
+  const std::string out = launch->ReadStdout();
+  CHECK(absl::StrContains(out, "test accuracy: "));
+  for (const char* name : {"coordinator", "server 0", "server 1", "worker 0", "worker 1"}) {
+    CHECK(absl::StrContains(out, absl::StrCat("metrics ", name, ": http://127.0.0.1:")));
+  }
+  // Children's lines come through with their name.
+  const std::string err = launch->ReadStderr();
+  CHECK(absl::StrContains(err, "[coordinator] "));
+  CHECK(absl::StrContains(err, "[server 1] "));
+  CHECK(absl::StrContains(err, "[worker 1] "));
+}
+
+TEST_CASE("launch stops the job and names the worker when a worker fails",
+          "[integration][launch]") {
+  const std::string dir = NewDir("launch_fail");
+  const std::string job = WriteJob(dir, TinyJob());
+  const absl::Time start = absl::Now();
+  auto launch = StartLaunch(dir, {job, "--set", "training.data_dir=/nonexistent"});
+  auto ended = launch->Wait(absl::Seconds(60));
+  REQUIRE(ended.ok());
+  const std::string err = launch->ReadStderr();
+  INFO("launcher stderr:\n" << err);
+  CHECK(ended->code == 1);
+  // The workers fail while loading data, long before any timeout.
+  CHECK(absl::Now() - start < absl::Seconds(30));
+  CHECK(absl::StrContains(err, "job failed: worker "));
+  CHECK(absl::StrContains(err, "/nonexistent"));
+  const std::map<std::string, pid_t> pids = StartedPids(err);
+  CHECK(pids.count("coordinator") == 1);
+  CHECK(Survivors(pids, absl::ZeroDuration()).empty());
+}
+
+TEST_CASE("launch --no-workers brings the cluster up, prints metrics URLs and stops it",
+          "[integration][launch]") {
+  const std::string dir = NewDir("launch_noworkers");
+  const std::string job = WriteJob(dir, TinyJob());
+  auto launch = StartLaunch(dir, {"--no-workers", job});
+  auto ended = launch->Wait(absl::Seconds(60));
+  REQUIRE(ended.ok());
+  INFO("launcher stderr:\n" << launch->ReadStderr());
+  CHECK(ended->code == 0);
+  const std::string out = launch->ReadStdout();
+  for (const char* name : {"coordinator", "server 0", "server 1"}) {
+    CHECK(absl::StrContains(out, absl::StrCat("metrics ", name, ": http://127.0.0.1:")));
+  }
+  const std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
+  CHECK(pids.size() == 3);
+  CHECK(Survivors(pids, absl::ZeroDuration()).empty());
+}
+
+TEST_CASE("launch stops every process when it gets SIGTERM", "[integration][launch]") {
+  const std::string dir = NewDir("launch_sigterm");
+  const std::string job = WriteJob(dir, TinyJob(/*max_steps=*/0, /*epochs=*/5));
+  auto launch = StartLaunch(dir, {job});
+  REQUIRE(launch->WaitForStderr("[launch] started worker 1", absl::Seconds(60)).ok());
+  REQUIRE(launch->Signal(SIGTERM).ok());
+  auto ended = launch->Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  INFO("launcher stderr:\n" << launch->ReadStderr());
+  CHECK(ended->code == 128 + SIGTERM);
+  const std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
+  CHECK(pids.size() == 5);
+  CHECK(Survivors(pids, absl::ZeroDuration()).empty());
+}
+
+TEST_CASE("the launcher's children die with it when it is SIGKILLed", "[integration][launch]") {
+  const std::string dir = NewDir("launch_sigkill");
+  const std::string job = WriteJob(dir, TinyJob(/*max_steps=*/0, /*epochs=*/5));
+  auto launch = StartLaunch(dir, {job});
+  REQUIRE(launch->WaitForStderr("[launch] started worker 1", absl::Seconds(60)).ok());
+  const std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
+  REQUIRE(pids.size() == 5);
+  launch->Kill();
+  // PR_SET_PDEATHSIG delivers SIGKILL to each child as the launcher dies.
+  CHECK(Survivors(pids, absl::Seconds(10)).empty());
+}
+
+TEST_CASE("launch rejects a bad job file with its location and exit code 2",
+          "[integration][launch]") {
+  const std::string dir = NewDir("launch_badyaml");
+  const std::string job = WriteJob(dir, "cluster:\n  servers: 2\n  workerz: 2\n");
+  auto launch = StartLaunch(dir, {job});
+  auto ended = launch->Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  CHECK(ended->code == 2);
+  CHECK(absl::StrContains(launch->ReadStderr(), job + ":3:3: unknown key `cluster.workerz`"));
+  CHECK(StartedPids(launch->ReadStderr()).empty());
+}
+
+TEST_CASE("launch names the missing binary and exits 2", "[integration][launch]") {
+  const std::string dir = NewDir("launch_nobin");
+  const std::string job = WriteJob(dir, TinyJob());
+  std::filesystem::create_directory(dir + "/empty");
+  auto launch = StartLaunch(dir, {job, "--bin-dir", dir + "/empty"});
+  auto ended = launch->Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  CHECK(ended->code == 2);
+  CHECK(absl::StrContains(launch->ReadStderr(), dir + "/empty/cairn-coordinator"));
+}
+
+}  // namespace
+}  // namespace cairn
