@@ -32,10 +32,11 @@ struct Flags {
   int server_id = -1;
   std::string port_file;
   std::string log_level = "info";
+  std::vector<std::string> overrides;  // --set key.path=value, in order
 };
 
 int Run(const Flags& flags) {
-  absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config);
+  absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config, flags.overrides);
   if (!config.ok()) {
     std::cerr << "cairn-server: " << config.status().message() << "\n";
     return kExitBadConfig;
@@ -181,6 +182,9 @@ int main(int argc, char** argv) {
                  "write 'grpc=PORT' and 'metrics=PORT' here once serving");
   app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
       ->capture_default_str();
+  app.add_option("--set", flags.overrides,
+                 "config override key.path=value, applied on top of the file (repeatable)")
+      ->allow_extra_args(false);
   CLI11_PARSE(app, argc, argv);
   cairn::InitLogging("server", flags.log_level);
   return cairn::Run(flags);
