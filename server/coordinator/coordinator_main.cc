@@ -1,0 +1,195 @@
+// cairn-coordinator: membership with leases, the partition map and the
+// start-up barrier of one Cairn job. Run `cairn-coordinator --help`.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "common/config/job_config.h"
+#include "common/daemon.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/net.h"
+#include "common/time_source.h"
+#include "server/coordinator/coordinator_metrics.h"
+#include "server/coordinator/coordinator_service.h"
+#include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/lease_expirer.h"
+
+namespace cairn {
+namespace {
+
+struct Flags {
+  std::string config_path;
+  std::string listen;        // empty: cluster.coordinator
+  int metrics_port = -1;     // -1: metrics.port
+  std::string port_file;
+  std::vector<std::string> overrides;  // --set key.path=value, in order
+  std::string log_level = "info";
+};
+
+// Fails the job when the start-up barrier is not passed within
+// `startup_timeout` (B12: nobody should wait forever for a member that never
+// comes): logs the missing ids and sets `*failed`, which ends the main wait.
+class StartupWatchdog {
+ public:
+  // state must outlive this.
+  StartupWatchdog(const CoordinatorState* state, absl::Duration startup_timeout,
+                  std::atomic<bool>* failed)
+      : thread_([state, startup_timeout, failed, this] {
+          if (state->WaitUntilReady(startup_timeout) || stopping_.load()) return;
+          const CoordinatorState::Missing missing = state->MissingMembers();
+          LOG_ERROR(
+              "start-up barrier not passed within {} (cluster.startup_timeout): missing server "
+              "ids [{}], missing worker ids [{}]; failing the job",
+              absl::FormatDuration(startup_timeout), absl::StrJoin(missing.servers, ", "),
+              absl::StrJoin(missing.workers, ", "));
+          failed->store(true);
+        }) {}
+  // The caller must have called CoordinatorState::Shutdown(), which ends the wait.
+  ~StartupWatchdog() { thread_.join(); }
+  void Stopping() { stopping_.store(true); }
+
+ private:
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+int Run(const Flags& flags) {
+  absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config_path, flags.overrides);
+  if (!config.ok()) {
+    LOG_ERROR("bad config: {}", config.status().message());
+    return kExitBadConfig;
+  }
+  const bool listen_from_flag = !flags.listen.empty();
+  absl::StatusOr<HostPort> listen =
+      ParseHostPort(listen_from_flag ? flags.listen : config->cluster.coordinator,
+                    listen_from_flag ? "--listen" : "cluster.coordinator",
+                    /*allow_zero_port=*/true);
+  if (!listen.ok()) {
+    LOG_ERROR("bad address: {}", listen.status().message());
+    return kExitBadConfig;
+  }
+  for (absl::string_view line : absl::StrSplit(DescribeConfig(*config), '\n', absl::SkipEmpty())) {
+    LOG_INFO("config: {}", line);
+  }
+  if (!flags.port_file.empty()) std::remove(flags.port_file.c_str());  // no stale ports
+
+  const int metrics_port = flags.metrics_port >= 0 ? flags.metrics_port : config->metrics.port;
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
+      MetricsServer::Start(config->metrics.host, metrics_port, "coordinator");
+  if (!metrics_server.ok()) {
+    LOG_ERROR("{}", metrics_server.status().message());
+    return kExitPortTaken;
+  }
+  CoordinatorMetrics metrics((*metrics_server)->registry());
+  RealTimeSource time;
+  const v1::JobSpec job = ToJobSpec(*config);
+  CoordinatorState state(job, &time, &metrics);
+  CoordinatorService service(&state, &metrics);
+
+  GrpcServerOptions options;
+  options.address = FormatHostPort(listen->host, listen->port);
+  options.max_message_bytes = job.max_message_bytes() > 0 ? job.max_message_bytes()
+                                                          : options.max_message_bytes;
+  options.services.push_back(&service);
+  absl::StatusOr<StartedServer> server = StartGrpcServer(options);
+  if (!server.ok()) {
+    LOG_ERROR("{}", server.status().message());
+    return kExitPortTaken;
+  }
+  const absl::Duration expiry_period =
+      std::max(absl::Milliseconds(job.heartbeat_interval_ms()) / 2, absl::Milliseconds(10));
+  LeaseExpirer expirer(&state, expiry_period);
+
+  absl::StatusOr<HostPort> metrics_address =
+      ParseHostPort((*metrics_server)->address(), "metrics address", /*allow_zero_port=*/true);
+  const int bound_metrics_port = metrics_address.ok() ? metrics_address->port : 0;
+  LOG_INFO("serving on {} (metrics on {}); waiting for {} servers and {} workers, {} partitions",
+           FormatHostPort(listen->host, server->port), (*metrics_server)->address(),
+           job.num_servers(), job.num_workers(), job.num_partitions());
+  if (!flags.port_file.empty()) {
+    absl::Status written = WritePortFile(flags.port_file, server->port, bound_metrics_port);
+    if (!written.ok()) {
+      LOG_ERROR("{}", written.message());
+      server->server->Shutdown();
+      return kExitFailure;
+    }
+  }
+
+  std::atomic<bool> barrier_failed{false};
+  int exit_code = kExitOk;
+  {
+    std::optional<StartupWatchdog> watchdog;
+    if (config->cluster.startup_timeout > absl::ZeroDuration()) {
+      watchdog.emplace(&state, config->cluster.startup_timeout, &barrier_failed);
+    }
+    const int sig = WaitForTermination(&barrier_failed);
+    if (sig != 0) {
+      LOG_INFO("received {}; shutting down", strsignal(sig));
+    } else {
+      exit_code = kExitUnreachable;
+    }
+    if (watchdog) watchdog->Stopping();
+    state.Shutdown();  // releases WatchPartitionMap calls and the watchdog
+  }
+  expirer.Stop();
+  // Idle client connections hold Shutdown until its deadline; every call but
+  // a parked watch (released above) is short, so half a second is enough.
+  server->server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
+  server->server->Wait();
+  if (!flags.port_file.empty()) std::remove(flags.port_file.c_str());
+  LOG_INFO("stopped (exit code {})", exit_code);
+  return exit_code;
+}
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) {
+  // Before any thread starts, so every thread inherits the mask;
+  // WaitForTermination takes the signals.
+  cairn::BlockTerminationSignals();
+  cairn::Flags flags;
+  CLI::App app{"cairn-coordinator: membership (leases), the partition map and the start-up "
+               "barrier of a Cairn job."};
+  app.add_option("--config", flags.config_path, "Job YAML file")->required();
+  app.add_option("--listen", flags.listen,
+                 "host:port of the gRPC service (default: cluster.coordinator; port 0 picks "
+                 "a free port)");
+  app.add_option("--metrics-port", flags.metrics_port,
+                 "Port of /metrics (default: metrics.port; 0 picks a free port)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--port-file", flags.port_file,
+                 "Once serving, write \"grpc=<port>\\nmetrics=<port>\\n\" here atomically "
+                 "(removed at start and at a clean exit)");
+  app.add_option("--set", flags.overrides,
+                 "Config override key.path=value, applied on top of the file (repeatable), "
+                 "e.g. --set cluster.lease_timeout=3s");
+  app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  app.footer(
+      "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failure; 2 bad config or flags; "
+      "3 address in use; 4 start-up barrier not passed within cluster.startup_timeout.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? cairn::kExitOk : cairn::kExitBadConfig;
+  }
+  cairn::InitLogging("coordinator", flags.log_level);
+  return cairn::Run(flags);
+}

@@ -1,0 +1,71 @@
+#include "server/coordinator/coordinator_metrics.h"
+
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/registry.h"
+
+namespace cairn {
+namespace {
+
+constexpr v1::MemberRole kRoles[] = {v1::MEMBER_ROLE_SERVER, v1::MEMBER_ROLE_WORKER};
+constexpr v1::MemberState kStates[] = {v1::MEMBER_STATE_ALIVE, v1::MEMBER_STATE_DEAD,
+                                       v1::MEMBER_STATE_LEFT};
+
+}  // namespace
+
+CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry) {
+  auto& members = prometheus::BuildGauge()
+                      .Name("cairn_coordinator_members")
+                      .Help("Members of the job known to the coordinator, by role and state.")
+                      .Register(registry);
+  for (v1::MemberRole role : kRoles) {
+    for (v1::MemberState state : kStates) {
+      members_[{role, state}] =
+          &members.Add({{"role", RoleName(role)}, {"state", StateName(state)}});
+    }
+  }
+  map_version_ = &prometheus::BuildGauge()
+                      .Name("cairn_coordinator_map_version")
+                      .Help("Version of the partition map the coordinator serves.")
+                      .Register(registry)
+                      .Add({});
+  auto& requests = prometheus::BuildCounter()
+                       .Name("cairn_coordinator_requests_total")
+                       .Help("RPCs the coordinator received, by method.")
+                       .Register(registry);
+  for (const char* method : kCoordinatorMethods) {
+    requests_[method] = &requests.Add({{"method", method}});
+  }
+  auto& expirations = prometheus::BuildCounter()
+                          .Name("cairn_coordinator_lease_expirations_total")
+                          .Help("Members declared dead because their lease ran out, by role.")
+                          .Register(registry);
+  for (v1::MemberRole role : kRoles) {
+    lease_expirations_[role] = &expirations.Add({{"role", RoleName(role)}});
+  }
+}
+
+void CoordinatorMetrics::SetMembers(const std::vector<MemberRecord>& members) {
+  std::map<std::pair<int, int>, int> counts;
+  for (const MemberRecord& record : members) ++counts[{record.role, record.state}];
+  for (auto& [key, gauge] : members_) {
+    auto it = counts.find(key);
+    gauge->Set(it == counts.end() ? 0 : it->second);
+  }
+}
+
+void CoordinatorMetrics::SetMapVersion(uint64_t version) {
+  map_version_->Set(static_cast<double>(version));
+}
+
+void CoordinatorMetrics::CountRequest(absl::string_view method) {
+  auto it = requests_.find(method);
+  if (it != requests_.end()) it->second->Increment();
+}
+
+void CoordinatorMetrics::CountLeaseExpiration(v1::MemberRole role) {
+  auto it = lease_expirations_.find(role);
+  if (it != lease_expirations_.end()) it->second->Increment();
+}
+
+}  // namespace cairn

@@ -1,0 +1,61 @@
+// The coordinator's Prometheus metrics, all in one place (docs/metrics.md):
+//
+//   cairn_coordinator_members{role,state}            gauge: members per role
+//       ("server", "worker") and state ("alive", "dead", "left")
+//   cairn_coordinator_map_version                    gauge: current partition-map version
+//   cairn_coordinator_requests_total{method}         counter: RPCs received, by
+//       method name ("RegisterServer", "Heartbeat", ...)
+//   cairn_coordinator_lease_expirations_total{role}  counter: members declared
+//       DEAD because their lease ran out
+//
+// Every label value is created up front, so the series count is fixed (16).
+#ifndef CAIRN_SERVER_COORDINATOR_COORDINATOR_METRICS_H_
+#define CAIRN_SERVER_COORDINATOR_COORDINATOR_METRICS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "cairn/v1/types.pb.h"
+#include "server/coordinator/lease_table.h"
+
+namespace prometheus {
+class Counter;
+class Gauge;
+class Registry;
+}  // namespace prometheus
+
+namespace cairn {
+
+// The method label values, one per rpc of cairn.v1.Coordinator.
+inline constexpr const char* kCoordinatorMethods[] = {
+    "RegisterServer",    "RegisterWorker", "Heartbeat",  "GetPartitionMap",
+    "WatchPartitionMap", "Leave",          "ListMembers"};
+
+// Thread-safe (prometheus-cpp metrics are). The metric objects live in the
+// registry, which must outlive this.
+class CoordinatorMetrics {
+ public:
+  explicit CoordinatorMetrics(prometheus::Registry& registry);
+
+  // Sets cairn_coordinator_members from `members` (all of them, any state).
+  void SetMembers(const std::vector<MemberRecord>& members);
+  void SetMapVersion(uint64_t version);
+  // `method` is one of kCoordinatorMethods; other names are not counted.
+  void CountRequest(absl::string_view method);
+  void CountLeaseExpiration(v1::MemberRole role);
+
+ private:
+  // Constant after construction; the pointees belong to the registry.
+  std::map<std::pair<int, int>, prometheus::Gauge*> members_;  // (role, state)
+  prometheus::Gauge* map_version_ = nullptr;
+  std::map<std::string, prometheus::Counter*, std::less<>> requests_;
+  std::map<int, prometheus::Counter*> lease_expirations_;  // by role
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_COORDINATOR_COORDINATOR_METRICS_H_

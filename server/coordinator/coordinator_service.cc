@@ -1,0 +1,89 @@
+#include "server/coordinator/coordinator_service.h"
+
+#include <algorithm>
+
+#include "common/status_conversion.h"
+
+namespace cairn {
+
+CoordinatorService::CoordinatorService(CoordinatorState* state, CoordinatorMetrics* metrics)
+    : state_(state), metrics_(metrics) {}
+
+void CoordinatorService::Count(const char* method) {
+  if (metrics_ != nullptr) metrics_->CountRequest(method);
+}
+
+grpc::Status CoordinatorService::RegisterServer(grpc::ServerContext*,
+                                                const v1::RegisterServerRequest* request,
+                                                v1::RegisterServerResponse* response) {
+  Count("RegisterServer");
+  auto registration = state_->RegisterServer(request->requested_id(), request->address(),
+                                             request->metrics_address());
+  if (!registration.ok()) return ToGrpcStatus(registration.status());
+  response->set_server_id(registration->id);
+  *response->mutable_job() = state_->job();
+  *response->mutable_map() = std::move(registration->map);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::RegisterWorker(grpc::ServerContext*,
+                                                const v1::RegisterWorkerRequest* request,
+                                                v1::RegisterWorkerResponse* response) {
+  Count("RegisterWorker");
+  auto registration =
+      state_->RegisterWorker(request->requested_id(), request->metrics_address());
+  if (!registration.ok()) return ToGrpcStatus(registration.status());
+  response->set_worker_id(registration->id);
+  *response->mutable_job() = state_->job();
+  *response->mutable_map() = std::move(registration->map);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
+                                           const v1::HeartbeatRequest* request,
+                                           v1::HeartbeatResponse* response) {
+  Count("Heartbeat");
+  auto result = state_->Heartbeat(request->role(), request->id(), request->clock());
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  response->set_lease_ms(absl::ToInt64Milliseconds(result->lease));
+  response->set_map_version(result->map_version);
+  response->set_job_done(false);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::GetPartitionMap(grpc::ServerContext*,
+                                                 const v1::GetPartitionMapRequest*,
+                                                 v1::GetPartitionMapResponse* response) {
+  Count("GetPartitionMap");
+  *response->mutable_map() = state_->Map();
+  *response->mutable_job() = state_->job();
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::WatchPartitionMap(grpc::ServerContext*,
+                                                   const v1::GetPartitionMapRequest* request,
+                                                   v1::GetPartitionMapResponse* response) {
+  Count("WatchPartitionMap");
+  const absl::Duration wait =
+      std::clamp(absl::Milliseconds(request->wait_ms()), absl::ZeroDuration(), kMaxWatchWait);
+  *response->mutable_map() = state_->WaitForMap(request->known_version(), wait);
+  *response->mutable_job() = state_->job();
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::Leave(grpc::ServerContext*, const v1::LeaveRequest* request,
+                                       v1::LeaveResponse*) {
+  Count("Leave");
+  return ToGrpcStatus(state_->Leave(request->role(), request->id(), request->final_clock()));
+}
+
+grpc::Status CoordinatorService::ListMembers(grpc::ServerContext*,
+                                             const v1::ListMembersRequest*,
+                                             v1::ListMembersResponse* response) {
+  Count("ListMembers");
+  for (v1::Member& member : state_->Members()) *response->add_members() = std::move(member);
+  *response->mutable_map() = state_->Map();
+  return grpc::Status::OK;
+}
+
+}  // namespace cairn

@@ -1,0 +1,25 @@
+#include "server/coordinator/lease_expirer.h"
+
+namespace cairn {
+
+LeaseExpirer::LeaseExpirer(CoordinatorState* state, absl::Duration period)
+    : state_(state), period_(period) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+LeaseExpirer::~LeaseExpirer() { Stop(); }
+
+void LeaseExpirer::Stop() {
+  absl::MutexLock lock(&join_mu_);
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LeaseExpirer::Run() {
+  while (!stop_.WaitForNotificationWithTimeout(period_)) {
+    // The expired members are logged and counted by ExpireLeases itself.
+    state_->ExpireLeases();
+  }
+}
+
+}  // namespace cairn

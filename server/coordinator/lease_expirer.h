@@ -1,0 +1,41 @@
+// A background thread that declares members DEAD when their lease runs out:
+// calls CoordinatorState::ExpireLeases() every `period` (the coordinator uses
+// heartbeat_interval / 2, so a death is seen at most half a heartbeat late).
+#ifndef CAIRN_SERVER_COORDINATOR_LEASE_EXPIRER_H_
+#define CAIRN_SERVER_COORDINATOR_LEASE_EXPIRER_H_
+
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "server/coordinator/coordinator_state.h"
+
+namespace cairn {
+
+// Thread-safe: Stop() may be called from any thread, more than once.
+class LeaseExpirer {
+ public:
+  // Starts the thread. state must outlive this; period > 0.
+  LeaseExpirer(CoordinatorState* state, absl::Duration period);
+  // Stops and joins the thread.
+  ~LeaseExpirer();
+
+  LeaseExpirer(const LeaseExpirer&) = delete;
+  LeaseExpirer& operator=(const LeaseExpirer&) = delete;
+
+  // Stops and joins the thread; returns once no ExpireLeases call runs.
+  void Stop();
+
+ private:
+  void Run();
+
+  CoordinatorState* const state_;
+  const absl::Duration period_;
+  absl::Notification stop_;
+  absl::Mutex join_mu_;  // serializes concurrent Stop() calls
+  std::thread thread_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_COORDINATOR_LEASE_EXPIRER_H_

@@ -1,0 +1,268 @@
+#include "tests/testing/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace cairn::testing {
+namespace {
+
+constexpr absl::Duration kPollInterval = absl::Milliseconds(10);
+
+ExitStatus FromWaitStatus(int status) {
+  ExitStatus out;
+  if (WIFEXITED(status)) out.code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
+  return out;
+}
+
+absl::Status ErrnoStatus(int error, const std::string& what) {
+  const std::string message = absl::StrCat(what, ": ", std::strerror(error));
+  switch (error) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+// The last `max_chars` characters of `text`.
+std::string Tail(const std::string& text, size_t max_chars) {
+  return text.size() <= max_chars ? text : "..." + text.substr(text.size() - max_chars);
+}
+
+}  // namespace
+
+std::string ExitStatus::ToString() const {
+  if (signal != 0) return absl::StrCat("killed by signal ", signal, " (", strsignal(signal), ")");
+  return absl::StrCat("exit code ", code);
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(
+    const std::string& binary, const std::vector<std::string>& args,
+    const std::string& log_prefix) {
+  std::unique_ptr<Subprocess> process(new Subprocess());
+  process->binary_ = binary;
+  process->stdout_path_ = log_prefix + ".stdout";
+  process->stderr_path_ = log_prefix + ".stderr";
+
+  // Everything the child needs is prepared before fork: after it, the child
+  // may only make async-signal-safe calls.
+  std::vector<std::string> argv_storage;
+  argv_storage.push_back(binary);
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  const int in_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int out_fd =
+      ::open(process->stdout_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err_fd =
+      ::open(process->stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int exec_pipe[2] = {-1, -1};  // the child reports a failed exec's errno here
+  const bool pipe_ok = ::pipe2(exec_pipe, O_CLOEXEC) == 0;
+  auto close_all = [&] {
+    for (int fd : {in_fd, out_fd, err_fd, exec_pipe[0], exec_pipe[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  if (in_fd < 0 || out_fd < 0 || err_fd < 0 || !pipe_ok) {
+    const int error = errno;
+    close_all();
+    return ErrnoStatus(error, absl::StrCat("cannot create the log files ", log_prefix,
+                                           ".{stdout,stderr} for ", binary));
+  }
+
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int error = errno;
+    close_all();
+    return ErrnoStatus(error, absl::StrCat("cannot fork to run ", binary));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
+    ::dup2(in_fd, STDIN_FILENO);
+    ::dup2(out_fd, STDOUT_FILENO);
+    ::dup2(err_fd, STDERR_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::execv(binary.c_str(), argv.data());
+    const int error = errno;
+    [[maybe_unused]] ssize_t ignored = ::write(exec_pipe[1], &error, sizeof(error));
+    ::_exit(127);
+  }
+  ::close(exec_pipe[1]);
+  exec_pipe[1] = -1;
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_pipe[0], &exec_errno, sizeof(exec_errno));
+  } while (n < 0 && errno == EINTR);
+  close_all();
+  if (n == static_cast<ssize_t>(sizeof(exec_errno))) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return ErrnoStatus(exec_errno, absl::StrCat("cannot execute ", binary));
+  }
+  process->pid_ = pid;
+  return process;
+}
+
+Subprocess::~Subprocess() {
+  if (pid_ > 0 && !exit_status_.has_value()) Kill();
+}
+
+bool Subprocess::Reap() {
+  if (exit_status_.has_value()) return true;
+  int status = 0;
+  const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_status_ = FromWaitStatus(status);
+    return true;
+  }
+  return false;
+}
+
+absl::StatusOr<ExitStatus> Subprocess::Wait(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!Reap()) {
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          binary_, " (pid ", pid_, ") still runs after ", absl::FormatDuration(timeout)));
+    }
+    absl::SleepFor(kPollInterval);
+  }
+  return *exit_status_;
+}
+
+bool Subprocess::Running() { return !Reap(); }
+
+absl::Status Subprocess::Signal(int signal) {
+  if (Reap()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(binary_, " (pid ", pid_, ") has already ended: ", exit_status_->ToString()));
+  }
+  if (::kill(pid_, signal) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("cannot signal ", binary_, " (pid ", pid_, ")"));
+  }
+  return absl::OkStatus();
+}
+
+ExitStatus Subprocess::Kill() {
+  if (!Reap()) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    exit_status_ = FromWaitStatus(status);
+  }
+  return *exit_status_;
+}
+
+absl::Status Subprocess::WaitForStderr(const std::string& text, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    // Check whether it ended before reading, so output written just before
+    // the end is still seen.
+    const bool ended = !Running();
+    const std::string err = ReadStderr();
+    if (err.find(text) != std::string::npos) return absl::OkStatus();
+    if (ended) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(binary_, " ended (", exit_status_->ToString(), ") without writing \"",
+                       text, "\" to stderr, which ends with:\n", Tail(err, 2000)));
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(binary_, " wrote no \"", text, "\" to stderr within ",
+                       absl::FormatDuration(timeout), "; stderr ends with:\n", Tail(err, 2000)));
+    }
+    absl::SleepFor(kPollInterval);
+  }
+}
+
+std::string Subprocess::ReadStdout() const { return ReadFileOrEmpty(stdout_path_); }
+std::string Subprocess::ReadStderr() const { return ReadFileOrEmpty(stderr_path_); }
+
+absl::StatusOr<std::map<std::string, int>> ReadPortFile(const std::string& path,
+                                                        absl::Duration timeout,
+                                                        Subprocess* process) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (::access(path.c_str(), F_OK) != 0) {
+    if (process != nullptr && !process->Running()) {
+      absl::StatusOr<ExitStatus> ended = process->Wait(absl::ZeroDuration());
+      return absl::FailedPreconditionError(absl::StrCat(
+          process->binary(), " ended (", ended.ok() ? ended->ToString() : "unknown",
+          ") before writing ", path, "; its stderr ends with:\n",
+          Tail(process->ReadStderr(), 2000)));
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("no port file ", path, " after ", absl::FormatDuration(timeout)));
+    }
+    absl::SleepFor(kPollInterval);
+  }
+  std::map<std::string, int> ports;
+  for (absl::string_view line : absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(line, '=');
+    int port = 0;
+    if (parts.first.empty() || !absl::SimpleAtoi(parts.second, &port) || port < 0 ||
+        port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("port file ", path, ": line \"", line, "\" is not name=port"));
+    }
+    ports[std::string(parts.first)] = port;
+  }
+  return ports;
+}
+
+absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string pattern =
+      absl::StrCat(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp", "/", prefix, ".XXXXXX");
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return ErrnoStatus(errno, absl::StrCat("cannot create a temporary directory ", pattern));
+  }
+  return pattern;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+}  // namespace cairn::testing
