@@ -1,0 +1,111 @@
+// A multi-layer perceptron classifier on a Backend: fully connected layers
+// with ReLU between them and a softmax cross-entropy loss on the last.
+//
+// Layer i maps layers[i] inputs to layers[i+1] outputs: z = a W_i^T + b_i,
+// with W_i of shape [out, in] row-major and b_i of shape [out] (the layout of
+// the tables "mlp.fc<i>.weight" / "mlp.fc<i>.bias"). Hidden layers apply
+// ReLU; the last layer's z are the logits.
+//
+// Parameters and gradients travel as one flat float32 vector: for each
+// layer in order, its weight then its bias (tensors() gives the offsets).
+// Loss: the mean over the batch of -log softmax(logits)[label]; gradients
+// are of that mean. Backward propagation as in Rumelhart, Hinton & Williams,
+// "Learning representations by back-propagating errors" (1986).
+//
+// Not thread-safe; confined to its Backend's thread. Keeps device work
+// buffers for max_batch examples, allocated once in Create: a step
+// allocates nothing.
+#ifndef CAIRN_WORKER_TRAINER_MLP_H_
+#define CAIRN_WORKER_TRAINER_MLP_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/backend.h"
+#include "kernels/device_buffer.h"
+
+namespace cairn {
+
+// One parameter tensor in the flat layout.
+struct MlpTensor {
+  int layer = 0;
+  bool is_bias = false;
+  std::vector<int64_t> shape;  // weight: {out, in}; bias: {out}
+  size_t offset = 0;           // in floats, into the flat vector
+  size_t size = 0;             // floats
+};
+
+// Forward-only results over a set of examples.
+struct MlpEval {
+  double loss_sum = 0;  // sum over examples of the cross-entropy
+  int64_t correct = 0;  // examples whose argmax is the label
+  int64_t count = 0;    // examples seen
+};
+
+class Mlp {
+ public:
+  // layers: sizes from input to classes (at least 2 entries, each >= 1).
+  // max_batch: the most examples one TrainStep or one Evaluate chunk takes.
+  // `backend` must outlive the Mlp. InvalidArgument on bad sizes;
+  // ResourceExhausted when device memory runs out.
+  static absl::StatusOr<std::unique_ptr<Mlp>> Create(Backend* backend, std::vector<int> layers,
+                                                     int max_batch);
+
+  const std::vector<int>& layers() const { return layers_; }
+  // 2 per layer: weight, bias, in layer order.
+  const std::vector<MlpTensor>& tensors() const { return tensors_; }
+  size_t num_params() const { return num_params_; }
+  int max_batch() const { return max_batch_; }
+  int64_t num_inputs() const { return layers_.front(); }
+  int num_classes() const { return layers_.back(); }
+
+  // One forward and backward pass on batch = labels.size() examples
+  // (1 <= batch <= max_batch), all spans in host memory:
+  //   params: num_params() floats; inputs: batch x num_inputs() floats,
+  //   row-major; labels: batch ints in [0, num_classes());
+  //   grads: num_params() floats, overwritten with d(mean loss)/d(params).
+  // Returns the mean loss. InvalidArgument on wrong sizes or (CPU) a label
+  // out of range; device errors as the Backend reports them.
+  absl::StatusOr<double> TrainStep(absl::Span<const float> params, absl::Span<const float> inputs,
+                                   absl::Span<const int32_t> labels, absl::Span<float> grads);
+
+  // Forward only, over any number of examples (in chunks of max_batch).
+  // Shapes as in TrainStep.
+  absl::StatusOr<MlpEval> Evaluate(absl::Span<const float> params, absl::Span<const float> inputs,
+                                   absl::Span<const int32_t> labels);
+
+ private:
+  Mlp(Backend* backend, std::vector<int> layers, int max_batch);
+  absl::Status AllocateBuffers();
+  // Device views of the host spans: the spans themselves on a host-accessible
+  // backend, else the device copies (after copying).
+  absl::StatusOr<const float*> DeviceParams(absl::Span<const float> params);
+  absl::Status DeviceBatch(absl::Span<const float> inputs, absl::Span<const int32_t> labels,
+                           const float** x, const int32_t** y);
+  // Logits of `batch` examples in act_.back().
+  absl::Status Forward(const float* params, const float* x, int64_t batch);
+  absl::Status Backward(const float* params, const float* x, int64_t batch, float* grads);
+
+  Backend* const backend_;
+  const std::vector<int> layers_;
+  const int max_batch_;
+  std::vector<MlpTensor> tensors_;
+  size_t num_params_ = 0;
+
+  // act_[l]: output of layer l (batch x layers[l+1]); act_.back() = logits.
+  std::vector<DeviceBuffer<float>> act_;
+  // delta_[l]: d(loss)/d(z of layer l), same shape as act_[l].
+  std::vector<DeviceBuffer<float>> delta_;
+  // Device copies of the host inputs; empty on host-accessible backends.
+  DeviceBuffer<float> params_dev_;
+  DeviceBuffer<float> grads_dev_;
+  DeviceBuffer<float> inputs_dev_;
+  DeviceBuffer<int32_t> labels_dev_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_WORKER_TRAINER_MLP_H_

@@ -1,0 +1,34 @@
+// Where the training loop's parameters live between steps: in this process
+// (LocalParameterStore, `cairn-worker --local`) or on Cairn's servers
+// (PsParameterStore). The loop is the same for both:
+//   Pull() -> forward/backward -> Push(grads) -> Clock().
+//
+// Parameters and gradients use the Mlp's flat layout (mlp.h).
+#ifndef CAIRN_WORKER_TRAINER_PARAMETER_STORE_H_
+#define CAIRN_WORKER_TRAINER_PARAMETER_STORE_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace cairn {
+
+// Not thread-safe; one training loop drives it.
+class ParameterStore {
+ public:
+  virtual ~ParameterStore() = default;
+
+  // The parameters to use for the current iteration. The view stays valid
+  // and unchanged until the next call on this store.
+  virtual absl::StatusOr<absl::Span<const float>> Pull() = 0;
+
+  // The current iteration's gradients of the mean loss (flat layout).
+  virtual absl::Status Push(absl::Span<const float> grads) = 0;
+
+  // Ends the current iteration.
+  virtual absl::Status Clock() = 0;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_WORKER_TRAINER_PARAMETER_STORE_H_

@@ -1,0 +1,175 @@
+#include "worker/trainer/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "worker/trainer/sharding.h"
+
+namespace cairn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point* start) {
+  const Clock::time_point now = Clock::now();
+  const double s = std::chrono::duration<double>(now - *start).count();
+  *start = now;
+  return s;
+}
+
+absl::Status CheckOptions(const Mlp& mlp, const Dataset& train, const Dataset& test,
+                          const TrainerOptions& o) {
+  if (o.epochs < 1 || o.max_steps < 0 || !(o.slowdown >= 1.0) || o.trace_loss_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trainer: need epochs >= 1, max_steps >= 0, slowdown >= 1, trace_loss_steps >= 0; got ",
+        o.epochs, ", ", o.max_steps, ", ", o.slowdown, ", ", o.trace_loss_steps));
+  }
+  if (o.batch_size < 1 || o.batch_size > mlp.max_batch()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer: batch size ", o.batch_size, " outside [1, ", mlp.max_batch(), "]"));
+  }
+  for (const Dataset* d : {&train, &test}) {
+    if (d->features != mlp.num_inputs() || d->num_classes != mlp.num_classes() ||
+        d->images.size() != static_cast<size_t>(d->size * d->features) ||
+        d->labels.size() != static_cast<size_t>(d->size)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trainer: ", d == &train ? "training" : "test", " data has ", d->features,
+                       " features and ", d->num_classes, " classes; the model takes ",
+                       mlp.num_inputs(), " inputs and ", mlp.num_classes(), " classes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Pulls the current parameters and scores them on `test`.
+absl::Status Evaluate(Mlp& mlp, ParameterStore& store, const Dataset& test, EpochStats* stats) {
+  Clock::time_point start = Clock::now();
+  ASSIGN_OR_RETURN(absl::Span<const float> params, store.Pull());
+  ASSIGN_OR_RETURN(MlpEval eval, mlp.Evaluate(params, test.images, test.labels));
+  if (eval.count > 0) {
+    stats->test_loss = eval.loss_sum / static_cast<double>(eval.count);
+    stats->test_accuracy = static_cast<double>(eval.correct) / static_cast<double>(eval.count);
+  }
+  stats->eval_seconds = SecondsSince(&start);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+PhaseSeconds& PhaseSeconds::operator+=(const PhaseSeconds& o) {
+  data += o.data;
+  pull += o.pull;
+  compute += o.compute;
+  slowdown += o.slowdown;
+  push += o.push;
+  clock += o.clock;
+  return *this;
+}
+
+absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dataset& train,
+                                      const Dataset& test, const TrainerOptions& options) {
+  const Clock::time_point train_start = Clock::now();
+  RETURN_IF_ERROR(CheckOptions(mlp, train, test, options));
+  ASSIGN_OR_RETURN(DataShard shard,
+                   DataShard::Create(train.size, options.worker, options.num_workers,
+                                     options.batch_size, options.seed));
+  const int batch = options.batch_size;
+  const int64_t features = train.features;
+  // Host work buffers, sized once.
+  std::vector<float> inputs(static_cast<size_t>(batch * features));
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  std::vector<float> grads(mlp.num_params());
+
+  TrainingSummary summary;
+  for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+    if (options.max_steps > 0 && summary.steps >= options.max_steps) break;
+    shard.StartEpoch(epoch);
+    EpochStats stats;
+    stats.epoch = epoch;
+    double loss_sum = 0;
+    for (int64_t step = 0; step < shard.steps_per_epoch(); ++step) {
+      if (options.max_steps > 0 && summary.steps >= options.max_steps) break;
+      StepRecord rec{epoch, step, summary.steps, batch, 0, {}};
+      auto where = [&] { return absl::StrCat(" epoch=", epoch, " step=", step); };
+      Clock::time_point t = Clock::now();
+
+      absl::Span<const int32_t> indices = shard.Batch(step);
+      for (int j = 0; j < batch; ++j) {
+        std::memcpy(inputs.data() + j * features, train.images.data() + indices[j] * features,
+                    features * sizeof(float));
+        labels[j] = train.labels[indices[j]];
+      }
+      rec.time.data = SecondsSince(&t);
+
+      absl::StatusOr<absl::Span<const float>> params = store.Pull();
+      if (!params.ok()) return Annotate(params.status(), absl::StrCat("pull", where()));
+      rec.time.pull = SecondsSince(&t);
+
+      absl::StatusOr<double> loss = mlp.TrainStep(*params, inputs, labels, absl::MakeSpan(grads));
+      if (!loss.ok()) return Annotate(loss.status(), absl::StrCat("compute", where()));
+      if (!std::isfinite(*loss)) {
+        return absl::InternalError(absl::StrCat("training diverged: loss is ", *loss, " at",
+                                                where(), " (learning rate too high?)"));
+      }
+      rec.loss = *loss;
+      rec.time.compute = SecondsSince(&t);
+      if (options.slowdown > 1.0) {
+        std::this_thread::sleep_for(
+            std::chrono::duration<double>((options.slowdown - 1.0) * rec.time.compute));
+        rec.time.slowdown = SecondsSince(&t);
+      }
+
+      absl::Status pushed = store.Push(grads);
+      if (!pushed.ok()) return Annotate(pushed, absl::StrCat("push", where()));
+      rec.time.push = SecondsSince(&t);
+      absl::Status clocked = store.Clock();
+      if (!clocked.ok()) return Annotate(clocked, absl::StrCat("clock", where()));
+      rec.time.clock = SecondsSince(&t);
+
+      loss_sum += rec.loss;
+      ++stats.steps;
+      ++summary.steps;
+      stats.time += rec.time;
+      if (static_cast<int64_t>(summary.loss_trace.size()) < options.trace_loss_steps) {
+        summary.loss_trace.push_back(rec.loss);
+      }
+      if (options.on_step) options.on_step(rec);
+    }
+    if (stats.steps == 0) break;
+    stats.global_steps = summary.steps;
+    stats.train_loss = loss_sum / static_cast<double>(stats.steps);
+    stats.seconds = stats.time.total();
+    stats.examples_per_second = static_cast<double>(stats.steps * batch) / stats.seconds;
+    RETURN_IF_ERROR(
+        Annotate(Evaluate(mlp, store, test, &stats), absl::StrCat("evaluate epoch=", epoch)));
+    LOG_INFO(
+        "epoch {} steps {} (total {}) train_loss {:.4f} test_loss {:.4f} test_accuracy {:.4f} "
+        "examples/s {:.0f} | per step ms: data {:.3f} pull {:.3f} compute {:.3f} slowdown {:.3f} "
+        "push {:.3f} clock {:.3f} | eval {:.2f}s",
+        epoch, stats.steps, stats.global_steps, stats.train_loss, stats.test_loss,
+        stats.test_accuracy, stats.examples_per_second, 1e3 * stats.time.data / stats.steps,
+        1e3 * stats.time.pull / stats.steps, 1e3 * stats.time.compute / stats.steps,
+        1e3 * stats.time.slowdown / stats.steps, 1e3 * stats.time.push / stats.steps,
+        1e3 * stats.time.clock / stats.steps, stats.eval_seconds);
+    summary.time += stats.time;
+    summary.examples += stats.steps * batch;
+    summary.train_loss = stats.train_loss;
+    summary.test_loss = stats.test_loss;
+    summary.test_accuracy = stats.test_accuracy;
+    summary.epochs.push_back(stats);
+    if (options.on_epoch) options.on_epoch(stats);
+  }
+  summary.train_seconds = summary.time.total();
+  if (summary.train_seconds > 0) {
+    summary.examples_per_second = static_cast<double>(summary.examples) / summary.train_seconds;
+  }
+  summary.wall_seconds = std::chrono::duration<double>(Clock::now() - train_start).count();
+  return summary;
+}
+
+}  // namespace cairn

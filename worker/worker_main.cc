@@ -1,0 +1,278 @@
+// cairn-worker: trains the job's model (an MLP on Fashion-MNIST) either
+// alone (--local, no servers) or as one worker of a Cairn job.
+//
+// Exit codes (as every Cairn binary): 0 done; 1 training failed; 2 bad flags,
+// config, data or device; 3 the metrics port is taken; 4 the coordinator is
+// unreachable or the start-up barrier timed out; 5 the cluster (coordinator or
+// servers) was lost while training.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "common/config/job_config.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "kernels/backend.h"
+#include "worker/trainer/idx_loader.h"
+#include "worker/trainer/local_trainer.h"
+#include "worker/trainer/mlp.h"
+#include "worker/trainer/model_tables_binding.h"
+#include "worker/trainer/summary_json.h"
+#include "worker/trainer/trainer.h"
+#include "worker/trainer/worker_metrics.h"
+
+#ifdef CAIRN_WORKER_HAS_CLIENT
+#include "cairn/v1/types.pb.h"
+#include "worker/client/client.h"
+#include "worker/trainer/ps_trainer.h"
+#endif
+
+namespace cairn {
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitConfig = 2;
+constexpr int kExitPortTaken = 3;
+constexpr int kExitUnreachable = 4;
+constexpr int kExitLost = 5;
+constexpr int kEvalBatch = 1000;  // examples per forward pass when evaluating
+
+struct Flags {
+  std::string config;
+  bool local = false;
+  int worker_id = -1;
+  std::string log_level = "info";
+  std::string summary;
+  int trace_loss = 0;
+  std::vector<std::string> overrides;  // from the flags that override the config
+};
+
+// Prints one line "cairn-worker: <message>" and returns `code`.
+int Fail(int code, const absl::Status& status) {
+  const std::string message = absl::StrReplaceAll(status.message(), {{"\n", "; "}});
+  std::fprintf(stderr, "cairn-worker: %s\n", message.c_str());
+  return code;
+}
+
+// For errors while setting up: bad input is the config's fault.
+int SetupExitCode(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+      return kExitConfig;
+    default:
+      return kExitFailed;
+  }
+}
+
+// For errors while training: losing the cluster is 5, anything else 1.
+int TrainingExitCode(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+      return kExitLost;
+    default:
+      return kExitFailed;
+  }
+}
+
+struct Session {
+  JobConfig config;
+  FashionMnist data;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Mlp> mlp;
+  std::vector<BoundTable> tables;
+  std::unique_ptr<MetricsServer> metrics_server;
+  std::unique_ptr<WorkerMetrics> metrics;
+};
+
+TrainerOptions MakeTrainerOptions(const Session& s, const Flags& flags, int worker, int workers) {
+  const TrainingConfig& t = s.config.training;
+  TrainerOptions o;
+  o.epochs = t.epochs;
+  o.max_steps = t.max_steps;
+  o.batch_size = t.batch_size;
+  o.seed = t.seed;
+  o.worker = worker;
+  o.num_workers = workers;
+  o.slowdown = t.slowdown;
+  o.trace_loss_steps = flags.trace_loss;
+  if (s.metrics != nullptr) {
+    WorkerMetrics* m = s.metrics.get();
+    o.on_step = [m](const StepRecord& r) { m->RecordStep(r); };
+    o.on_epoch = [m](const EpochStats& e) { m->RecordEpoch(e); };
+  }
+  return o;
+}
+
+int Finish(const Session& s, const Flags& flags, const TrainingSummary& summary,
+           const RunInfo& run) {
+  LOG_INFO(
+      "done: {} steps, {} examples, train_loss {:.4f}, test_accuracy {:.4f}, "
+      "{:.0f} examples/s, {:.1f}s",
+      summary.steps, summary.examples, summary.train_loss, summary.test_accuracy,
+      summary.examples_per_second, summary.wall_seconds);
+  if (!flags.summary.empty()) {
+    absl::Status written = WriteSummaryJson(flags.summary, summary, run);
+    if (!written.ok()) return Fail(kExitFailed, written);
+  }
+  return 0;
+}
+
+int RunLocal(Session& s, const Flags& flags) {
+  absl::StatusOr<std::unique_ptr<LocalParameterStore>> store =
+      LocalParameterStore::Create(s.tables, s.mlp->num_params());
+  if (!store.ok()) return Fail(kExitConfig, store.status());
+  absl::StatusOr<TrainingSummary> summary =
+      Train(*s.mlp, **store, s.data.train, s.data.test, MakeTrainerOptions(s, flags, 0, 1));
+  if (!summary.ok()) return Fail(TrainingExitCode(summary.status()), summary.status());
+  return Finish(s, flags, *summary,
+                RunInfo{"local", s.backend->Describe(), 0, 1, s.config.training.batch_size});
+}
+
+int RunWithCluster(Session& s, const Flags& flags) {
+#ifdef CAIRN_WORKER_HAS_CLIENT
+  ClientOptions options;
+  options.coordinator = s.config.cluster.coordinator;
+  options.worker_id = flags.worker_id;
+  options.connect_timeout = s.config.cluster.startup_timeout;
+  options.rpc_deadline = s.config.rpc.deadline;
+  if (s.metrics_server != nullptr) options.metrics_address = s.metrics_server->address();
+  LOG_INFO("connecting to coordinator {}", options.coordinator);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  if (!client.ok()) {
+    const bool bad_options = client.status().code() == absl::StatusCode::kInvalidArgument;
+    return Fail(bad_options ? kExitConfig : kExitUnreachable, client.status());
+  }
+  const int worker = static_cast<int>((*client)->worker_id());
+  const int workers = static_cast<int>((*client)->job().num_workers());
+  LOG_INFO("worker {} of {}", worker, workers);
+  absl::StatusOr<std::unique_ptr<PsParameterStore>> store =
+      PsParameterStore::Create(client->get(), s.tables, s.mlp->num_params());
+  if (!store.ok()) return Fail(kExitConfig, store.status());
+  absl::StatusOr<TrainingSummary> summary = Train(*s.mlp, **store, s.data.train, s.data.test,
+                                                  MakeTrainerOptions(s, flags, worker, workers));
+  if (!summary.ok()) return Fail(TrainingExitCode(summary.status()), summary.status());
+  absl::Status left = (*client)->Finish();
+  if (!left.ok()) LOG_WARN("leaving the job: {}", left.ToString());
+  return Finish(
+      s, flags, *summary,
+      RunInfo{"ps", s.backend->Describe(), worker, workers, s.config.training.batch_size});
+#else
+  return Fail(kExitConfig, absl::FailedPreconditionError(
+                               "this cairn-worker was built without the Cairn client library; "
+                               "only --local is available"));
+#endif
+}
+
+int Run(const Flags& flags) {
+  Session s;
+  absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config, flags.overrides);
+  if (!config.ok()) return Fail(kExitConfig, config.status());
+  s.config = *std::move(config);
+  if (!s.config.has_training) {
+    return Fail(kExitConfig, absl::InvalidArgumentError(absl::StrCat(
+                                 flags.config, ": no training: section; cairn-worker needs one")));
+  }
+  const TrainingConfig& t = s.config.training;
+  LOG_INFO("config {} (hash {}): {} mode, layers {}, batch {}, epochs {}, max_steps {}, seed {}",
+           flags.config, s.config.config_hash, flags.local ? "local" : "cluster",
+           absl::StrJoin(t.layers, "-"), t.batch_size, t.epochs, t.max_steps, t.seed);
+
+  absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(t.device);
+  if (!backend.ok()) return Fail(SetupExitCode(backend.status()), backend.status());
+  s.backend = *std::move(backend);
+  LOG_INFO("device {}", s.backend->Describe());
+
+  absl::StatusOr<FashionMnist> data = LoadFashionMnist(t.data_dir);
+  if (!data.ok()) return Fail(kExitConfig, data.status());
+  s.data = *std::move(data);
+  LOG_INFO("data {}: {} training and {} test examples", t.data_dir, s.data.train.size,
+           s.data.test.size);
+
+  absl::StatusOr<std::unique_ptr<Mlp>> mlp =
+      Mlp::Create(s.backend.get(), t.layers, std::max(t.batch_size, kEvalBatch));
+  if (!mlp.ok()) return Fail(SetupExitCode(mlp.status()), mlp.status());
+  s.mlp = *std::move(mlp);
+  absl::StatusOr<std::vector<BoundTable>> tables =
+      BindModelTables(*s.mlp, ModelTables(t, s.config.consistency, s.config.staleness));
+  if (!tables.ok()) return Fail(kExitConfig, tables.status());
+  s.tables = *std::move(tables);
+
+  const bool metrics_flag =
+      std::any_of(flags.overrides.begin(), flags.overrides.end(),
+                  [](const std::string& o) { return o.rfind("metrics.", 0) == 0; });
+  if (!flags.local || metrics_flag) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> server =
+        MetricsServer::Start(s.config.metrics.host, s.config.metrics.port, "worker");
+    if (!server.ok()) {
+      return Fail(
+          server.status().code() == absl::StatusCode::kUnavailable ? kExitPortTaken : kExitConfig,
+          server.status());
+    }
+    s.metrics_server = *std::move(server);
+    s.metrics = std::make_unique<WorkerMetrics>(s.metrics_server->registry());
+    LOG_INFO("metrics on http://{}/metrics", s.metrics_server->address());
+  }
+  return flags.local ? RunLocal(s, flags) : RunWithCluster(s, flags);
+}
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) {
+  cairn::Flags flags;
+  CLI::App app{
+      "cairn-worker: trains the job's MLP on Fashion-MNIST, alone (--local) or as a "
+      "worker of a Cairn job"};
+  app.footer(
+      "--set and the flags marked \"overrides\" change the config file's values.\n"
+      "Exit codes: 0 done; 1 training failed; 2 bad flags, config, data or device; 3 metrics "
+      "port taken; 4 coordinator unreachable or start-up barrier timed out; 5 cluster lost.");
+  app.add_option("--config", flags.config, "job YAML file")->required();
+  app.add_flag("--local", flags.local, "train in this process, without servers");
+  app.add_option("--worker-id", flags.worker_id, "worker id to ask for (default: assigned)")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--summary", flags.summary, "write a JSON summary here when done");
+  app.add_option("--trace-loss", flags.trace_loss, "keep the first N step losses in the summary")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  // Each of these becomes a config override ("training.epochs=3"), so it is
+  // checked exactly as the same key in the YAML file would be.
+  const std::vector<std::pair<std::string, std::string>> override_flags = {
+      {"--coordinator", "cluster.coordinator"}, {"--device", "training.device"},
+      {"--data-dir", "training.data_dir"},      {"--epochs", "training.epochs"},
+      {"--max-steps", "training.max_steps"},    {"--batch-size", "training.batch_size"},
+      {"--slowdown", "training.slowdown"},      {"--metrics-port", "metrics.port"}};
+  std::vector<std::string> sets;
+  app.add_option("--set", sets,
+                 "config override key.path=value, applied on top of the file (repeatable), "
+                 "e.g. --set training.optimizer.learning_rate=0.05");
+  std::vector<std::string> values(override_flags.size());
+  for (size_t i = 0; i < override_flags.size(); ++i) {
+    app.add_option(override_flags[i].first, values[i], "overrides " + override_flags[i].second);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : cairn::kExitConfig;
+  }
+  flags.overrides = sets;  // first, so the dedicated flags below win
+  for (size_t i = 0; i < override_flags.size(); ++i) {
+    if (app.count(override_flags[i].first) > 0) {
+      flags.overrides.push_back(override_flags[i].second + "=" + values[i]);
+    }
+  }
+  cairn::InitLogging("worker", flags.log_level);
+  return cairn::Run(flags);
+}
