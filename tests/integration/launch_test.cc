@@ -196,10 +196,35 @@ TEST_CASE("launch stops the job and names the worker when a worker fails",
   // The workers fail while loading data, long before any timeout.
   CHECK(absl::Now() - start < absl::Seconds(30));
   CHECK(absl::StrContains(err, "job failed: worker "));
-  CHECK(absl::StrContains(err, "/nonexistent"));
+  // The worker's own message, passed through with its prefix.
+  CHECK(absl::StrContains(err, "cairn-worker: /nonexistent/"));
   const std::map<std::string, pid_t> pids = StartedPids(err);
   CHECK(pids.count("coordinator") == 1);
   CHECK(Survivors(pids, absl::ZeroDuration()).empty());
+  // Without --workdir the launcher used a temporary directory and removed it.
+  const size_t at = err.find("work directory ");
+  REQUIRE(at != std::string::npos);
+  const std::string workdir = err.substr(at + 15, err.find('\n', at) - at - 15);
+  CHECK(absl::StrContains(workdir, "cairn-launch."));
+  CHECK_FALSE(std::filesystem::exists(workdir));
+}
+
+TEST_CASE("launch stops the job and names the server when a server dies",
+          "[integration][launch]") {
+  const std::string dir = NewDir("launch_server_dies");
+  const std::string job = WriteJob(dir, TinyJob(/*max_steps=*/0, /*epochs=*/5));
+  auto launch = StartLaunch(dir, {job});
+  REQUIRE(launch->WaitForStderr("[launch] started worker 1", absl::Seconds(60)).ok());
+  std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
+  REQUIRE(pids.count("server 0") == 1);
+  REQUIRE(::kill(pids["server 0"], SIGKILL) == 0);
+  auto ended = launch->Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  const std::string err = launch->ReadStderr();
+  INFO("launcher stderr:\n" << err);
+  CHECK(ended->code == 1);
+  CHECK(absl::StrContains(err, "job failed: server 0 ended with killed by signal 9"));
+  CHECK(Survivors(StartedPids(err), absl::ZeroDuration()).empty());
 }
 
 TEST_CASE("launch --no-workers brings the cluster up, prints metrics URLs and stops it",
@@ -238,7 +263,8 @@ TEST_CASE("launch stops every process when it gets SIGTERM", "[integration][laun
 TEST_CASE("the launcher's children die with it when it is SIGKILLed", "[integration][launch]") {
   const std::string dir = NewDir("launch_sigkill");
   const std::string job = WriteJob(dir, TinyJob(/*max_steps=*/0, /*epochs=*/5));
-  auto launch = StartLaunch(dir, {job});
+  // A SIGKILLed launcher cannot remove a temporary work directory; keep it here.
+  auto launch = StartLaunch(dir, {job, "--workdir", dir + "/work"});
   REQUIRE(launch->WaitForStderr("[launch] started worker 1", absl::Seconds(60)).ok());
   const std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
   REQUIRE(pids.size() == 5);

@@ -1,0 +1,114 @@
+#include "tools/launch/job_report.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace cairn::launch {
+namespace {
+
+// A worker summary's number, or `fallback` when absent or not a number.
+double Number(const nlohmann::json& summary, const char* key, double fallback = 0) {
+  auto it = summary.find(key);
+  return it != summary.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+// "epochs" is a count; older summaries may carry a list of epochs instead.
+int64_t Count(const nlohmann::json& summary, const char* key) {
+  auto it = summary.find(key);
+  if (it == summary.end()) return 0;
+  if (it->is_number()) return it->get<int64_t>();
+  if (it->is_array()) return static_cast<int64_t>(it->size());
+  return 0;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> ReadWorkerSummary(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("worker summary ", path, " does not exist"));
+  nlohmann::json summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (summary.is_discarded() || !summary.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker summary ", path, " is not a JSON object"));
+  }
+  for (const char* key : {"test_accuracy", "train_loss", "examples_per_second"}) {
+    auto it = summary.find(key);
+    if (it == summary.end() || !it->is_number()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker summary ", path, " has no number `", key, "`"));
+    }
+  }
+  return summary;
+}
+
+absl::StatusOr<nlohmann::json> BuildLaunchSummary(const std::vector<nlohmann::json>& workers,
+                                                  const LaunchInfo& info) {
+  if (workers.empty()) return absl::InvalidArgumentError("no worker summaries to report");
+  double accuracy_sum = 0, loss_sum = 0, throughput_sum = 0;
+  for (const nlohmann::json& w : workers) {
+    accuracy_sum += Number(w, "test_accuracy");
+    loss_sum += Number(w, "train_loss");
+    throughput_sum += Number(w, "examples_per_second");
+  }
+  const double n = static_cast<double>(workers.size());
+  nlohmann::json out;
+  out["test_accuracy"] = Number(workers[0], "test_accuracy");
+  out["test_accuracy_mean"] = accuracy_sum / n;
+  out["train_loss"] = loss_sum / n;
+  out["examples_per_second"] = throughput_sum;
+  out["wall_seconds"] = info.wall_seconds;
+  out["epochs"] = Count(workers[0], "epochs");
+  out["steps"] = Count(workers[0], "steps");
+  out["servers"] = info.servers;
+  out["workers"] = info.workers;
+  out["config"] = info.config_path;
+  out["config_hash"] = info.config_hash;
+  nlohmann::json metrics = nlohmann::json::array();
+  for (const MetricsEndpoint& m : info.metrics) {
+    metrics.push_back({{"process", m.process}, {"url", m.url}});
+  }
+  out["metrics"] = std::move(metrics);
+  out["per_worker"] = workers;
+  return out;
+}
+
+std::vector<std::string> FormatReport(const nlohmann::json& s) {
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrFormat("test accuracy: %.4f (worker 0), %.4f (mean of %d workers)",
+                                  Number(s, "test_accuracy"), Number(s, "test_accuracy_mean"),
+                                  static_cast<int>(Number(s, "workers"))));
+  lines.push_back(absl::StrFormat(
+      "train loss: %.4f; %.0f examples/s over all workers; epochs %d, steps %d; %.1f s",
+      Number(s, "train_loss"), Number(s, "examples_per_second"),
+      static_cast<int>(Count(s, "epochs")), static_cast<int>(Count(s, "steps")),
+      Number(s, "wall_seconds")));
+  if (auto it = s.find("metrics"); it != s.end() && it->is_array()) {
+    for (const nlohmann::json& m : *it) {
+      lines.push_back(absl::StrCat("metrics ", m.value("process", std::string("?")), ": ",
+                                   m.value("url", std::string("?"))));
+    }
+  }
+  return lines;
+}
+
+absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& json) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << json.dump(2) << "\n";
+    if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  std::error_code error;
+  std::filesystem::rename(tmp, path, error);
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", tmp, " to ", path, ": ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn::launch

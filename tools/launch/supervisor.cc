@@ -1,0 +1,168 @@
+#include "tools/launch/supervisor.h"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/strings/str_join.h"
+
+namespace cairn::launch {
+namespace {
+
+constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
+
+sigset_t HandledSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, sig);
+  return set;
+}
+
+}  // namespace
+
+std::string MemberName(Role role, int index) {
+  switch (role) {
+    case Role::kCoordinator:
+      return "coordinator";
+    case Role::kServer:
+      return absl::StrCat("server ", index);
+    case Role::kWorker:
+      return absl::StrCat("worker ", index);
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(int log_fd) {
+  const sigset_t set = HandledSignals();
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  const int signal_fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signal_fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot create a signalfd: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<Supervisor>(new Supervisor(log_fd, signal_fd));
+}
+
+Supervisor::~Supervisor() {
+  members_.clear();  // ChildProcess's destructor SIGKILLs and reaps
+  ::close(signal_fd_);
+  const sigset_t set = HandledSignals();
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+void Supervisor::Log(absl::string_view message) {
+  WriteLine(log_fd_, absl::StrCat("[launch] ", message));
+}
+
+absl::Status Supervisor::Start(Role role, int index, const std::string& binary,
+                               const std::vector<std::string>& args,
+                               LogMux::LineObserver stderr_observer) {
+  Member member;
+  member.role = role;
+  member.index = index;
+  member.name = MemberName(role, index);
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      ChildProcess::Spawn(member.name, binary, args);
+  if (!child.ok()) return child.status();
+  member.process = *std::move(child);
+  const std::string prefix = absl::StrCat("[", member.name, "] ");
+  mux_.Add(member.process->ReleaseStdoutFd(), prefix, STDOUT_FILENO);
+  mux_.Add(member.process->ReleaseStderrFd(), prefix, log_fd_, std::move(stderr_observer));
+  Log(absl::StrCat("started ", member.name, " pid=", member.process->pid(), ": ", binary, " ",
+                   absl::StrJoin(args, " ")));
+  members_.push_back(std::move(member));
+  return absl::OkStatus();
+}
+
+void Supervisor::ReadSignals() {
+  signalfd_siginfo info;
+  while (true) {
+    const ssize_t n = ::read(signal_fd_, &info, sizeof(info));
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof(info))) return;  // EAGAIN: nothing more
+    const int sig = static_cast<int>(info.ssi_signo);
+    if (sig != SIGCHLD) pending_signal_ = sig;  // SIGCHLD only wakes the loop
+  }
+}
+
+std::vector<const Member*> Supervisor::ReapEnded() {
+  std::vector<const Member*> ended;
+  for (Member& member : members_) {
+    if (member.exit.has_value()) continue;
+    member.exit = member.process->Poll();
+    if (member.exit.has_value()) ended.push_back(&member);
+  }
+  if (!ended.empty()) mux_.FlushAvailable();  // their last lines come before our verdict
+  return ended;
+}
+
+Event Supervisor::RunUntil(const std::function<bool()>& ready, absl::Time deadline) {
+  while (true) {
+    std::optional<Event> failure;
+    for (const Member* m : ReapEnded()) {
+      const bool ok = m->role == Role::kWorker && m->exit->success();
+      if (ok) Log(absl::StrCat(m->name, " finished (", m->exit->ToString(), ")"));
+      if (!ok && !failure.has_value()) {
+        failure = Event{Event::Kind::kFailed, 0, m->name, *m->exit};
+      }
+    }
+    // A Ctrl-C on the terminal reaches the children too; read our own signal
+    // after reaping, so a child that ended because of it is not the verdict.
+    ReadSignals();
+    if (pending_signal_ != 0) {
+      Event event{Event::Kind::kSignal, pending_signal_};
+      pending_signal_ = 0;
+      return event;
+    }
+    if (failure.has_value()) return *failure;
+    if (ready()) return Event{Event::Kind::kReady};
+    const absl::Time now = absl::Now();
+    if (now >= deadline) return Event{Event::Kind::kTimeout};
+    if (mux_.Pump(std::min(kPollInterval, deadline - now), signal_fd_)) ReadSignals();
+  }
+}
+
+bool Supervisor::AllWorkersSucceeded() const {
+  bool any = false;
+  for (const Member& m : members_) {
+    if (m.role != Role::kWorker) continue;
+    any = true;
+    if (!m.exit.has_value() || !m.exit->success()) return false;
+  }
+  return any;
+}
+
+std::vector<std::string> Supervisor::StopAll(absl::Duration grace) {
+  ReapEnded();
+  for (Member& m : members_) {
+    if (m.exit.has_value()) continue;
+    if (absl::Status s = m.process->Signal(SIGTERM); !s.ok()) Log(s.message());
+  }
+  const absl::Time deadline = absl::Now() + grace;
+  pending_signal_ = 0;
+  auto all_ended = [this] {
+    return std::all_of(members_.begin(), members_.end(),
+                       [](const Member& m) { return m.exit.has_value(); });
+  };
+  while (!all_ended() && absl::Now() < deadline && pending_signal_ == 0) {
+    if (mux_.Pump(std::min(kPollInterval, deadline - absl::Now()), signal_fd_)) ReadSignals();
+    ReapEnded();
+  }
+  std::vector<std::string> killed;
+  for (Member& m : members_) {
+    if (m.exit.has_value()) continue;
+    m.exit = m.process->Kill();
+    killed.push_back(m.name);
+  }
+  pending_signal_ = 0;
+  mux_.Drain(absl::Seconds(1));
+  return killed;
+}
+
+}  // namespace cairn::launch

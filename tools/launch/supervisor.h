@@ -1,0 +1,120 @@
+// The processes of one job run by cairn-launch: starts them, forwards their
+// output with a "[<name>] " prefix (log_mux.h), notices when one ends or the
+// launcher is asked to stop, and stops them all.
+//
+// Signals: Create() blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD in the calling
+// thread and reads them from a signalfd, so a Ctrl-C is seen between two
+// polls rather than in a handler; SIGPIPE is ignored (a closed terminal must
+// not kill the launcher before it stops its children). Children start with
+// no blocked signals.
+//
+// Failure rule: the coordinator and the servers must run until the launcher
+// stops them, so their ending at all (exit code 0 included) is a failure; a
+// worker fails when it ends other than with exit code 0.
+//
+// Not thread-safe; confined to the launcher's main thread (which must also
+// be the thread that lives longest, see child_process.h).
+#ifndef CAIRN_TOOLS_LAUNCH_SUPERVISOR_H_
+#define CAIRN_TOOLS_LAUNCH_SUPERVISOR_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "tools/launch/child_process.h"
+#include "tools/launch/log_mux.h"
+
+namespace cairn::launch {
+
+enum class Role { kCoordinator, kServer, kWorker };
+
+// One started process.
+struct Member {
+  Role role = Role::kWorker;
+  int index = 0;                          // server or worker index; 0 for the coordinator
+  std::string name;                       // "coordinator", "server 0", "worker 1"
+  std::unique_ptr<ChildProcess> process;
+  std::optional<ExitStatus> exit;         // set once it ended and was reaped
+};
+
+// Why RunUntil returned.
+struct Event {
+  enum class Kind { kReady, kSignal, kFailed, kTimeout };
+  Kind kind = Kind::kReady;
+  int signal = 0;            // kSignal: SIGINT, SIGTERM or SIGHUP
+  std::string failed;        // kFailed: the member's name
+  ExitStatus status;         // kFailed: how it ended
+};
+
+class Supervisor {
+ public:
+  // Blocks the signals (see above) and opens the signalfd. `log_fd` (not
+  // owned) receives the launcher's own "[launch] ..." lines and the
+  // children's stderr; children's stdout goes to the launcher's stdout.
+  // Internal when the signalfd cannot be created.
+  static absl::StatusOr<std::unique_ptr<Supervisor>> Create(int log_fd);
+
+  // SIGKILLs and reaps whatever still runs; restores the signal mask.
+  ~Supervisor();
+
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Starts `binary` with `args` as `role` number `index` and logs
+  // "[launch] started <name> pid=<pid>" (tests and operators rely on this
+  // line to find every process). `stderr_observer` sees each stderr line.
+  // Errors from ChildProcess::Spawn, naming the binary.
+  absl::Status Start(Role role, int index, const std::string& binary,
+                     const std::vector<std::string>& args,
+                     LogMux::LineObserver stderr_observer = nullptr);
+
+  // Forwards output and watches the members until `ready()` returns true
+  // (checked at least every 100 ms), a termination signal arrives, a member
+  // fails (see the failure rule), or `deadline` passes, whichever comes
+  // first; a failure is reported after the failed member's last output lines.
+  // A termination signal wins over a failure seen in the same round (a
+  // terminal's Ctrl-C reaches the children too, and they may end first).
+  Event RunUntil(const std::function<bool()>& ready, absl::Time deadline);
+
+  // True when every started worker exited with code 0 (and at least one was
+  // started).
+  bool AllWorkersSucceeded() const;
+
+  // Stops every member still running: SIGTERM to all, then SIGKILL to those
+  // still running after `grace` (at once when another termination signal
+  // arrives meanwhile). Reaps all and forwards their remaining output.
+  // Returns the names of members that had to be SIGKILLed.
+  std::vector<std::string> StopAll(absl::Duration grace);
+
+  // Writes "[launch] <message>" to the log fd.
+  void Log(absl::string_view message);
+
+  const std::vector<Member>& members() const { return members_; }
+
+ private:
+  Supervisor(int log_fd, int signal_fd) : log_fd_(log_fd), signal_fd_(signal_fd) {}
+
+  // Reads pending signals; remembers the last termination signal.
+  void ReadSignals();
+  // Reaps the members that ended since the last call and forwards their
+  // last output; returns them (pointers into members_).
+  std::vector<const Member*> ReapEnded();
+
+  const int log_fd_;
+  const int signal_fd_;
+  LogMux mux_;
+  std::vector<Member> members_;
+  int pending_signal_ = 0;  // a termination signal not yet reported
+};
+
+// "coordinator", "server <index>" or "worker <index>".
+std::string MemberName(Role role, int index);
+
+}  // namespace cairn::launch
+
+#endif  // CAIRN_TOOLS_LAUNCH_SUPERVISOR_H_
