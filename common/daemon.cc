@@ -6,6 +6,10 @@
 #include <cstdio>
 #include <fstream>
 
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace cairn {
@@ -30,6 +34,12 @@ int WaitForTermination(const std::atomic<bool>* stop) {
     if (sig > 0) return sig;
   }
   return 0;
+}
+
+void ExitNow(int code) {
+  spdlog::shutdown();
+  std::fflush(nullptr);
+  std::_Exit(code);
 }
 
 absl::Status WritePortFile(const std::string& path, int grpc_port, int metrics_port) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/config/job_config.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "kernels/backend.h"
@@ -124,7 +125,7 @@ int Finish(const Session& s, const Flags& flags, const TrainingSummary& summary,
     absl::Status written = WriteSummaryJson(flags.summary, summary, run);
     if (!written.ok()) return Fail(kExitFailed, written);
   }
-  return 0;
+  ExitNow(kExitOk);  // training is over and its summary written
 }
 
 int RunLocal(Session& s, const Flags& flags) {

@@ -129,13 +129,16 @@ int Run(const Flags& flags) {
         lost.store(true);
         return;
       }
-      absl::SleepFor(heartbeat);
+      for (absl::Duration slept; slept < heartbeat && !stop.load();
+           slept += absl::Milliseconds(20)) {
+        absl::SleepFor(absl::Milliseconds(20));
+      }
     }
   });
   std::thread watcher([&] {
     while (!stop.load()) {
       absl::StatusOr<v1::GetPartitionMapResponse> r =
-          coordinator.WatchPartitionMap(shard.map_version(), absl::Seconds(2));
+          coordinator.WatchPartitionMap(shard.map_version(), absl::Seconds(1));
       if (!r.ok()) {
         absl::SleepFor(absl::Milliseconds(200));
         continue;
@@ -155,11 +158,14 @@ int Run(const Flags& flags) {
   const int sig = WaitForTermination(&lost);
   stop.store(true);
   if (sig != 0) LOG_INFO("signal {}: shutting down", sig);
+  shard.Shutdown();  // parked pulls answer UNAVAILABLE now, so Shutdown is quick
   started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   heartbeats.join();
   watcher.join();
   expirer.join();
-  return lost.load() ? kExitLostCoordinator : kExitOk;
+  const int code = lost.load() ? kExitLostCoordinator : kExitOk;
+  LOG_INFO("stopped (exit code {})", code);
+  ExitNow(code);
 }
 
 }  // namespace

@@ -30,13 +30,18 @@ absl::StatusOr<size_t> CountKeys(const std::string& bytes, const std::string& ta
 Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
     : server_id_(server_id), job_(job), metrics_(metrics) {}
 
-Shard::~Shard() {
+Shard::~Shard() { Shutdown(); }
+
+void Shard::Shutdown() {
   std::vector<Waiter> waiters;
   {
     absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
     waiters.swap(waiters_);
   }
-  for (Waiter& w : waiters) w.done(absl::UnavailableError("server shutting down"));
+  for (Waiter& w : waiters) {
+    w.done(absl::UnavailableError(absl::StrCat("server ", server_id_, " is shutting down")));
+  }
 }
 
 uint64_t Shard::map_version() const {
@@ -93,6 +98,9 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
 }
 
 absl::Status Shard::CheckVersion(uint64_t version) const {
+  if (shutting_down_) {
+    return absl::UnavailableError(absl::StrCat("server ", server_id_, " is shutting down"));
+  }
   if (!ready_) {
     return absl::UnavailableError(
         absl::StrCat("server ", server_id_, " has no ready partition map yet"));
@@ -228,16 +236,29 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
     }
   }
   int64_t min_clock;
+  std::vector<Waiter> ready;
+  bool wait = false;
   {
     absl::MutexLock lock(&mu_);
+    // A pull for iteration t says the worker completed t iterations: it
+    // carries the worker's clock tick (DESIGN.md, Consistency), which may
+    // release other workers' pulls.
+    if (clocks_.IsLive(request->worker_id()) &&
+        request->clock() > clocks_.ClockOf(request->worker_id())) {
+      clocks_.Tick(request->worker_id(), request->clock());
+      Advance(&ready);
+    }
     const int64_t required = RequiredClock(*request);
     min_clock = clocks_.MinClock();
     if (required != kNoWait && min_clock < required) {
       waiters_.push_back(Waiter{request, response, required, deadline, std::move(done)});
-      return;
+      wait = true;
+    } else {
+      ++pulls_served_;
     }
-    ++pulls_served_;
   }
+  CompleteReady(&ready, min_clock);
+  if (wait) return;
   Serve(*request, response, min_clock);
   done(absl::OkStatus());
 }

@@ -70,6 +70,10 @@ class Shard {
 
   void Stats(v1::StatsResponse* response) const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Fails every waiting pull with Unavailable and refuses new requests, so
+  // the gRPC server can stop without waiting for parked pulls.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+
   // Fails waiting pulls whose deadline passed. Called periodically.
   void ExpireWaiters(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -103,6 +107,7 @@ class Shard {
 
   mutable absl::Mutex mu_;
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t map_version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t assignment_version_ ABSL_GUARDED_BY(mu_) = 0;  // map version the tables follow
   std::vector<uint32_t> partitions_ ABSL_GUARDED_BY(mu_);  // held here

@@ -96,6 +96,9 @@ class Client {
                                                absl::Span<const float> grads) = 0;
 
   // Ends this worker's iteration clock() on every server; clock() + 1 after.
+  // The ticks are sent without waiting for their replies (the next pull
+  // carries the clock too, so no round trip sits on the step's critical
+  // path); a tick that failed is reported by the next Clock() or Finish().
   virtual absl::Status Clock() = 0;
 
   // Leaves the job cleanly: servers drop this worker from barriers and the

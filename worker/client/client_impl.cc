@@ -128,6 +128,7 @@ ClientImpl::ClientImpl(const ClientOptions& options,
     : options_(options), coordinator_(std::move(coordinator)) {}
 
 ClientImpl::~ClientImpl() {
+  DrainClocks().IgnoreError();  // callbacks must not outlive the client
   stop_.store(true);
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   Post(nullptr);  // wakes and ends the executor
@@ -543,52 +544,53 @@ std::future<absl::Status> ClientImpl::PushSparse(const std::string& table,
 
 absl::Status ClientImpl::Clock() {
   if (finished_.load()) return absl::FailedPreconditionError("client already finished");
+  {
+    absl::MutexLock lock(&clock_mu_);
+    if (!clock_error_.ok()) return clock_error_;
+  }
   std::shared_ptr<const Servers> servers = this->servers();
   const int64_t next = clock_.load() + 1;
   struct Call {
     grpc::ClientContext context;
     v1::ClockRequest request;
     v1::ClockResponse response;
-    grpc::Status status;
   };
-  std::vector<std::unique_ptr<Call>> calls;
-  absl::Mutex mu;
-  int outstanding = 0;
   for (const auto& [id, stub] : servers->stubs) {
-    auto call = std::make_unique<Call>();
+    auto* call = new Call;
     call->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
     call->request.set_map_version(servers->router.version());
     call->request.set_worker_id(worker_id_);
     call->request.set_clock(next);
-    calls.push_back(std::move(call));
-  }
-  outstanding = static_cast<int>(calls.size());
-  size_t i = 0;
-  for (const auto& [id, stub] : servers->stubs) {
-    Call* c = calls[i++].get();
-    stub->async()->Clock(&c->context, &c->request, &c->response, [c, &mu, &outstanding](grpc::Status s) {
-      absl::MutexLock lock(&mu);
-      c->status = std::move(s);
-      --outstanding;
-    });
-  }
-  {
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(+[](int* n) { return *n == 0; }, &outstanding));
-  }
-  i = 0;
-  for (const auto& [id, stub] : servers->stubs) {
-    const grpc::Status& s = calls[i++]->status;
-    if (!s.ok()) return Annotate(FromGrpcStatus(s), absl::StrCat("clock to server ", id));
+    {
+      absl::MutexLock lock(&clock_mu_);
+      ++clocks_in_flight_;
+    }
+    const uint32_t server = id;
+    stub->async()->Clock(&call->context, &call->request, &call->response,
+                         [this, call, server](grpc::Status s) {
+                           absl::MutexLock lock(&clock_mu_);
+                           if (!s.ok() && clock_error_.ok()) {
+                             clock_error_ = Annotate(FromGrpcStatus(s),
+                                                     absl::StrCat("clock to server ", server));
+                           }
+                           --clocks_in_flight_;
+                           delete call;
+                         });
   }
   clock_.store(next);
   return absl::OkStatus();
 }
 
+absl::Status ClientImpl::DrainClocks() {
+  absl::MutexLock lock(&clock_mu_);
+  clock_mu_.Await(absl::Condition(+[](int* n) { return *n == 0; }, &clocks_in_flight_));
+  return clock_error_;
+}
+
 absl::Status ClientImpl::Finish() {
   if (finished_.exchange(true)) return absl::OkStatus();
   std::shared_ptr<const Servers> servers = this->servers();
-  absl::Status first;
+  absl::Status first = DrainClocks();
   for (const auto& [id, stub] : servers->stubs) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));

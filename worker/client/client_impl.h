@@ -71,6 +71,8 @@ class ClientImpl final : public Client {
   uint64_t NextSequence(uint32_t server) ABSL_LOCKS_EXCLUDED(mu_);
   void Post(std::function<void()> task);
   void HeartbeatLoop();
+  // Waits for every clock tick in flight; returns the first failure, if any.
+  absl::Status DrainClocks() ABSL_LOCKS_EXCLUDED(clock_mu_);
   void ExecutorLoop();
 
   // Constant after Start().
@@ -87,6 +89,11 @@ class ClientImpl final : public Client {
   mutable absl::Mutex mu_;
   std::shared_ptr<const Servers> servers_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, uint64_t> next_sequence_ ABSL_GUARDED_BY(mu_);
+
+  // Clock ticks in flight and the first one that failed.
+  absl::Mutex clock_mu_;
+  int clocks_in_flight_ ABSL_GUARDED_BY(clock_mu_) = 0;
+  absl::Status clock_error_ ABSL_GUARDED_BY(clock_mu_);
 
   // Work that must not run on a gRPC callback thread (map refresh, retries).
   absl::Mutex exec_mu_;
