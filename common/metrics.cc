@@ -93,7 +93,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   const std::vector<int> ports = server->exposer_->GetListeningPorts();
   server->address_ = absl::StrCat(host, ":", ports.empty() ? port : ports.front());
   server->exposer_->RegisterCollectable(server->registry_);
-  server->exposer_->RegisterCollectable(std::make_shared<ProcessCollector>());
+  server->process_collector_ = std::make_shared<ProcessCollector>();
+  server->exposer_->RegisterCollectable(server->process_collector_);
   return server;
 }
 

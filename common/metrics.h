@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 
 namespace prometheus {
+class Collectable;
 class Registry;
 class Exposer;
 class Histogram;
@@ -40,6 +41,8 @@ class MetricsServer {
  private:
   MetricsServer() = default;
   std::shared_ptr<prometheus::Registry> registry_;
+  // Owned here: the exposer keeps only weak pointers to what it serves.
+  std::shared_ptr<prometheus::Collectable> process_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::string address_;
 };

@@ -223,7 +223,7 @@ TEST_CASE("the Fashion-MNIST example parses to the documented values", "[config]
   REQUIRE(c.has_training);
   CHECK(c.training.layers == std::vector<int>{784, 256, 128, 10});
   CHECK(c.training.batch_size == 64);
-  CHECK(c.training.epochs == 5);
+  CHECK(c.training.epochs == 15);
   CHECK(c.training.seed == 1);
   CHECK(c.training.data_dir == "/usr/share/datasets/fashion-mnist");
   CHECK(c.training.optimizer.kind() == v1::OPTIMIZER_KIND_SGD);

@@ -1,0 +1,121 @@
+#include "tools/ctl/cluster_status.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <future>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "cairn/v1/shard.grpc.pb.h"
+#include "common/coordinator_client.h"
+#include "common/grpc_util.h"
+#include "common/status_conversion.h"
+
+namespace cairn::ctl {
+namespace {
+
+// Status replies are small; a job with many tables and partitions stays far
+// below this.
+constexpr int64_t kMaxMessageBytes = 64ll << 20;
+
+ServerStats AskServer(const v1::Member& server, absl::Duration timeout) {
+  ServerStats out;
+  out.server_id = server.id();
+  out.address = server.address();
+  if (server.address().empty()) {
+    out.status = absl::FailedPreconditionError(
+        absl::StrCat("server ", server.id(), " registered no address"));
+    return out;
+  }
+  auto stub = v1::ParameterService::NewStub(MakeChannel(server.address(), kMaxMessageBytes));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  const grpc::Status s = stub->Stats(&context, v1::StatsRequest(), &out.stats);
+  if (!s.ok()) {
+    const absl::Status status = FromGrpcStatus(s);
+    out.status = absl::Status(status.code(), absl::StrCat("Stats of server ", server.id(), " at ",
+                                                          server.address(), ": ",
+                                                          status.message()));
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* RoleText(v1::MemberRole role) {
+  switch (role) {
+    case v1::MEMBER_ROLE_SERVER:
+      return "server";
+    case v1::MEMBER_ROLE_WORKER:
+      return "worker";
+    default:
+      return "unspecified";
+  }
+}
+
+const char* StateText(v1::MemberState state) {
+  switch (state) {
+    case v1::MEMBER_STATE_ALIVE:
+      return "alive";
+    case v1::MEMBER_STATE_DEAD:
+      return "dead";
+    case v1::MEMBER_STATE_LEFT:
+      return "left";
+    default:
+      return "unspecified";
+  }
+}
+
+std::vector<TableClocks> SummarizeTables(const std::vector<ServerStats>& servers) {
+  std::map<std::string, TableClocks> by_name;
+  for (const ServerStats& server : servers) {
+    if (!server.status.ok()) continue;
+    for (const v1::TableStats& t : server.stats.tables()) {
+      TableClocks& out = by_name[t.table()];
+      out.table = t.table();
+      ++out.servers;
+      out.num_keys += t.num_keys();
+      out.bytes += t.bytes();
+      if (t.min_clock() < 0) continue;  // no live worker on that server
+      out.min_clock = out.min_clock < 0 ? t.min_clock() : std::min(out.min_clock, t.min_clock());
+      out.max_clock = std::max(out.max_clock, t.max_clock());
+    }
+  }
+  std::vector<TableClocks> tables;
+  for (auto& [name, clocks] : by_name) tables.push_back(std::move(clocks));
+  return tables;
+}
+
+absl::StatusOr<ClusterStatus> FetchClusterStatus(const std::string& coordinator,
+                                                 absl::Duration timeout) {
+  ClusterStatus status;
+  status.coordinator = coordinator;
+  CoordinatorClient client(coordinator, kMaxMessageBytes);
+  absl::StatusOr<v1::ListMembersResponse> members = client.ListMembers(timeout);
+  if (!members.ok()) {
+    const absl::StatusCode code = members.status().code();
+    if (code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded) {
+      return absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", coordinator,
+                                                 " (deadline ", absl::FormatDuration(timeout),
+                                                 "): ", members.status().message()));
+    }
+    return absl::Status(code, absl::StrCat("coordinator ", coordinator, ": ",
+                                           members.status().message()));
+  }
+  status.membership = *std::move(members);
+
+  // Every live server at once: a slow one costs `timeout`, not n * timeout.
+  std::vector<std::future<ServerStats>> pending;
+  for (const v1::Member& m : status.membership.members()) {
+    if (m.role() != v1::MEMBER_ROLE_SERVER || m.state() != v1::MEMBER_STATE_ALIVE) continue;
+    pending.push_back(std::async(std::launch::async, AskServer, m, timeout));
+  }
+  for (auto& p : pending) status.servers.push_back(p.get());
+  std::sort(status.servers.begin(), status.servers.end(),
+            [](const ServerStats& a, const ServerStats& b) { return a.server_id < b.server_id; });
+  status.tables = SummarizeTables(status.servers);
+  return status;
+}
+
+}  // namespace cairn::ctl

@@ -1,0 +1,63 @@
+// What `cairnctl status` shows, gathered from a running job: the members and
+// partition map from the coordinator (ListMembers), and each live server's
+// tables and clocks from its ParameterService.Stats.
+#ifndef CAIRN_TOOLS_CTL_CLUSTER_STATUS_H_
+#define CAIRN_TOOLS_CTL_CLUSTER_STATUS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cairn/v1/coordinator.pb.h"
+#include "cairn/v1/shard.pb.h"
+
+namespace cairn::ctl {
+
+// One server's answer to Stats, or why there is none.
+struct ServerStats {
+  uint32_t server_id = 0;
+  std::string address;   // its gRPC address, as the coordinator lists it
+  absl::Status status;   // OK, or the error of the Stats call
+  v1::StatsResponse stats;  // valid when status is OK
+};
+
+// One table's clocks over every server that answered.
+struct TableClocks {
+  std::string table;
+  int64_t min_clock = -1;  // lowest min clock of the servers; -1: no live worker
+  int64_t max_clock = -1;  // highest max clock of the servers; -1: no live worker
+  uint64_t num_keys = 0;   // summed over servers (chunks or embedding rows)
+  uint64_t bytes = 0;      // value bytes, summed over servers
+  int servers = 0;         // servers that reported the table
+};
+
+struct ClusterStatus {
+  std::string coordinator;             // the address asked
+  v1::ListMembersResponse membership;  // members (any state) and the map
+  std::vector<ServerStats> servers;    // one per ALIVE server, by id
+  std::vector<TableClocks> tables;     // by table name
+};
+
+// Asks the coordinator at `coordinator` (host:port) for its members and map,
+// then every ALIVE server for its Stats, each call with `timeout`.
+// Errors: Unavailable naming the address when the coordinator cannot be
+// reached or does not answer within `timeout` (the caller's exit code 4);
+// other coordinator errors as returned. A server that fails its Stats call
+// does not fail the whole: its ServerStats carries the error.
+absl::StatusOr<ClusterStatus> FetchClusterStatus(const std::string& coordinator,
+                                                 absl::Duration timeout);
+
+// Per-table clocks over the servers whose Stats succeeded (pure; sorted by
+// table name). A server's min clock of -1 (no live worker) is not counted.
+std::vector<TableClocks> SummarizeTables(const std::vector<ServerStats>& servers);
+
+// "server"/"worker"/"unspecified" and "alive"/"dead"/"left"/"unspecified".
+const char* RoleText(v1::MemberRole role);
+const char* StateText(v1::MemberState state);
+
+}  // namespace cairn::ctl
+
+#endif  // CAIRN_TOOLS_CTL_CLUSTER_STATUS_H_

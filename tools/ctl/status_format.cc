@@ -1,0 +1,160 @@
+#include "tools/ctl/status_format.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace cairn::ctl {
+namespace {
+
+using Row = std::vector<std::string>;
+
+// Left-aligned columns, two spaces apart, no trailing blanks.
+std::string Columns(const std::vector<Row>& rows) {
+  std::vector<size_t> width;
+  for (const Row& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const Row& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+std::vector<v1::Member> SortedMembers(const v1::ListMembersResponse& membership) {
+  std::vector<v1::Member> members(membership.members().begin(), membership.members().end());
+  std::sort(members.begin(), members.end(), [](const v1::Member& a, const v1::Member& b) {
+    if (a.role() != b.role()) return a.role() < b.role();
+    return a.id() < b.id();
+  });
+  return members;
+}
+
+std::string Clock(int64_t clock) { return clock < 0 ? "-" : absl::StrCat(clock); }
+
+std::string Backups(const v1::PartitionAssignment& a) {
+  return a.backups().empty() ? "-" : absl::StrJoin(a.backups(), ",");
+}
+
+std::string LeaseAge(int64_t ms) { return absl::StrCat(ms / 1000, ".", (ms % 1000) / 100, "s"); }
+
+}  // namespace
+
+nlohmann::json StatusToJson(const ClusterStatus& status) {
+  nlohmann::json out;
+  out["coordinator"] = {{"address", status.coordinator}};
+  out["members"] = nlohmann::json::array();
+  for (const v1::Member& m : SortedMembers(status.membership)) {
+    nlohmann::json member = {{"role", RoleText(m.role())},
+                             {"id", m.id()},
+                             {"state", StateText(m.state())},
+                             {"address", m.address()},
+                             {"metrics_address", m.metrics_address()},
+                             {"lease_age_ms", m.lease_age_ms()}};
+    if (m.role() == v1::MEMBER_ROLE_WORKER) member["start_clock"] = m.start_clock();
+    out["members"].push_back(std::move(member));
+  }
+  const v1::PartitionMap& map = status.membership.map();
+  nlohmann::json partitions = nlohmann::json::array();
+  for (const v1::PartitionAssignment& a : map.assignments()) {
+    partitions.push_back(
+        {{"partition", a.partition()},
+         {"primary", a.primary()},
+         {"backups", std::vector<uint32_t>(a.backups().begin(), a.backups().end())}});
+  }
+  out["partition_map"] = {{"version", map.version()},
+                          {"num_partitions", map.num_partitions()},
+                          {"ready", map.ready()},
+                          {"partitions", std::move(partitions)}};
+  out["tables"] = nlohmann::json::array();
+  for (const TableClocks& t : status.tables) {
+    out["tables"].push_back({{"table", t.table},
+                             {"min_clock", t.min_clock},
+                             {"max_clock", t.max_clock},
+                             {"num_keys", t.num_keys},
+                             {"bytes", t.bytes},
+                             {"servers", t.servers}});
+  }
+  out["servers"] = nlohmann::json::array();
+  for (const ServerStats& s : status.servers) {
+    nlohmann::json server = {{"id", s.server_id}, {"address", s.address}, {"ok", s.status.ok()}};
+    if (s.status.ok()) {
+      server["map_version"] = s.stats.map_version();
+      server["partitions"] =
+          std::vector<uint32_t>(s.stats.partitions().begin(), s.stats.partitions().end());
+      server["pushes_applied"] = s.stats.pushes_applied();
+      server["pulls_served"] = s.stats.pulls_served();
+    } else {
+      server["error"] = std::string(s.status.message());
+    }
+    out["servers"].push_back(std::move(server));
+  }
+  return out;
+}
+
+std::string StatusToText(const ClusterStatus& status) {
+  const v1::PartitionMap& map = status.membership.map();
+  std::string out = absl::StrCat("coordinator ", status.coordinator, "\npartition map version ",
+                                 map.version(), ", ", map.num_partitions(), " partitions, ",
+                                 map.ready() ? "ready" : "not ready (start-up barrier)", "\n");
+
+  std::vector<Row> members = {{"ROLE", "ID", "STATE", "LEASE AGE", "ADDRESS", "METRICS"}};
+  for (const v1::Member& m : SortedMembers(status.membership)) {
+    members.push_back({RoleText(m.role()), absl::StrCat(m.id()), StateText(m.state()),
+                       LeaseAge(m.lease_age_ms()), m.address().empty() ? "-" : m.address(),
+                       m.metrics_address().empty() ? "-" : m.metrics_address()});
+  }
+  absl::StrAppend(&out, "\nMEMBERS\n", Columns(members));
+
+  std::vector<Row> partitions = {{"PARTITIONS", "PRIMARY", "BACKUPS"}};
+  const auto& a = map.assignments();
+  for (int begin = 0; begin < a.size();) {
+    int end = begin + 1;
+    while (end < a.size() && a[end].primary() == a[begin].primary() &&
+           Backups(a[end]) == Backups(a[begin]) &&
+           a[end].partition() == a[end - 1].partition() + 1) {
+      ++end;
+    }
+    const std::string range = end - begin == 1
+                                  ? absl::StrCat(a[begin].partition())
+                                  : absl::StrCat(a[begin].partition(), "-", a[end - 1].partition());
+    partitions.push_back({range, absl::StrCat(a[begin].primary()), Backups(a[begin])});
+    begin = end;
+  }
+  absl::StrAppend(&out, "\nPARTITION MAP\n", Columns(partitions));
+
+  std::vector<Row> tables = {{"TABLE", "MIN CLOCK", "MAX CLOCK", "KEYS", "BYTES", "SERVERS"}};
+  for (const TableClocks& t : status.tables) {
+    tables.push_back({t.table, Clock(t.min_clock), Clock(t.max_clock), absl::StrCat(t.num_keys),
+                      absl::StrCat(t.bytes), absl::StrCat(t.servers)});
+  }
+  absl::StrAppend(&out, "\nTABLES\n", Columns(tables));
+
+  std::vector<Row> servers = {
+      {"SERVER", "ADDRESS", "MAP VERSION", "PARTITIONS", "PUSHES", "PULLS"}};
+  std::string errors;
+  for (const ServerStats& s : status.servers) {
+    if (!s.status.ok()) {
+      servers.push_back({absl::StrCat(s.server_id), s.address, "?", "?", "?", "?"});
+      absl::StrAppend(&errors, "error: ", s.status.message(), "\n");
+      continue;
+    }
+    servers.push_back({absl::StrCat(s.server_id), s.address, absl::StrCat(s.stats.map_version()),
+                       absl::StrCat(s.stats.partitions_size()),
+                       absl::StrCat(s.stats.pushes_applied()),
+                       absl::StrCat(s.stats.pulls_served())});
+  }
+  absl::StrAppend(&out, "\nSERVERS\n", Columns(servers), errors);
+  return out;
+}
+
+}  // namespace cairn::ctl
