@@ -1,5 +1,6 @@
 #include "common/daemon.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <time.h>
 
@@ -21,6 +22,11 @@ void BlockTerminationSignals() {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
+}
+
+void TuneAllocator() {
+  mallopt(M_MMAP_THRESHOLD, 512 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 int WaitForTermination(const std::atomic<bool>* stop) {

@@ -23,6 +23,12 @@ inline constexpr int kExitLostCoordinator = 5; // coordinator gone for too long
 // afterwards; call first thing in main().
 void BlockTerminationSignals();
 
+// Keeps freed memory in the process for reuse: glibc otherwise serves every
+// allocation above 128 KiB (a request or reply of parameters) with a fresh
+// mmap, whose pages fault and are zeroed again on every step, and returns it
+// with munmap. Call first thing in main() of processes on the data path.
+void TuneAllocator();
+
 // Waits until SIGINT/SIGTERM arrives or `*stop` becomes true (checked every
 // 100 ms). Returns the signal number, or 0 when `*stop` ended the wait.
 int WaitForTermination(const std::atomic<bool>* stop);

@@ -146,7 +146,10 @@ int RunWithCluster(Session& s, const Flags& flags) {
   options.worker_id = flags.worker_id;
   options.connect_timeout = s.config.cluster.startup_timeout;
   options.rpc_deadline = s.config.rpc.deadline;
-  if (s.metrics_server != nullptr) options.metrics_address = s.metrics_server->address();
+  if (s.metrics_server != nullptr) {
+    options.metrics_address = s.metrics_server->address();
+    options.metrics_registry = &s.metrics_server->registry();  // cairn_client_* metrics
+  }
   LOG_INFO("connecting to coordinator {}", options.coordinator);
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
   if (!client.ok()) {
@@ -230,6 +233,7 @@ int Run(const Flags& flags) {
 }  // namespace cairn
 
 int main(int argc, char** argv) {
+  cairn::TuneAllocator();
   cairn::Flags flags;
   CLI::App app{
       "cairn-worker: trains the job's MLP on Fashion-MNIST, alone (--local) or as a "

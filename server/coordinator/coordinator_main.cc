@@ -28,6 +28,7 @@
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/lease_expirer.h"
+#include "server/coordinator/worker_loss.h"
 
 namespace cairn {
 namespace {
@@ -113,7 +114,18 @@ int Run(const Flags& flags) {
   }
   const absl::Duration expiry_period =
       std::max(absl::Milliseconds(job.heartbeat_interval_ms()) / 2, absl::Milliseconds(10));
-  LeaseExpirer expirer(&state, expiry_period);
+  // Set by the start-up watchdog or a worker loss under on_worker_loss: fail;
+  // ends the main wait.
+  std::atomic<bool> must_stop{false};
+  std::atomic<bool> worker_lost{false};
+  WorkerLossHandler loss_handler(config->cluster.on_worker_loss);
+  LeaseExpirer expirer(&state, expiry_period,
+                       [&](const std::vector<MemberRecord>& expired) {
+                         if (loss_handler.Handle(expired)) {
+                           worker_lost.store(true);
+                           must_stop.store(true);
+                         }
+                       });
 
   absl::StatusOr<HostPort> metrics_address =
       ParseHostPort((*metrics_server)->address(), "metrics address", /*allow_zero_port=*/true);
@@ -130,23 +142,23 @@ int Run(const Flags& flags) {
     }
   }
 
-  std::atomic<bool> barrier_failed{false};
   int exit_code = kExitOk;
   {
     std::optional<StartupWatchdog> watchdog;
     if (config->cluster.startup_timeout > absl::ZeroDuration()) {
-      watchdog.emplace(&state, config->cluster.startup_timeout, &barrier_failed);
+      watchdog.emplace(&state, config->cluster.startup_timeout, &must_stop);
     }
-    const int sig = WaitForTermination(&barrier_failed);
+    const int sig = WaitForTermination(&must_stop);
     if (sig != 0) {
       LOG_INFO("received {}; shutting down", strsignal(sig));
     } else {
-      exit_code = kExitUnreachable;
+      exit_code = worker_lost.load() ? kExitWorkerLost : kExitUnreachable;
     }
     if (watchdog) watchdog->Stopping();
     state.Shutdown();  // releases WatchPartitionMap calls and the watchdog
   }
   expirer.Stop();
+  LOG_INFO("{}", loss_handler.SummaryLine(state.Members()));
   // Idle client connections hold Shutdown until its deadline; every call but
   // a parked watch (released above) is short, so half a second is enough.
   server->server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
@@ -160,6 +172,7 @@ int Run(const Flags& flags) {
 }  // namespace cairn
 
 int main(int argc, char** argv) {
+  cairn::TuneAllocator();
   // Before any thread starts, so every thread inherits the mask;
   // WaitForTermination takes the signals.
   cairn::BlockTerminationSignals();
@@ -183,7 +196,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   app.footer(
       "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failure; 2 bad config or flags; "
-      "3 address in use; 4 start-up barrier not passed within cluster.startup_timeout.");
+      "3 address in use; 4 start-up barrier not passed within cluster.startup_timeout; "
+      "6 a worker was lost and cluster.on_worker_loss is fail.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

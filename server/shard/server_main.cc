@@ -172,6 +172,7 @@ int Run(const Flags& flags) {
 }  // namespace cairn
 
 int main(int argc, char** argv) {
+  cairn::TuneAllocator();
   cairn::BlockTerminationSignals();
   cairn::Flags flags;
   CLI::App app{"cairn-server: holds partitions of a Cairn job's tables and serves pull/push."};

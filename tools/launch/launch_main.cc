@@ -17,6 +17,9 @@
 #include <cstring>
 #include <functional>
 #include <filesystem>
+#include <algorithm>
+#include <iostream>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -135,6 +138,18 @@ int Run(const Flags& flags) {
   }
   const int num_servers = config->cluster.servers;
   const int num_workers = flags.no_workers ? 0 : config->cluster.workers;
+  // Workers and servers share this machine's cores. OpenBLAS's idle threads
+  // spin (sched_yield) between GEMMs, so a worker with more BLAS threads than
+  // its share of cores burns the CPU its servers need while it waits on a
+  // pull or push. Unless the user chose, give each process an equal share
+  // (children inherit the environment).
+  if (num_workers > 0 && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+    const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+    const long share = std::max(1L, cores / (num_workers + num_servers));
+    setenv("OPENBLAS_NUM_THREADS", std::to_string(share).c_str(), /*overwrite=*/0);
+    std::cerr << "[launch] OPENBLAS_NUM_THREADS=" << share << " per worker (" << cores
+              << " cores, " << num_workers << " workers, " << num_servers << " servers)\n";
+  }
 
   LaunchPlan plan;
   plan.job_path = std::filesystem::absolute(flags.job).string();
