@@ -74,6 +74,18 @@ int Run(const Flags& flags) {
     return kExitPortTaken;
   }
   const std::string advertise_host = flags.advertise.empty() ? listen->host : flags.advertise;
+  // Field case B20: never register an address other hosts cannot dial.
+  const std::string coordinator_host =
+      ParseHostPort(config->cluster.coordinator, "cluster.coordinator")->host;
+  const bool unspecified = advertise_host == "0.0.0.0" || advertise_host == "::";
+  if (unspecified || (IsLoopbackOrUnspecified(advertise_host) &&
+                      !IsLoopbackOrUnspecified(coordinator_host))) {
+    std::cerr << "cairn-server: would advertise " << advertise_host
+              << ", which workers on other hosts cannot reach (coordinator at "
+              << config->cluster.coordinator
+              << "); set --advertise to this host's routable address\n";
+    return kExitBadConfig;
+  }
   const std::string address = FormatHostPort(advertise_host, started->port);
   LOG_INFO("serving ParameterService on {} (max message {} bytes), /metrics on {}", address,
            config->rpc.max_message_bytes, (*metrics_server)->address());

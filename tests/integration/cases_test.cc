@@ -32,28 +32,31 @@ cluster:
   lease_timeout: 5s
   heartbeat_interval: 200ms
 )", extra_cluster.empty() ? "  startup_timeout: 30s\n" : extra_cluster, R"(rpc:
-  deadline: 20s
-)", rpc, R"(consistency:
+)", rpc.empty() ? "  deadline: 20s\n" : rpc, R"(consistency:
   mode: bsp
 tables:
 )", tables);
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Connect(const TestCluster& cluster, int id,
-                                                absl::Duration timeout = absl::Seconds(30)) {
+                                                absl::Duration timeout = absl::Seconds(30),
+                                                absl::Duration rpc_deadline = absl::Seconds(20)) {
   ClientOptions options;
   options.coordinator = cluster.coordinator_address();
   options.worker_id = id;
   options.connect_timeout = timeout;
-  options.rpc_deadline = absl::Seconds(20);
+  options.rpc_deadline = rpc_deadline;
   return Client::Connect(options);
 }
 
 // Connects `n` workers concurrently (the start-up barrier needs them all).
-std::vector<std::unique_ptr<Client>> ConnectAll(const TestCluster& cluster, int n) {
+std::vector<std::unique_ptr<Client>> ConnectAll(const TestCluster& cluster, int n,
+                                                absl::Duration rpc_deadline = absl::Seconds(20)) {
   std::vector<std::future<absl::StatusOr<std::unique_ptr<Client>>>> pending;
   for (int i = 0; i < n; ++i) {
-    pending.push_back(std::async(std::launch::async, [&cluster, i] { return Connect(cluster, i); }));
+    pending.push_back(std::async(std::launch::async, [&cluster, i, rpc_deadline] {
+      return Connect(cluster, i, absl::Seconds(30), rpc_deadline);
+    }));
   }
   std::vector<std::unique_ptr<Client>> clients;
   for (auto& p : pending) {
@@ -164,7 +167,7 @@ TEST_CASE("B08: values far above gRPC's 4 MiB default round-trip; the configured
     width: 64
     optimizer: {type: sgd, learning_rate: 1.0}
     init: {type: zeros}
-)", "", "  max_message_size: 4MiB\n  request_split_size: 1MiB\n"), 1);
+)", "", "  max_message_size: 4MiB\n  request_split_size: 1MiB\n  deadline: 20s\n"), 1);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
   auto clients = ConnectAll(**cluster, 1);
@@ -351,6 +354,41 @@ TEST_CASE("B17: a NaN or Inf push is rejected, counted, and never reaches the pa
     }
   }
   CHECK(rejected == 2);
+}
+
+}  // namespace
+}  // namespace cairn
+
+namespace cairn {
+namespace {
+
+TEST_CASE("B21: idle channels and a barrier held past the keepalive interval get no GOAWAY",
+          "[integration][cases][slow]") {
+  // Client keepalive pings every 30 s; servers permit one every 10 s, with or
+  // without calls in flight (common/grpc_util.h), so neither an idle worker
+  // nor one parked at a barrier is cut off.
+  auto cluster = TestCluster::Start("b21", Yaml(1, 2, R"(
+  - name: w
+    kind: dense
+    shape: [1]
+    optimizer: {type: sgd, learning_rate: 1.0}
+)", "", "  deadline: 90s\n"), 1);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto clients = ConnectAll(**cluster, 2, absl::Seconds(90));
+  std::vector<float> one = {1.0f}, v(1);
+  // Worker 0 finishes iteration 0 and waits at the barrier for 35 s.
+  REQUIRE(clients[0]->PushDense({{"w", one}}).get().ok());
+  REQUIRE(clients[0]->Clock().ok());
+  auto parked = clients[0]->PullDense({{"w", absl::MakeSpan(v)}});
+  CHECK(parked.wait_for(std::chrono::seconds(35)) == std::future_status::timeout);
+  // Worker 1 was idle all that time; its next push works on the first try.
+  REQUIRE(clients[1]->PushDense({{"w", one}}).get().ok());
+  REQUIRE(clients[1]->Clock().ok());
+  REQUIRE(parked.get().ok());
+  CHECK(v[0] == -1.0f);
+  const std::string log = (*cluster)->Logs();
+  CHECK_THAT(log, !Catch::Contains("too_many_pings"));
 }
 
 }  // namespace

@@ -110,5 +110,27 @@ TEST_CASE("cairn-server refuses a port already taken and exits 3", "[integration
   CHECK_THAT(err, Catch::Contains(absl::StrCat("127.0.0.1:", port)));
 }
 
+TEST_CASE("cairn-server refuses to advertise an address remote peers cannot dial (B20)",
+          "[integration][binary][cases]") {
+  auto dir = MakeTempDir("server_advertise");
+  REQUIRE(dir.ok());
+  REQUIRE(WriteFile(*dir + "/job.yaml", GoodYaml(2)).ok());
+  std::string err;
+  SECTION("a loopback address with a remote coordinator") {
+    testing::ExitStatus s = RunToEnd({"--config", *dir + "/job.yaml", "--coordinator",
+                                      "192.0.2.10:7070", "--listen", "127.0.0.1:0"},
+                                     *dir + "/server", &err);
+    CHECK(s.code == 2);
+    CHECK_THAT(err, Catch::Contains("would advertise 127.0.0.1"));
+    CHECK_THAT(err, Catch::Contains("--advertise"));
+  }
+  SECTION("the unspecified address") {
+    testing::ExitStatus s = RunToEnd(
+        {"--config", *dir + "/job.yaml", "--listen", "0.0.0.0:0"}, *dir + "/server", &err);
+    CHECK(s.code == 2);
+    CHECK_THAT(err, Catch::Contains("would advertise 0.0.0.0"));
+  }
+}
+
 }  // namespace
 }  // namespace cairn
