@@ -5,6 +5,9 @@
 // config, data or device; 3 the metrics port is taken; 4 the coordinator is
 // unreachable or the start-up barrier timed out; 5 the cluster (coordinator or
 // servers) was lost while training.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -24,6 +27,7 @@
 #include "worker/trainer/local_trainer.h"
 #include "worker/trainer/mlp.h"
 #include "worker/trainer/model_tables_binding.h"
+#include "worker/trainer/progress_reporter.h"
 #include "worker/trainer/summary_json.h"
 #include "worker/trainer/trainer.h"
 #include "worker/trainer/worker_metrics.h"
@@ -51,6 +55,7 @@ struct Flags {
   std::string log_level = "info";
   std::string summary;
   int trace_loss = 0;
+  double progress_interval_seconds = 10;  // between progress lines when not on a terminal
   std::vector<std::string> overrides;  // from the flags that override the config
 };
 
@@ -93,9 +98,12 @@ struct Session {
   std::vector<BoundTable> tables;
   std::unique_ptr<MetricsServer> metrics_server;
   std::unique_ptr<WorkerMetrics> metrics;
+  std::unique_ptr<ProgressReporter> progress;
 };
 
-TrainerOptions MakeTrainerOptions(const Session& s, const Flags& flags, int worker, int workers) {
+// Also sets up the console progress (a bar on a terminal, logfmt lines
+// otherwise) on stderr, beside the log.
+TrainerOptions MakeTrainerOptions(Session& s, const Flags& flags, int worker, int workers) {
   const TrainingConfig& t = s.config.training;
   TrainerOptions o;
   o.epochs = t.epochs;
@@ -106,11 +114,21 @@ TrainerOptions MakeTrainerOptions(const Session& s, const Flags& flags, int work
   o.num_workers = workers;
   o.slowdown = t.slowdown;
   o.trace_loss_steps = flags.trace_loss;
-  if (s.metrics != nullptr) {
-    WorkerMetrics* m = s.metrics.get();
-    o.on_step = [m](const StepRecord& r) { m->RecordStep(r); };
-    o.on_epoch = [m](const EpochStats& e) { m->RecordEpoch(e); };
+  ProgressBar::Options bar;
+  bar.label = flags.local ? "local" : absl::StrCat("worker ", worker);
+  bar.log_interval = absl::Seconds(flags.progress_interval_seconds);
+  winsize terminal{};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &terminal) == 0 && terminal.ws_col > 0) {
+    bar.width = terminal.ws_col;  // $COLUMNS is seldom exported
   }
+  s.progress = std::make_unique<ProgressReporter>(stderr, bar, t.epochs);
+  WorkerMetrics* m = s.metrics.get();  // null without a metrics server
+  ProgressReporter* progress = s.progress.get();
+  o.on_step = [m, progress](const StepRecord& r) {
+    if (m != nullptr) m->RecordStep(r);
+    progress->OnStep(r);
+  };
+  if (m != nullptr) o.on_epoch = [m](const EpochStats& e) { m->RecordEpoch(e); };
   return o;
 }
 
@@ -134,6 +152,7 @@ int RunLocal(Session& s, const Flags& flags) {
   if (!store.ok()) return Fail(kExitConfig, store.status());
   absl::StatusOr<TrainingSummary> summary =
       Train(*s.mlp, **store, s.data.train, s.data.test, MakeTrainerOptions(s, flags, 0, 1));
+  s.progress->Finish();  // before any message, so it starts on a line of its own
   if (!summary.ok()) return Fail(TrainingExitCode(summary.status()), summary.status());
   return Finish(s, flags, *summary,
                 RunInfo{"local", s.backend->Describe(), 0, 1, s.config.training.batch_size});
@@ -164,6 +183,7 @@ int RunWithCluster(Session& s, const Flags& flags) {
   if (!store.ok()) return Fail(kExitConfig, store.status());
   absl::StatusOr<TrainingSummary> summary = Train(*s.mlp, **store, s.data.train, s.data.test,
                                                   MakeTrainerOptions(s, flags, worker, workers));
+  s.progress->Finish();  // before any message, so it starts on a line of its own
   if (!summary.ok()) return Fail(TrainingExitCode(summary.status()), summary.status());
   absl::Status left = (*client)->Finish();
   if (!left.ok()) LOG_WARN("leaving the job: {}", left.ToString());
@@ -249,6 +269,11 @@ int main(int argc, char** argv) {
   app.add_option("--summary", flags.summary, "write a JSON summary here when done");
   app.add_option("--trace-loss", flags.trace_loss, "keep the first N step losses in the summary")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--progress-interval", flags.progress_interval_seconds,
+                 "seconds between progress lines when stderr is not a terminal (on a terminal "
+                 "a progress bar is drawn instead)")
+      ->check(CLI::PositiveNumber)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   // Each of these becomes a config override ("training.epochs=3"), so it is

@@ -5,7 +5,15 @@
 // prints the test accuracy and the /metrics URL of every process.
 //
 //   cairn-launch JOB.yaml [--summary PATH] [--bin-dir DIR] [--workdir DIR]
-//                [--set key=value ...] [--no-workers] [-- extra worker flags]
+//                [--set key=value ...] [--no-workers] [--prometheus]
+//                [--deploy-dir DIR] [--plot PATH.svg|PATH.png]
+//                [-- extra worker flags]
+//
+// It writes the Prometheus file_sd targets of every process to
+// <workdir>/prometheus/targets/cairn.json beside a copy of the shipped
+// scrape config (targets_file.h); --prometheus also runs Prometheus against
+// them (prometheus_sidecar.h). On a terminal one combined progress line
+// stays below the log (console.h, progress_board.h).
 //
 // Exit codes: 0 every worker finished (or, with --no-workers, the cluster
 // came up); 1 a process failed (named on stderr with its exit status);
@@ -25,19 +33,24 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "common/config/job_config.h"
 #include "common/daemon.h"
+#include "tools/launch/console.h"
+#include "tools/launch/job_monitoring.h"
 #include "tools/launch/job_report.h"
 #include "tools/launch/launch_plan.h"
+#include "tools/launch/launch_steps.h"
+#include "tools/launch/plot.h"
 #include "tools/launch/port_file.h"
+#include "tools/launch/progress_board.h"
+#include "tools/launch/prometheus_sidecar.h"
 #include "tools/launch/supervisor.h"
 
 namespace cairn::launch {
 namespace {
-
-constexpr absl::Duration kStopGrace = absl::Seconds(5);
 
 struct Flags {
   std::string job;
@@ -46,86 +59,19 @@ struct Flags {
   std::string workdir;
   std::vector<std::string> overrides;
   bool no_workers = false;
+  bool prometheus = false;
+  std::string prometheus_binary = kPrometheusBinary;
+  std::string deploy_dir;
+  std::string plot;
   std::vector<std::string> worker_flags;  // everything after "--"
 };
 
-int BadInput(absl::string_view message) {
-  std::fprintf(stderr, "cairn-launch: %s\n",
-               absl::StrReplaceAll(message, {{"\n", "\n  "}}).c_str());
-  return kExitBadConfig;
-}
-
-// Removes a work directory the launcher created itself, whatever the exit.
-class TempDirGuard {
- public:
-  explicit TempDirGuard(std::string dir) : dir_(std::move(dir)) {}
-  ~TempDirGuard() {
-    std::error_code ignored;  // best effort: leftovers in $TMPDIR are harmless
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
-  }
-
- private:
-  std::string dir_;
-};
-
-// Stops every process after `event` (anything but kReady) ended a phase and
-// returns the launcher's exit code.
-int Abort(Supervisor& supervisor, const Event& event, absl::string_view waiting_for) {
-  switch (event.kind) {
-    case Event::Kind::kSignal:
-      supervisor.Log(absl::StrCat("received ", strsignal(event.signal), "; stopping the job"));
-      break;
-    case Event::Kind::kFailed:
-      supervisor.Log(absl::StrCat(event.failed, " failed (", event.status.ToString(),
-                                  "); stopping the job"));
-      break;
-    case Event::Kind::kTimeout:
-      supervisor.Log(absl::StrCat("timed out waiting for ", waiting_for,
-                                  " (cluster.startup_timeout); stopping the job"));
-      break;
-    case Event::Kind::kReady:
-      break;
-  }
-  const std::vector<std::string> killed = supervisor.StopAll(kStopGrace);
-  for (const std::string& name : killed) supervisor.Log(absl::StrCat(name, " needed SIGKILL"));
-  switch (event.kind) {
-    case Event::Kind::kSignal:
-      return 128 + event.signal;
-    case Event::Kind::kFailed:
-      supervisor.Log(absl::StrCat("job failed: ", event.failed, " ended with ",
-                                  event.status.ToString()));
-      return kExitFailure;
-    case Event::Kind::kTimeout:
-      supervisor.Log(absl::StrCat("job failed: timed out waiting for ", waiting_for));
-      return kExitUnreachable;
-    case Event::Kind::kReady:
-      break;
-  }
-  return kExitFailure;
-}
-
-// Stops every process after a launcher-side error and returns the exit code.
-int Fail(Supervisor& supervisor, absl::string_view message) {
-  supervisor.Log(absl::StrCat("job failed: ", message));
-  supervisor.StopAll(kStopGrace);
-  return kExitFailure;
-}
-
-// Waits for the port file at `path`; `*ports` is set once it is read.
-// Returns a ready predicate for Supervisor::RunUntil; a malformed file counts
-// as ready with `*error` set.
-std::function<bool()> PortFileReady(std::string path, std::optional<DaemonPorts>* ports,
-                                    absl::Status* error) {
-  return [path = std::move(path), ports, error] {
-    if (ports->has_value()) return true;
-    absl::StatusOr<std::optional<DaemonPorts>> read = ReadPortFile(path);
-    if (!read.ok()) {
-      *error = read.status();
-      return true;
-    }
-    *ports = *read;
-    return ports->has_value();
-  };
+// Checks --plot before anything starts.
+absl::Status CheckPlot(const Flags& flags) {
+  if (flags.plot.empty()) return absl::OkStatus();
+  if (flags.no_workers) return absl::InvalidArgumentError("--plot needs workers (drop --no-workers)");
+  if (absl::StatusOr<PlotFormat> f = PlotFormatFor(flags.plot); !f.ok()) return f.status();
+  return CheckGnuplotInstalled(kGnuplotBinary);
 }
 
 int Run(const Flags& flags) {
@@ -136,6 +82,10 @@ int Run(const Flags& flags) {
                                             "workers to run (use --no-workers to start only "
                                             "the cluster)"));
   }
+  if (absl::Status s = CheckPlot(flags); !s.ok()) return BadInput(s.message());
+  absl::StatusOr<std::optional<std::string>> deploy_dir =
+      CheckMonitoring({flags.prometheus, flags.prometheus_binary, flags.deploy_dir});
+  if (!deploy_dir.ok()) return BadInput(deploy_dir.status().message());
   const int num_servers = config->cluster.servers;
   const int num_workers = flags.no_workers ? 0 : config->cluster.workers;
   // Workers and servers share this machine's cores. OpenBLAS's idle threads
@@ -178,7 +128,11 @@ int Run(const Flags& flags) {
   std::optional<TempDirGuard> temp_dir;
   if (created_temp) temp_dir.emplace(plan.workdir);
 
-  absl::StatusOr<std::unique_ptr<Supervisor>> created = Supervisor::Create(STDERR_FILENO);
+  // On a terminal, the workers' progress lines become one live line (they
+  // report every second for it); elsewhere they pass through as they are.
+  const bool live = num_workers > 0 && Console::IsLiveTerminal(STDERR_FILENO);
+  if (live) plan.worker_flags.insert(plan.worker_flags.begin(), {"--progress-interval", "1"});
+  absl::StatusOr<std::unique_ptr<Supervisor>> created = Supervisor::Create(STDERR_FILENO, live);
   if (!created.ok()) return BadInput(created.status().message());
   Supervisor& supervisor = **created;
   supervisor.Log(absl::StrCat("job ", plan.job_path, " (config hash ", config->config_hash,
@@ -186,6 +140,18 @@ int Run(const Flags& flags) {
                               " workers; work directory ", plan.workdir));
   const absl::Time started = absl::Now();
   const absl::Duration startup = config->cluster.startup_timeout;
+
+  // 0. Prometheus's files, and Prometheus itself with --prometheus.
+  JobMonitoring monitoring(&supervisor, plan.workdir);
+  if (absl::Status s = monitoring.WriteFiles(*deploy_dir); !s.ok()) {
+    return Fail(supervisor, s.message());
+  }
+  if (flags.prometheus) {
+    absl::StatusOr<Event> ready =
+        monitoring.StartPrometheus(flags.prometheus_binary, absl::Now() + startup);
+    if (!ready.ok()) return Fail(supervisor, ready.status().message());
+    if (ready->kind != Event::Kind::kReady) return Abort(supervisor, *ready, "Prometheus");
+  }
   // Where /metrics can be reached: the configured host, or loopback when
   // the daemons listen on every address.
   const std::string& host = config->metrics.host;
@@ -208,6 +174,7 @@ int Run(const Flags& flags) {
   }
   if (!port_error.ok()) return Fail(supervisor, port_error.message());
   metrics.push_back({"coordinator", MetricsUrl(metrics_host, coordinator_ports->metrics)});
+  monitoring.AddTarget("coordinator", metrics.back().url);
 
   // 2. The servers, all at once; workers start once every server serves.
   std::vector<std::optional<DaemonPorts>> server_ports(num_servers);
@@ -228,15 +195,15 @@ int Run(const Flags& flags) {
     if (!port_error.ok()) return Fail(supervisor, port_error.message());
     metrics.push_back({MemberName(Role::kServer, i),
                        MetricsUrl(metrics_host, server_ports[i]->metrics)});
+    monitoring.AddTarget("server", metrics.back().url);
   }
   supervisor.Log(absl::StrCat("cluster is up: coordinator on 127.0.0.1:", coordinator_ports->grpc,
                               ", ", num_servers, " servers serving"));
 
   if (flags.no_workers) {
     for (const MetricsEndpoint& m : metrics) {
-      std::printf("metrics %s: %s\n", m.process.c_str(), m.url.c_str());
+      supervisor.Print(absl::StrCat("metrics ", m.process, ": ", m.url));
     }
-    std::fflush(stdout);
     supervisor.StopAll(kStopGrace);
     supervisor.Log("stopped the cluster (--no-workers)");
     return kExitOk;
@@ -244,13 +211,22 @@ int Run(const Flags& flags) {
 
   // 3. The workers. Their /metrics address comes from their start-up log
   // line ("metrics on http://HOST:PORT/metrics"): workers write no port file.
+  // Their progress lines feed the live line (and are not printed then).
   std::vector<std::string> worker_urls(num_workers);
+  ProgressBoard board;
   for (int i = 0; i < num_workers; ++i) {
-    auto observe = [url = &worker_urls[i]](absl::string_view line) {
+    auto observe = [&, i](absl::string_view line) {
+      if (std::optional<ProgressLine> progress = ParseProgressLine(line)) {
+        board.Update(i, *progress);
+        supervisor.SetStatus(board.Render(Console::TerminalWidth(STDERR_FILENO) - 1));
+        return !live || progress->event != "progress";
+      }
       const size_t at = line.find("metrics on http://");
-      if (!url->empty() || at == absl::string_view::npos) return;
+      if (!worker_urls[i].empty() || at == absl::string_view::npos) return true;
       absl::string_view rest = line.substr(at + std::strlen("metrics on "));
-      *url = std::string(rest.substr(0, rest.find_first_of(" \t")));
+      worker_urls[i] = std::string(rest.substr(0, rest.find_first_of(" \t")));
+      monitoring.AddTarget("worker", worker_urls[i]);
+      return true;
     };
     if (absl::Status s = supervisor.Start(Role::kWorker, i, binaries[2],
                                           WorkerArgs(plan, i, coordinator_ports->grpc), observe);
@@ -262,6 +238,7 @@ int Run(const Flags& flags) {
                               absl::InfiniteFuture());
   if (event.kind != Event::Kind::kReady) return Abort(supervisor, event, "the workers");
   const double wall_seconds = absl::ToDoubleSeconds(absl::Now() - started);
+  supervisor.ClearStatus();
   supervisor.Log("all workers finished; stopping the servers and the coordinator");
   for (const std::string& name : supervisor.StopAll(kStopGrace)) {
     supervisor.Log(absl::StrCat(name, " did not stop within ", absl::FormatDuration(kStopGrace),
@@ -283,13 +260,24 @@ int Run(const Flags& flags) {
                   metrics};
   absl::StatusOr<nlohmann::json> report = BuildLaunchSummary(summaries, info);
   if (!report.ok()) return Fail(supervisor, report.status().message());
-  for (const std::string& line : FormatReport(*report)) std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
+  for (const std::string& line : FormatReport(*report)) supervisor.Print(line);
   if (!flags.summary.empty()) {
     if (absl::Status s = WriteJsonFile(flags.summary, *report); !s.ok()) {
       return Fail(supervisor, s.message());
     }
     supervisor.Log(absl::StrCat("summary written to ", flags.summary));
+  }
+  if (!flags.plot.empty()) {
+    PlotOptions plot;
+    plot.output = flags.plot;
+    plot.work_dir = (std::filesystem::path(plan.workdir) / "plot").string();
+    plot.title = absl::StrFormat("%s: %d servers, %d workers; test accuracy %.4f",
+                                 std::filesystem::path(plan.job_path).filename().string(),
+                                 num_servers, num_workers, (*report)["test_accuracy"].get<double>());
+    if (absl::Status s = WritePlot(summaries, plot); !s.ok()) {
+      return Fail(supervisor, absl::StrCat("--plot: ", s.message()));
+    }
+    supervisor.Log(absl::StrCat("training curves written to ", flags.plot));
   }
   return kExitOk;
 }
@@ -327,6 +315,19 @@ int main(int argc, char** argv) {
   app.add_flag("--no-workers", flags.no_workers,
                "Start only the coordinator and the servers, print their /metrics URLs once all "
                "serve, and stop them (a smoke test of the cluster)");
+  app.add_flag("--prometheus", flags.prometheus,
+               "Also run Prometheus (Debian's /usr/bin/prometheus) against the job's targets on "
+               "a free loopback port, print its URL, and stop it with the job");
+  app.add_option("--prometheus-binary", flags.prometheus_binary,
+                 "The Prometheus server to run with --prometheus")
+      ->capture_default_str();
+  app.add_option("--deploy-dir", flags.deploy_dir,
+                 "Directory holding prometheus/prometheus-local.yml and prometheus/alerts.yml, "
+                 "copied beside the targets (default: the deploy/ folder of the source tree "
+                 "cairn-launch was built from)");
+  app.add_option("--plot", flags.plot,
+                 "Draw loss, test accuracy and examples/s per epoch with gnuplot into this "
+                 ".svg or .png file at the end");
   app.footer(
       "Flags after -- are passed to every cairn-worker.\nExit codes: 0 done; 1 a process failed; "
       "2 bad flags, YAML or missing binary; 4 a daemon did not come up within "

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tools/launch/console.h"
 
 namespace cairn::launch {
 namespace {
@@ -42,8 +43,13 @@ void LogMux::Add(int fd, std::string prefix, int target_fd, LineObserver observe
 }
 
 void LogMux::Emit(const Stream& stream, absl::string_view line) {
-  WriteLine(stream.target_fd, absl::StrCat(stream.prefix, line));
-  if (stream.observer) stream.observer(line);
+  if (stream.observer && !stream.observer(line)) return;
+  const std::string text = absl::StrCat(stream.prefix, line);
+  if (console_ != nullptr) {
+    console_->WriteLine(stream.target_fd, text);
+  } else {
+    WriteLine(stream.target_fd, text);
+  }
 }
 
 bool LogMux::ReadAvailable(Stream& stream) {

@@ -11,6 +11,9 @@
 // never interleave mid-line. A line longer than kMaxLineBytes is cut there;
 // an unterminated last line is written when its stream ends.
 //
+// With a Console (console.h) set, lines go through it, so a live status
+// line on the terminal stays below them.
+//
 // Not thread-safe; confined to the launcher's main thread.
 #ifndef CAIRN_TOOLS_LAUNCH_LOG_MUX_H_
 #define CAIRN_TOOLS_LAUNCH_LOG_MUX_H_
@@ -24,6 +27,8 @@
 #include "absl/time/time.h"
 
 namespace cairn::launch {
+
+class Console;
 
 // Writes `text` followed by '\n' to `fd` in one write() where the kernel
 // allows (retrying on partial writes and EINTR). Errors are ignored: output
@@ -42,9 +47,14 @@ class LogMux {
   LogMux(const LogMux&) = delete;
   LogMux& operator=(const LogMux&) = delete;
 
-  // Called with each line of a stream (without prefix or '\n') after it was
-  // written out; runs on the thread that calls Pump/Drain.
-  using LineObserver = std::function<void(absl::string_view line)>;
+  // Called with each line of a stream (without prefix or '\n') before it is
+  // written out; returns false to drop the line (it is not written). Runs
+  // on the thread that calls Pump/Drain.
+  using LineObserver = std::function<bool(absl::string_view line)>;
+
+  // Writes every line through `console` (not owned; must outlive the mux)
+  // from now on; null: straight to the target fds.
+  void SetConsole(Console* console) { console_ = console; }
 
   // Reads lines from `fd` (takes ownership; it should be non-blocking) and
   // writes them, after `prefix`, to `target_fd` (not owned; typically
@@ -86,6 +96,7 @@ class LogMux {
   void CloseStream(size_t index);
 
   std::vector<Stream> streams_;
+  Console* console_ = nullptr;
 };
 
 }  // namespace cairn::launch

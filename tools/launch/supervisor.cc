@@ -34,11 +34,13 @@ std::string MemberName(Role role, int index) {
       return absl::StrCat("server ", index);
     case Role::kWorker:
       return absl::StrCat("worker ", index);
+    case Role::kPrometheus:
+      return "prometheus";
   }
   return "unknown";
 }
 
-absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(int log_fd) {
+absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(int log_fd, bool live_status) {
   const sigset_t set = HandledSignals();
   ::sigprocmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
@@ -46,10 +48,11 @@ absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(int log_fd) {
   if (signal_fd < 0) {
     return absl::InternalError(absl::StrCat("cannot create a signalfd: ", std::strerror(errno)));
   }
-  return std::unique_ptr<Supervisor>(new Supervisor(log_fd, signal_fd));
+  return std::unique_ptr<Supervisor>(new Supervisor(log_fd, signal_fd, live_status));
 }
 
 Supervisor::~Supervisor() {
+  console_.ClearStatus();
   members_.clear();  // ChildProcess's destructor SIGKILLs and reaps
   ::close(signal_fd_);
   const sigset_t set = HandledSignals();
@@ -57,8 +60,10 @@ Supervisor::~Supervisor() {
 }
 
 void Supervisor::Log(absl::string_view message) {
-  WriteLine(log_fd_, absl::StrCat("[launch] ", message));
+  console_.WriteLine(log_fd_, absl::StrCat("[launch] ", message));
 }
+
+void Supervisor::Print(absl::string_view line) { console_.WriteLine(STDOUT_FILENO, line); }
 
 absl::Status Supervisor::Start(Role role, int index, const std::string& binary,
                                const std::vector<std::string>& args,
@@ -106,6 +111,10 @@ Event Supervisor::RunUntil(const std::function<bool()>& ready, absl::Time deadli
   while (true) {
     std::optional<Event> failure;
     for (const Member* m : ReapEnded()) {
+      if (m->role == Role::kPrometheus) {
+        Log(absl::StrCat(m->name, " ended (", m->exit->ToString(), ")"));
+        continue;
+      }
       const bool ok = m->role == Role::kWorker && m->exit->success();
       if (ok) Log(absl::StrCat(m->name, " finished (", m->exit->ToString(), ")"));
       if (!ok && !failure.has_value()) {

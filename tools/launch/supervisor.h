@@ -10,7 +10,12 @@
 //
 // Failure rule: the coordinator and the servers must run until the launcher
 // stops them, so their ending at all (exit code 0 included) is a failure; a
-// worker fails when it ends other than with exit code 0.
+// worker fails when it ends other than with exit code 0. A Prometheus server
+// started with --prometheus only watches the job: its ending is logged, and
+// the job goes on without it.
+//
+// Output goes through a Console (console.h): on a terminal, one live status
+// line (SetStatus) stays below the log lines.
 //
 // Not thread-safe; confined to the launcher's main thread (which must also
 // be the thread that lives longest, see child_process.h).
@@ -27,17 +32,18 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "tools/launch/child_process.h"
+#include "tools/launch/console.h"
 #include "tools/launch/log_mux.h"
 
 namespace cairn::launch {
 
-enum class Role { kCoordinator, kServer, kWorker };
+enum class Role { kCoordinator, kServer, kWorker, kPrometheus };
 
 // One started process.
 struct Member {
   Role role = Role::kWorker;
   int index = 0;                          // server or worker index; 0 for the coordinator
-  std::string name;                       // "coordinator", "server 0", "worker 1"
+  std::string name;                       // "coordinator", "server 0", "worker 1", "prometheus"
   std::unique_ptr<ChildProcess> process;
   std::optional<ExitStatus> exit;         // set once it ended and was reaped
 };
@@ -56,8 +62,9 @@ class Supervisor {
   // Blocks the signals (see above) and opens the signalfd. `log_fd` (not
   // owned) receives the launcher's own "[launch] ..." lines and the
   // children's stderr; children's stdout goes to the launcher's stdout.
-  // Internal when the signalfd cannot be created.
-  static absl::StatusOr<std::unique_ptr<Supervisor>> Create(int log_fd);
+  // `live_status`: draw SetStatus's line on `log_fd` (a terminal; see
+  // Console::IsLiveTerminal). Internal when the signalfd cannot be created.
+  static absl::StatusOr<std::unique_ptr<Supervisor>> Create(int log_fd, bool live_status = false);
 
   // SIGKILLs and reaps whatever still runs; restores the signal mask.
   ~Supervisor();
@@ -67,7 +74,8 @@ class Supervisor {
 
   // Starts `binary` with `args` as `role` number `index` and logs
   // "[launch] started <name> pid=<pid>" (tests and operators rely on this
-  // line to find every process). `stderr_observer` sees each stderr line.
+  // line to find every process). `stderr_observer` sees each stderr line
+  // first and may drop it (LogMux::LineObserver).
   // Errors from ChildProcess::Spawn, naming the binary.
   absl::Status Start(Role role, int index, const std::string& binary,
                      const std::vector<std::string>& args,
@@ -94,10 +102,22 @@ class Supervisor {
   // Writes "[launch] <message>" to the log fd.
   void Log(absl::string_view message);
 
+  // Writes `line` to stdout as it is (the closing report), below the log.
+  void Print(absl::string_view line);
+
+  // The live status line (see console.h); SetStatus does nothing unless
+  // Create was given live_status.
+  void SetStatus(absl::string_view text) { console_.SetStatus(text); }
+  void ClearStatus() { console_.ClearStatus(); }
+  bool live_status() const { return console_.live(); }
+
   const std::vector<Member>& members() const { return members_; }
 
  private:
-  Supervisor(int log_fd, int signal_fd) : log_fd_(log_fd), signal_fd_(signal_fd) {}
+  Supervisor(int log_fd, int signal_fd, bool live_status)
+      : log_fd_(log_fd), signal_fd_(signal_fd), console_(log_fd, live_status) {
+    mux_.SetConsole(&console_);
+  }
 
   // Reads pending signals; remembers the last termination signal.
   void ReadSignals();
@@ -107,12 +127,13 @@ class Supervisor {
 
   const int log_fd_;
   const int signal_fd_;
+  Console console_;
   LogMux mux_;
   std::vector<Member> members_;
   int pending_signal_ = 0;  // a termination signal not yet reported
 };
 
-// "coordinator", "server <index>" or "worker <index>".
+// "coordinator", "server <index>", "worker <index>" or "prometheus".
 std::string MemberName(Role role, int index);
 
 }  // namespace cairn::launch

@@ -1,5 +1,6 @@
 #include "worker/trainer/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -85,6 +86,10 @@ absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dat
   std::vector<int32_t> labels(static_cast<size_t>(batch));
   std::vector<float> grads(mlp.num_params());
 
+  const int64_t per_epoch = shard.steps_per_epoch();
+  int64_t total_steps = per_epoch * options.epochs;
+  if (options.max_steps > 0) total_steps = std::min(total_steps, options.max_steps);
+
   TrainingSummary summary;
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
     if (options.max_steps > 0 && summary.steps >= options.max_steps) break;
@@ -94,7 +99,8 @@ absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dat
     double loss_sum = 0;
     for (int64_t step = 0; step < shard.steps_per_epoch(); ++step) {
       if (options.max_steps > 0 && summary.steps >= options.max_steps) break;
-      StepRecord rec{epoch, step, summary.steps, batch, 0, {}};
+      const int64_t epoch_steps = std::min(per_epoch, total_steps - epoch * per_epoch);
+      StepRecord rec{epoch, step, summary.steps, epoch_steps, total_steps, batch, 0, {}};
       auto where = [&] { return absl::StrCat(" epoch=", epoch, " step=", step); };
       Clock::time_point t = Clock::now();
 

@@ -41,6 +41,8 @@ struct StepRecord {
   int64_t epoch = 0;
   int64_t step = 0;         // within the epoch
   int64_t global_step = 0;  // over all epochs, from 0
+  int64_t epoch_steps = 0;  // steps this epoch runs (max_steps included)
+  int64_t total_steps = 0;  // steps the whole run takes (all epochs, max_steps included)
   int batch = 0;
   double loss = 0;  // mean cross-entropy of this worker's batch
   PhaseSeconds time;

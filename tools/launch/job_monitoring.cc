@@ -1,0 +1,50 @@
+#include "tools/launch/job_monitoring.h"
+
+#include "absl/strings/str_cat.h"
+#include "tools/launch/prometheus_sidecar.h"
+
+namespace cairn::launch {
+
+absl::StatusOr<std::optional<std::string>> CheckMonitoring(const MonitoringFlags& flags) {
+  if (flags.prometheus) {
+    if (absl::Status s = CheckPrometheusInstalled(flags.prometheus_binary); !s.ok()) return s;
+  }
+  absl::StatusOr<std::string> dir = FindDeployDir(flags.deploy_dir);
+  if (dir.ok()) return std::optional<std::string>(*dir);
+  if (flags.prometheus || !flags.deploy_dir.empty()) return dir.status();
+  return std::optional<std::string>();  // targets only
+}
+
+absl::Status JobMonitoring::WriteFiles(const std::optional<std::string>& deploy_dir) {
+  if (absl::Status s = targets_.Write(); !s.ok()) return s;
+  if (!deploy_dir.has_value()) {
+    supervisor_->Log(absl::StrCat("Prometheus file_sd targets in ", targets_.path(),
+                                  " (no deploy directory found to copy the scrape config from; "
+                                  "see --deploy-dir)"));
+    return absl::OkStatus();
+  }
+  if (absl::Status s = CopyPrometheusConfig(*deploy_dir, files_); !s.ok()) return s;
+  supervisor_->Log(absl::StrCat("Prometheus file_sd targets in ", targets_.path(),
+                                ", scrape config ", files_.config));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Event> JobMonitoring::StartPrometheus(const std::string& binary,
+                                                     absl::Time deadline) {
+  absl::StatusOr<PrometheusStart> started =
+      launch::StartPrometheus(*supervisor_, binary, files_, deadline);
+  if (!started.ok()) return started.status();
+  if (started->event.kind == Event::Kind::kReady) {
+    supervisor_->Log(absl::StrCat("prometheus on ", started->url,
+                                  " (scraping every process of the job; it stops with the job)"));
+  }
+  return started->event;
+}
+
+void JobMonitoring::AddTarget(const std::string& role, const std::string& url) {
+  absl::StatusOr<std::string> address = TargetAddress(url);
+  absl::Status s = address.ok() ? targets_.Add({role, *address}) : address.status();
+  if (!s.ok()) supervisor_->Log(absl::StrCat("cannot update the Prometheus targets: ", s.message()));
+}
+
+}  // namespace cairn::launch

@@ -1,0 +1,63 @@
+// What cairn-launch does for Prometheus around one job: before anything
+// starts, checks what --prometheus needs; then writes the job's file_sd
+// targets and the config copies (targets_file.h), starts Prometheus with
+// --prometheus (prometheus_sidecar.h), and adds each process to the targets
+// as its /metrics address becomes known.
+//
+// Not thread-safe; confined to the launcher's main thread.
+#ifndef CAIRN_TOOLS_LAUNCH_JOB_MONITORING_H_
+#define CAIRN_TOOLS_LAUNCH_JOB_MONITORING_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tools/launch/supervisor.h"
+#include "tools/launch/targets_file.h"
+
+namespace cairn::launch {
+
+struct MonitoringFlags {
+  bool prometheus = false;        // --prometheus
+  std::string prometheus_binary;  // --prometheus-binary
+  std::string deploy_dir;         // --deploy-dir; empty: the source tree's
+};
+
+// Checks the flags before any process starts and returns the deploy
+// directory to copy the config from; nullopt when none was asked for and
+// the default one is absent (only the targets are written then). Errors
+// (for exit code 2): CheckPrometheusInstalled's with --prometheus, and
+// FindDeployDir's with --prometheus or --deploy-dir.
+absl::StatusOr<std::optional<std::string>> CheckMonitoring(const MonitoringFlags& flags);
+
+class JobMonitoring {
+ public:
+  // `supervisor` (borrowed) must outlive this; files go under `workdir`.
+  JobMonitoring(Supervisor* supervisor, const std::string& workdir)
+      : supervisor_(supervisor), files_(PrometheusFilesIn(workdir)), targets_(files_.targets) {}
+
+  // Writes the empty targets file and, with a deploy directory, the config
+  // copies; logs where they are. Internal naming the path on failure.
+  absl::Status WriteFiles(const std::optional<std::string>& deploy_dir);
+
+  // Starts Prometheus (StartPrometheus) and logs
+  // "prometheus on http://127.0.0.1:PORT/ ..." once it is ready. Returns the
+  // event that ended the wait (kReady: ready); errors as StartPrometheus.
+  absl::StatusOr<Event> StartPrometheus(const std::string& binary, absl::Time deadline);
+
+  // Adds the process whose /metrics is at `url` to the targets as `role`;
+  // a failure is logged (the job does not depend on it).
+  void AddTarget(const std::string& role, const std::string& url);
+
+  const PrometheusFiles& files() const { return files_; }
+
+ private:
+  Supervisor* const supervisor_;
+  const PrometheusFiles files_;
+  TargetsFile targets_;
+};
+
+}  // namespace cairn::launch
+
+#endif  // CAIRN_TOOLS_LAUNCH_JOB_MONITORING_H_
