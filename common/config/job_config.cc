@@ -35,7 +35,7 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
                    MapReader::Open(node, "cluster",
                                    {"coordinator", "servers", "workers", "partitions",
                                     "lease_timeout", "heartbeat_interval", "startup_timeout",
-                                    "replication"}));
+                                    "replication", "on_worker_loss"}));
   RETURN_IF_ERROR(r.String("coordinator", /*non_empty=*/true, &c->coordinator));
   if (r.Has("coordinator")) {
     absl::StatusOr<HostPort> hp = ParseHostPort(c->coordinator, r.Path("coordinator"));
@@ -60,6 +60,9 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
                    absl::StrCat("cluster.replication: ", c->replication,
                                 " is not supported yet; set 1 (partitions have no backup copies)"));
   }
+  std::string loss = WorkerLossPolicyName(c->on_worker_loss);
+  RETURN_IF_ERROR(r.Choice("on_worker_loss", {"continue", "fail"}, &loss));
+  c->on_worker_loss = loss == "fail" ? WorkerLossPolicy::kFail : WorkerLossPolicy::kContinue;
   return absl::OkStatus();
 }
 
@@ -155,6 +158,10 @@ absl::Status BuildTables(const MapReader& top, JobConfig* config) {
 }
 
 }  // namespace
+
+const char* WorkerLossPolicyName(WorkerLossPolicy policy) {
+  return policy == WorkerLossPolicy::kFail ? "fail" : "continue";
+}
 
 std::string ConfigHash(const std::string& source, const std::vector<std::string>& overrides) {
   std::string text = source;

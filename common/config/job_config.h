@@ -23,6 +23,13 @@
 
 namespace cairn {
 
+// What the job does when the coordinator declares a worker dead (its lease
+// expired: a crash or a partition, not a clean leave). `kContinue`: servers
+// drop it from the minimum clock and the others go on; the loss is logged
+// and counted. `kFail`: the coordinator fails the job (exits non-zero naming
+// the worker), so no run "succeeds" having skipped part of the data.
+enum class WorkerLossPolicy { kContinue, kFail };
+
 struct ClusterConfig {
   std::string coordinator = "127.0.0.1:7070";  // host:port of cairn-coordinator
   int servers = 1;                 // expected servers (>= 1)
@@ -32,7 +39,11 @@ struct ClusterConfig {
   absl::Duration heartbeat_interval = absl::Milliseconds(500);  // < lease_timeout
   absl::Duration startup_timeout = absl::Seconds(60);
   int replication = 1;             // copies of each partition; only 1 is supported
+  WorkerLossPolicy on_worker_loss = WorkerLossPolicy::kContinue;  // `continue` | `fail`
 };
+
+// "continue" or "fail", as the YAML spells it.
+const char* WorkerLossPolicyName(WorkerLossPolicy policy);
 
 struct RpcConfig {
   int64_t max_message_bytes = 256ll << 20;   // gRPC send/receive limit, both sides

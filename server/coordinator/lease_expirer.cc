@@ -2,8 +2,8 @@
 
 namespace cairn {
 
-LeaseExpirer::LeaseExpirer(CoordinatorState* state, absl::Duration period)
-    : state_(state), period_(period) {
+LeaseExpirer::LeaseExpirer(CoordinatorState* state, absl::Duration period, OnExpired on_expired)
+    : state_(state), period_(period), on_expired_(std::move(on_expired)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -18,7 +18,8 @@ void LeaseExpirer::Stop() {
 void LeaseExpirer::Run() {
   while (!stop_.WaitForNotificationWithTimeout(period_)) {
     // The expired members are logged and counted by ExpireLeases itself.
-    state_->ExpireLeases();
+    const std::vector<MemberRecord> expired = state_->ExpireLeases();
+    if (!expired.empty() && on_expired_) on_expired_(expired);
   }
 }
 

@@ -4,7 +4,9 @@
 #ifndef CAIRN_SERVER_COORDINATOR_LEASE_EXPIRER_H_
 #define CAIRN_SERVER_COORDINATOR_LEASE_EXPIRER_H_
 
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -15,8 +17,13 @@ namespace cairn {
 // Thread-safe: Stop() may be called from any thread, more than once.
 class LeaseExpirer {
  public:
-  // Starts the thread. state must outlive this; period > 0.
-  LeaseExpirer(CoordinatorState* state, absl::Duration period);
+  // Called on the expirer's thread with the members each round declared DEAD
+  // (never with an empty list).
+  using OnExpired = std::function<void(const std::vector<MemberRecord>&)>;
+
+  // Starts the thread. state must outlive this; period > 0; on_expired may
+  // be null.
+  LeaseExpirer(CoordinatorState* state, absl::Duration period, OnExpired on_expired = nullptr);
   // Stops and joins the thread.
   ~LeaseExpirer();
 
@@ -31,6 +38,7 @@ class LeaseExpirer {
 
   CoordinatorState* const state_;
   const absl::Duration period_;
+  const OnExpired on_expired_;
   absl::Notification stop_;
   absl::Mutex join_mu_;  // serializes concurrent Stop() calls
   std::thread thread_;

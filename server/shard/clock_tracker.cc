@@ -5,11 +5,17 @@
 namespace cairn {
 
 void ClockTracker::SetLiveWorkers(const std::vector<LiveWorker>& workers) {
+  const int64_t previous_min = MinClock();
   std::map<uint32_t, int64_t> next;
   for (const LiveWorker& w : workers) {
     if (left_.count(w.id)) continue;
     int64_t clock = w.start_clock;
     if (auto it = last_.find(w.id); it != last_.end()) clock = std::max(clock, it->second);
+    // A worker entering the live set never pulls the minimum back: the
+    // coordinator's start_clock comes from heartbeats and may lag.
+    if (clocks_.count(w.id) == 0 && previous_min != kNoWorkers) {
+      clock = std::max(clock, previous_min);
+    }
     next[w.id] = clock;
     last_[w.id] = clock;
   }

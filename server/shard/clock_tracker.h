@@ -5,7 +5,8 @@
 // MinClock() >= t - s (BSP: s = 0; ASP: never waits). Workers that left
 // cleanly or were declared dead by the coordinator no longer count; a worker
 // joining late starts at the clock the coordinator gave it (the minimum of
-// the others), so it neither holds others back nor gets ahead of the bound.
+// the others, and at least this server's own minimum), so it neither holds
+// others back nor gets ahead of the bound.
 //
 // Not thread-safe; guarded by the owning Shard's mutex.
 #ifndef CAIRN_SERVER_SHARD_CLOCK_TRACKER_H_
@@ -29,8 +30,12 @@ class ClockTracker {
     int64_t start_clock;
   };
 
-  // Replaces the live set. Workers new to the set start at their start_clock
-  // (or keep a higher clock already reported); workers that left stay out.
+  // Replaces the live set. A worker entering the set starts at the largest of
+  // its start_clock, the clock it last reported (if it was live before), and
+  // the current MinClock() (when some worker is live), so a late joiner
+  // starts at the current minimum and the minimum never goes back; workers
+  // that left stay out. A worker missing from `workers` (declared dead) no
+  // longer counts.
   void SetLiveWorkers(const std::vector<LiveWorker>& workers);
 
   // Records that `worker` completed `clock` iterations (clocks never go back).

@@ -28,7 +28,16 @@ absl::StatusOr<size_t> CountKeys(const std::string& bytes, const std::string& ta
 }  // namespace
 
 Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
-    : server_id_(server_id), job_(job), metrics_(metrics) {}
+    : server_id_(server_id), job_(job), metrics_(metrics) {
+  for (const v1::TableSpec& t : job_.tables()) {
+    const bool asp = t.consistency() == v1::CONSISTENCY_ASP;
+    const int64_t bound = t.consistency() == v1::CONSISTENCY_SSP ? t.staleness() : 0;
+    LOG_INFO("table {}: consistency {}, staleness bound {}", t.name(),
+             asp ? "asp" : (t.consistency() == v1::CONSISTENCY_SSP ? "ssp" : "bsp"),
+             asp ? std::string("none (never waits)") : std::to_string(bound));
+    if (metrics_ != nullptr) metrics_->StalenessBound(t.name(), asp ? -1 : bound);
+  }
+}
 
 Shard::~Shard() { Shutdown(); }
 

@@ -1,5 +1,7 @@
 #include "server/shard/shard_metrics.h"
 
+#include <limits>
+
 #include "common/metrics.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -25,6 +27,11 @@ ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
                .Name("cairn_shard_keys")
                .Help("Keys (dense chunks or embedding rows) held, by table.")
                .Register(registry);
+  staleness_bound_ = &prometheus::BuildGauge()
+                          .Name("cairn_shard_staleness_bound")
+                          .Help("The staleness bound s of each table, in clocks: 0 for BSP, the "
+                                "configured bound for SSP, +Inf for ASP.")
+                          .Register(registry);
   auto& in = prometheus::BuildCounter()
                  .Name("cairn_shard_received_bytes_total")
                  .Help("Request bytes received (keys and values), by method.")
@@ -87,6 +94,11 @@ void ShardMetrics::Clocks(int64_t min_clock, int64_t max_clock) {
 
 void ShardMetrics::Keys(const std::string& table, uint64_t keys) {
   keys_->Add({{"table", table}}).Set(static_cast<double>(keys));
+}
+
+void ShardMetrics::StalenessBound(const std::string& table, int64_t bound) {
+  staleness_bound_->Add({{"table", table}})
+      .Set(bound < 0 ? std::numeric_limits<double>::infinity() : static_cast<double>(bound));
 }
 
 }  // namespace cairn

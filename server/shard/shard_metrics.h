@@ -36,11 +36,15 @@ class ShardMetrics {
   void NonFinite(const std::string& table);
   void Clocks(int64_t min_clock, int64_t max_clock);
   void Keys(const std::string& table, uint64_t keys);
+  // The table's staleness bound s in clocks (BSP 0); `bound` < 0 (ASP, no
+  // bound) is exported as +Inf.
+  void StalenessBound(const std::string& table, int64_t bound);
 
  private:
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Counter>* nonfinite_;
   prometheus::Family<prometheus::Gauge>* keys_;
+  prometheus::Family<prometheus::Gauge>* staleness_bound_;
   prometheus::Counter* bytes_in_[kNumMethods];
   prometheus::Counter* bytes_out_[kNumMethods];
   prometheus::Histogram* latency_[kNumMethods];

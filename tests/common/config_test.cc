@@ -273,3 +273,57 @@ TEST_CASE("a missing file is NotFound", "[config]") {
 }
 
 }  // namespace cairn
+
+namespace cairn {
+
+TEST_CASE("the four consistency errors each name file:line:column", "[config][consistency]") {
+  using testing::ParseError;
+  // A negative bound.
+  CHECK_THAT(ParseError("consistency:\n  mode: ssp\n  staleness: -1\n"),
+             Equals("job.yaml:3:14: `consistency.staleness` must be a non-negative integer; "
+                    "got -1"));
+  // SSP without a bound.
+  CHECK_THAT(ParseError("consistency:\n  mode: ssp\n"),
+             Equals("job.yaml:2:3: `consistency.staleness` is required when `consistency.mode` "
+                    "is ssp (a non-negative integer)"));
+  // A bound given with BSP or ASP.
+  CHECK_THAT(ParseError("consistency:\n  mode: bsp\n  staleness: 2\n"),
+             Equals("job.yaml:3:14: `consistency.staleness` only applies to ssp; the consistency "
+                    "here is bsp: remove it or set ssp"));
+  CHECK_THAT(ParseError("consistency:\n  mode: asp\n  staleness: 0\n"),
+             Equals("job.yaml:3:14: `consistency.staleness` only applies to ssp; the consistency "
+                    "here is asp: remove it or set ssp"));
+  // An unknown mode.
+  CHECK_THAT(ParseError("consistency:\n  mode: eventual\n"),
+             StartsWith("job.yaml:2:9: `consistency.mode` must be one of bsp, ssp, asp; got "
+                        "`eventual`"));
+  // The same four on a table.
+  const std::string table = "tables:\n  - name: e\n    kind: sparse\n    width: 4\n";
+  CHECK_THAT(ParseError(table + "    consistency: ssp\n    staleness: -3\n"),
+             StartsWith("job.yaml:6:16: `tables[0].staleness` must be a non-negative integer"));
+  CHECK_THAT(ParseError(table + "    consistency: ssp\n"),
+             StartsWith("job.yaml:2:5: `tables[0].staleness` is required when "
+                        "`tables[0].consistency` is ssp"));
+  CHECK_THAT(ParseError(table + "    consistency: asp\n    staleness: 1\n"),
+             StartsWith("job.yaml:6:16: `tables[0].staleness` only applies to ssp"));
+  CHECK_THAT(ParseError(table + "    consistency: sync\n"),
+             StartsWith("job.yaml:5:18: `tables[0].consistency` must be one of bsp, ssp, asp"));
+}
+
+TEST_CASE("cluster.on_worker_loss is continue or fail", "[config][B16]") {
+  using testing::ParseError;
+  using testing::ParseOk;
+  CHECK(ParseOk("metrics: {}\n").cluster.on_worker_loss == WorkerLossPolicy::kContinue);
+  const JobConfig fail = ParseOk("cluster:\n  on_worker_loss: fail\n");
+  CHECK(fail.cluster.on_worker_loss == WorkerLossPolicy::kFail);
+  CHECK_THAT(DescribeConfig(fail), Contains("\ncluster.on_worker_loss: fail\n"));
+  CHECK(ParseOk("cluster: {on_worker_loss: continue}\n").cluster.on_worker_loss ==
+        WorkerLossPolicy::kContinue);
+  CHECK(ParseOk("metrics: {}\n", {"cluster.on_worker_loss=fail"}).cluster.on_worker_loss ==
+        WorkerLossPolicy::kFail);
+  CHECK_THAT(ParseError("cluster:\n  on_worker_loss: ignore\n"),
+             StartsWith("job.yaml:2:19: `cluster.on_worker_loss` must be one of continue, fail; "
+                        "got `ignore`"));
+}
+
+}  // namespace cairn

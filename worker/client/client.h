@@ -10,10 +10,18 @@
 // partition map is retried once after fetching the new map.
 //
 // Iterations: clock() is the number of iterations this worker completed.
-// A pull reads values for iteration clock(): under BSP it waits on each
-// server until every live worker has completed clock() iterations (and their
-// pushes for them are applied). Pushes belong to iteration clock(). Clock()
-// ends the iteration on every server (also those it pushed nothing to).
+// A pull reads values for iteration t = clock(): each server serves it once
+// every live worker has completed t - s iterations (and their pushes for them
+// are applied), s being the table's staleness bound (BSP: s = 0; ASP: no
+// wait). Pushes belong to iteration clock(). Clock() ends the iteration on
+// every server (also those it pushed nothing to). A worker that joins after
+// the start-up barrier starts at the servers' current minimum clock.
+//
+// Cache (row_cache.h): pulled values of BSP and SSP tables are kept with the
+// server min clock they reflect and reused while the table's bound allows, so
+// SSP saves round trips as well as waits (ASP reads always go to the
+// servers). A push invalidates the keys it pushes, so a worker always reads
+// its own writes (a dense table pushed every iteration always misses).
 //
 // Thread-safe: Pull/Push may be called from several threads; Clock() must not
 // run concurrently with a Pull or Push of the same iteration.
@@ -30,6 +38,10 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/bytes.h"
+
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
 
 namespace cairn {
 namespace v1 {
@@ -48,6 +60,25 @@ struct ClientOptions {
   // Sends heartbeats to keep this worker's lease. Off only in tests.
   bool heartbeat = true;
   std::string metrics_address;   // reported to the coordinator
+  // Capacity of the worker-side cache in bytes (values plus ~96 bytes per
+  // key); 0 turns it off. Fixed at Connect().
+  uint64_t cache_bytes = 64ull << 20;
+  // Where the client's metrics (client_metrics.h) are registered; null: none.
+  // Not owned; must outlive the client.
+  prometheus::Registry* metrics_registry = nullptr;
+};
+
+// Counters since Connect(), for logs and tests. Keys are dense chunks or
+// embedding rows; a "read" is one table's part of one pull.
+struct ClientStats {
+  uint64_t pulls = 0;
+  uint64_t reads = 0;
+  uint64_t cache_hits = 0;    // keys served from the cache
+  uint64_t cache_misses = 0;  // keys fetched from servers
+  uint64_t cache_bytes = 0;
+  int64_t max_read_staleness = 0;   // clocks; see cairn_client_read_staleness_clocks
+  double mean_read_staleness = 0;   // clocks
+  double pull_seconds = 0;          // summed over pulls, waits included
 };
 
 // A dense table's whole tensor in caller memory (table's element count floats).
@@ -74,6 +105,8 @@ class Client {
   // NotFound naming the table when there is none of that name.
   virtual absl::StatusOr<const v1::TableSpec*> Table(const std::string& name) const = 0;
   virtual int64_t clock() const = 0;
+  // Thread-safe snapshot of the counters above.
+  virtual ClientStats Stats() const = 0;
 
   // Pulls whole dense tensors. Each buffer must hold the table's element count.
   // Errors: NotFound (table), InvalidArgument (size), DeadlineExceeded (the
@@ -102,7 +135,8 @@ class Client {
   virtual absl::Status Clock() = 0;
 
   // Leaves the job cleanly: servers drop this worker from barriers and the
-  // coordinator shows it LEFT. The client is unusable afterwards.
+  // coordinator shows it LEFT; logs one line of ClientStats. The client is
+  // unusable afterwards.
   virtual absl::Status Finish() = 0;
 };
 

@@ -12,17 +12,12 @@
 #include "common/partitioning.h"
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
+#include "worker/client/internal/op.h"
 
 namespace cairn {
 namespace {
 
 constexpr int kMaxAttempts = 4;
-
-uint64_t DenseElements(const v1::TableSpec& spec) {
-  uint64_t n = 1;
-  for (int64_t d : spec.shape()) n *= static_cast<uint64_t>(d);
-  return n;
-}
 
 bool Retriable(const grpc::Status& s) {
   return StaleMapVersion(s).has_value() || s.error_code() == grpc::StatusCode::UNAVAILABLE ||
@@ -31,21 +26,6 @@ bool Retriable(const grpc::Status& s) {
 }
 
 }  // namespace
-
-// One pull or push across servers. Pieces complete on gRPC threads.
-struct ClientImpl::Op {
-  bool is_push = false;
-  std::vector<TableInput> inputs;
-  std::promise<absl::Status> promise;
-  int attempt = 0;
-
-  absl::Mutex mu;
-  int outstanding ABSL_GUARDED_BY(mu) = 0;
-  absl::Status error ABSL_GUARDED_BY(mu);
-  // (input index, indices) to send again after a map refresh.
-  std::vector<std::pair<size_t, std::vector<uint32_t>>> retry ABSL_GUARDED_BY(mu);
-  bool refresh ABSL_GUARDED_BY(mu) = false;
-};
 
 namespace {
 
@@ -60,12 +40,6 @@ struct Piece {
   v1::PushRequest push;
   v1::PushResponse push_response;
 };
-
-uint32_t ChunkLength(const ClientImpl::TableInput& in, Key chunk) {
-  const uint64_t cs = static_cast<uint64_t>(in.spec->chunk_size());
-  const uint64_t total = DenseElements(*in.spec);
-  return static_cast<uint32_t>(std::min(cs, total - chunk * cs));
-}
 
 uint64_t EntryBytes(const ClientImpl::TableInput& in, uint32_t index) {
   if (in.keys == nullptr) return ChunkLength(in, index) * sizeof(float) + sizeof(Key);
@@ -125,7 +99,7 @@ bool Scatter(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indi
 
 ClientImpl::ClientImpl(const ClientOptions& options,
                        std::unique_ptr<CoordinatorClient> coordinator)
-    : options_(options), coordinator_(std::move(coordinator)) {}
+    : options_(options), coordinator_(std::move(coordinator)), cache_(options.cache_bytes) {}
 
 ClientImpl::~ClientImpl() {
   DrainClocks().IgnoreError();  // callbacks must not outlive the client
@@ -152,6 +126,11 @@ absl::Status ClientImpl::Start() {
   worker_id_ = registered.worker_id();
   job_ = registered.job();
   for (const v1::TableSpec& t : job_.tables()) tables_by_name_[t.name()] = &t;
+  if (options_.metrics_registry != nullptr) {
+    metrics_ = std::make_unique<ClientMetrics>(*options_.metrics_registry, job_);
+  }
+  // The start-up barrier had passed (or this registration completed it).
+  const bool late = registered.map().ready();
   executor_thread_ = std::thread([this] { ExecutorLoop(); });
   if (options_.heartbeat) heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
 
@@ -174,8 +153,12 @@ absl::Status ClientImpl::Start() {
   for (const v1::Member& w : map.workers()) {
     if (w.id() == worker_id_) clock_.store(w.start_clock());
   }
-  return InstallMap(map);
+  RETURN_IF_ERROR(InstallMap(map));
+  if (late) RETURN_IF_ERROR(JoinAtMinimum(deadline));
+  return absl::OkStatus();
 }
+
+
 
 absl::StatusOr<const v1::TableSpec*> ClientImpl::Table(const std::string& name) const {
   auto it = tables_by_name_.find(name);
@@ -192,10 +175,11 @@ absl::Status ClientImpl::InstallMap(const v1::PartitionMap& map) {
   for (const v1::Member& m : map.servers()) {
     servers->addresses[m.id()] = m.address();
     if (old != nullptr) {
+      // Same server at the same address: keep its warm channel.
       auto a = old->addresses.find(m.id());
       if (a != old->addresses.end() && a->second == m.address()) {
-        // Same server at the same address: a new stub on a fresh channel is
-        // cheap, but keeping connections warm matters more.
+        servers->stubs[m.id()] = old->stubs.at(m.id());
+        continue;
       }
     }
     servers->stubs[m.id()] =
@@ -268,10 +252,25 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
   auto op = std::make_shared<Op>();
   op->is_push = is_push;
   op->inputs = std::move(inputs);
+  op->clock = clock_.load();
+  op->start = absl::Now();
   std::future<absl::Status> result = op->promise.get_future();
-  Launch(op, nullptr);
+  if (is_push) {
+    InvalidatePushed(*op);
+    Launch(op, nullptr);
+    return result;
+  }
+  std::vector<std::pair<size_t, std::vector<uint32_t>>> misses = ServeFromCache(op.get());
+  uint64_t hits = 0;
+  for (uint64_t h : op->hits) hits += h;
+  if (misses.empty()) {
+    OnOpDone(op);  // every key came from the cache
+  } else {
+    Launch(op, hits == 0 ? nullptr : &misses);
+  }
   return result;
 }
+
 
 void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                         const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only) {
@@ -361,15 +360,26 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       {
         absl::MutexLock lock(&op->mu);
         if (status.ok() && !op->is_push) {
+          const int64_t min_clock = piece->pull_response.min_clock();
           for (size_t e = 0; e < piece->entries.size(); ++e) {
             const auto& [input, idx] = piece->entries[e];
+            const TableInput& in = op->inputs[input];
             if (static_cast<int>(e) >= piece->pull_response.tables_size() ||
-                !Scatter(op->inputs[input], idx, piece->pull_response.tables(e).values())) {
+                !Scatter(in, idx, piece->pull_response.tables(e).values())) {
               status = grpc::Status(grpc::StatusCode::INTERNAL,
                                     absl::StrCat("server ", piece->server,
                                                  " answered a pull with the wrong value size"));
               break;
             }
+            op->oldest_min_clock[input] = std::min(op->oldest_min_clock[input], min_clock);
+            if (!Cacheable(*in.spec)) continue;
+            size_t evicted = 0;
+            for (uint32_t j : idx) {
+              evicted += cache_.Insert(in.spec->id(), KeyOf(in, j),
+                                       absl::MakeConstSpan(in.out + OffsetOf(in, j), FloatsOf(in, j)),
+                                       min_clock, op->clock, op->generations[input]);
+            }
+            if (metrics_ != nullptr) metrics_->Evicted(evicted);
           }
         }
         if (!status.ok()) {
@@ -432,6 +442,12 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
     error = op->error;
   }
   if (!error.ok() || retry.empty()) {
+    if (error.ok() && op->is_push) {
+      // Again once applied: a pull that raced with this push may have cached
+      // values without it.
+      InvalidatePushed(*op);
+    }
+    if (error.ok() && !op->is_push) RecordReads(op.get());
     op->promise.set_value(error);
     return;
   }
@@ -610,6 +626,15 @@ absl::Status ClientImpl::Finish() {
   absl::Status s = coordinator_->Leave(leave, options_.rpc_deadline);
   if (!s.ok() && first.ok()) first = Annotate(s, "leave coordinator");
   stop_.store(true);
+  const ClientStats stats = Stats();
+  const uint64_t keys = stats.cache_hits + stats.cache_misses;
+  LOG_INFO(
+      "client: {} pulls, mean {:.3f} ms; cache {} hits, {} misses (hit rate {:.4f}), {} bytes; "
+      "read staleness mean {:.3f} max {} clocks; left at clock {}",
+      stats.pulls, stats.pulls == 0 ? 0.0 : 1e3 * stats.pull_seconds / stats.pulls,
+      stats.cache_hits, stats.cache_misses,
+      keys == 0 ? 0.0 : static_cast<double>(stats.cache_hits) / static_cast<double>(keys),
+      stats.cache_bytes, stats.mean_read_staleness, stats.max_read_staleness, clock_.load());
   return first;
 }
 

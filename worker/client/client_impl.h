@@ -16,7 +16,9 @@
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/coordinator_client.h"
 #include "worker/client/client.h"
+#include "worker/client/client_metrics.h"
 #include "worker/client/router.h"
+#include "worker/client/row_cache.h"
 
 namespace cairn {
 
@@ -32,6 +34,7 @@ class ClientImpl final : public Client {
   const v1::JobSpec& job() const override { return job_; }
   absl::StatusOr<const v1::TableSpec*> Table(const std::string& name) const override;
   int64_t clock() const override { return clock_.load(); }
+  ClientStats Stats() const override;
 
   std::future<absl::Status> PullDense(std::vector<DenseBuffer> tables) override;
   std::future<absl::Status> PushDense(std::vector<ConstDenseBuffer> grads) override;
@@ -56,11 +59,21 @@ class ClientImpl final : public Client {
  private:
   struct Servers {
     Router router;
-    std::map<uint32_t, std::unique_ptr<v1::ParameterService::Stub>> stubs;
+    std::map<uint32_t, std::shared_ptr<v1::ParameterService::Stub>> stubs;
     std::map<uint32_t, std::string> addresses;
   };
 
   std::future<absl::Status> Run(bool is_push, std::vector<TableInput> inputs);
+  // Serves what the cache can of a pull's inputs and returns the rest, as
+  // (input, indices) for Launch.
+  std::vector<std::pair<size_t, std::vector<uint32_t>>> ServeFromCache(Op* op);
+  // Drops the keys of a push's inputs from the cache.
+  void InvalidatePushed(const Op& op);
+  // Records a finished pull's reads in Stats() and the metrics.
+  void RecordReads(Op* op);
+  // A worker joining after the start-up barrier: learns each server's min
+  // clock (a Clock call at its own clock) and starts at the largest.
+  absl::Status JoinAtMinimum(absl::Time deadline);
   // Cuts `op`'s listed indices into pieces under the current map and sends them.
   void Launch(const std::shared_ptr<Op>& op,
               const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only);
@@ -83,6 +96,17 @@ class ClientImpl final : public Client {
   std::map<std::string, const v1::TableSpec*> tables_by_name_;
 
   std::atomic<int64_t> clock_{0};
+  RowCache cache_;
+  std::unique_ptr<ClientMetrics> metrics_;  // null without a registry; set in Start()
+
+  // ClientStats counters.
+  std::atomic<uint64_t> pulls_{0};
+  std::atomic<uint64_t> reads_{0};
+  std::atomic<uint64_t> cache_hits_{0};
+  std::atomic<uint64_t> cache_misses_{0};
+  std::atomic<int64_t> staleness_sum_{0};
+  std::atomic<int64_t> staleness_max_{0};
+  std::atomic<int64_t> pull_micros_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
 

@@ -1,0 +1,248 @@
+// Consistency on one shard without gRPC: the SSP bound (field case B15), SSP
+// with s = 0 blocking exactly as BSP, and membership: a dead worker leaves the
+// minimum and releases waiting pulls; a late joiner starts at the minimum.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/bytes.h"
+#include "server/shard/clock_tracker.h"
+#include "server/shard/shard.h"
+
+namespace cairn {
+namespace {
+
+v1::JobSpec ScalarJob(v1::Consistency consistency, int64_t staleness) {
+  v1::TableSpec t;
+  t.set_name("w");
+  t.set_kind(v1::TABLE_KIND_DENSE);
+  t.add_shape(1);
+  t.set_chunk_size(1);
+  t.mutable_optimizer()->set_kind(v1::OPTIMIZER_KIND_SGD);
+  t.mutable_optimizer()->set_learning_rate(1.0f);
+  t.mutable_init()->set_kind(v1::INIT_KIND_ZEROS);
+  t.set_non_finite(v1::NON_FINITE_POLICY_REJECT);
+  t.set_consistency(consistency);
+  t.set_staleness(staleness);
+  t.set_aggregation(v1::AGGREGATION_SUM);
+  v1::JobSpec job;
+  *job.add_tables() = t;
+  job.set_num_partitions(2);
+  return job;
+}
+
+// A ready map giving every partition to server 0, with `workers` as
+// (id, start_clock).
+v1::PartitionMap Map(std::vector<std::pair<uint32_t, int64_t>> workers, uint64_t version) {
+  v1::PartitionMap map;
+  map.set_version(version);
+  map.set_num_partitions(2);
+  map.set_ready(true);
+  for (uint32_t p = 0; p < 2; ++p) {
+    v1::PartitionAssignment* a = map.add_assignments();
+    a->set_partition(p);
+    a->set_primary(0);
+  }
+  for (const auto& [id, start] : workers) {
+    v1::Member* m = map.add_workers();
+    m->set_id(id);
+    m->set_role(v1::MEMBER_ROLE_WORKER);
+    m->set_state(v1::MEMBER_STATE_ALIVE);
+    m->set_start_clock(start);
+  }
+  return map;
+}
+
+v1::PushRequest Push(uint32_t worker, uint64_t seq, int64_t clock) {
+  v1::PushRequest r;
+  r.set_map_version(1);
+  r.set_worker_id(worker);
+  r.set_sequence(seq);
+  r.set_clock(clock);
+  v1::TableValues* tv = r.add_tables();
+  tv->set_table_id(0);
+  tv->set_table("w");
+  tv->set_keys(KeysToBytes({0}));
+  tv->set_values(FloatsToBytes({1.0f}));  // lr 1: w -= 1 per push
+  return r;
+}
+
+v1::ClockRequest Tick(uint32_t worker, int64_t clock) {
+  v1::ClockRequest r;
+  r.set_map_version(1);
+  r.set_worker_id(worker);
+  r.set_clock(clock);
+  return r;
+}
+
+struct PullResult {
+  bool done = false;
+  absl::Status status;
+  v1::PullRequest request;
+  v1::PullResponse response;
+  float value() const {
+    float v;
+    std::memcpy(&v, response.tables(0).values().data(), sizeof(v));
+    return v;
+  }
+};
+
+void StartPull(Shard& shard, PullResult* out, uint32_t worker, int64_t clock) {
+  out->request.set_map_version(1);
+  out->request.set_worker_id(worker);
+  out->request.set_clock(clock);
+  v1::TableKeys* tk = out->request.add_tables();
+  tk->set_table_id(0);
+  tk->set_table("w");
+  tk->set_keys(KeysToBytes({0}));
+  shard.Pull(&out->request, &out->response, absl::InfiniteFuture(), [out](absl::Status s) {
+    out->status = s;
+    out->done = true;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("B15: under SSP s=2 a pull blocks exactly when its clock minus the minimum exceeds 2",
+          "[shard][ssp][cases]") {
+  // 1 server, 3 workers, w = 0, each push is grad 1 at lr 1.
+  Shard shard(0, ScalarJob(v1::CONSISTENCY_SSP, 2), nullptr);
+  REQUIRE(shard.InstallMap(Map({{0, 0}, {1, 0}, {2, 0}}, 1)).ok());
+  uint64_t seq[2] = {0, 0};
+  for (int64_t c = 0; c < 3; ++c) {
+    for (uint32_t w = 0; w < 2; ++w) {
+      PullResult pull;
+      StartPull(shard, &pull, w, c);
+      REQUIRE(pull.done);  // c - min <= 2 (worker 2 is at clock 0): never blocks
+      REQUIRE(shard.Push(Push(w, ++seq[w], c)).ok());
+      REQUIRE(shard.Clock(Tick(w, c + 1)).ok());
+    }
+  }
+  // Clock 3 with worker 2 still at 0: 3 - 0 > 2, so both fast workers wait.
+  PullResult a, b;
+  StartPull(shard, &a, 0, 3);
+  StartPull(shard, &b, 1, 3);
+  CHECK_FALSE(a.done);
+  CHECK_FALSE(b.done);
+  REQUIRE(shard.Push(Push(2, 1, 0)).ok());
+  REQUIRE(shard.Clock(Tick(2, 1)).ok());
+  REQUIRE(a.done);
+  REQUIRE(b.done);
+  // All 6 fast pushes and worker 2's first: -7; the reply says min clock 1.
+  CHECK(a.value() == -7.0f);
+  CHECK(b.value() == -7.0f);
+  CHECK(a.response.min_clock() == 1);
+}
+
+TEST_CASE("B15: SSP with s=0 blocks the same pulls at the same moments as BSP",
+          "[shard][ssp][cases]") {
+  // One random schedule of pushes, ticks and pulls of 3 workers, run against
+  // a BSP and an SSP s=0 shard: the trace of when each pull completes
+  // (the event index) must be identical.
+  const uint64_t seed = GENERATE(1, 2, 3, 4, 5);
+  auto trace = [seed](v1::Consistency mode) {
+    Shard shard(0, ScalarJob(mode, 0), nullptr);
+    REQUIRE(shard.InstallMap(Map({{0, 0}, {1, 0}, {2, 0}}, 1)).ok());
+    std::mt19937_64 rng(seed);
+    std::vector<int64_t> clock(3, 0);
+    std::vector<uint64_t> seq(3, 0);
+    std::vector<std::unique_ptr<PullResult>> pulls;
+    std::vector<bool> waiting(3, false);  // a worker with a parked pull does nothing else
+    std::vector<int> completed_at;
+    for (int event = 0; event < 120; ++event) {
+      const uint32_t w = static_cast<uint32_t>(rng() % 3);
+      for (size_t i = 0; i < pulls.size(); ++i) {
+        if (pulls[i]->done && completed_at[i] < 0) completed_at[i] = event;
+      }
+      for (uint32_t v = 0; v < 3; ++v) waiting[v] = false;
+      for (size_t i = 0; i < pulls.size(); ++i) {
+        if (!pulls[i]->done) waiting[pulls[i]->request.worker_id()] = true;
+      }
+      if (waiting[w]) continue;
+      // One step of worker w: pull at its clock, push, tick.
+      pulls.push_back(std::make_unique<PullResult>());
+      completed_at.push_back(-1);
+      StartPull(shard, pulls.back().get(), w, clock[w]);
+      if (!pulls.back()->done) continue;  // resumes on a later event
+      completed_at.back() = event;
+      REQUIRE(shard.Push(Push(w, ++seq[w], clock[w])).ok());
+      REQUIRE(shard.Clock(Tick(w, ++clock[w])).ok());
+    }
+    shard.Shutdown();  // fails the pulls still parked while `pulls` is alive
+    return completed_at;
+  };
+  CHECK(trace(v1::CONSISTENCY_BSP) == trace(v1::CONSISTENCY_SSP));
+}
+
+TEST_CASE("a worker declared dead leaves the minimum and releases the pulls waiting for it",
+          "[shard][membership]") {
+  Shard shard(0, ScalarJob(v1::CONSISTENCY_BSP, 0), nullptr);
+  REQUIRE(shard.InstallMap(Map({{0, 0}, {1, 0}, {2, 0}}, 1)).ok());
+  for (uint32_t w = 0; w < 3; ++w) REQUIRE(shard.Push(Push(w, 1, 0)).ok());
+  REQUIRE(shard.Clock(Tick(0, 1)).ok());
+  REQUIRE(shard.Clock(Tick(1, 1)).ok());
+  PullResult pull;
+  StartPull(shard, &pull, 0, 1);
+  CHECK_FALSE(pull.done);  // worker 2 never ticks: it was killed
+  // The coordinator's next map lists workers 0 and 1 only.
+  REQUIRE(shard.InstallMap(Map({{0, 1}, {1, 1}}, 2)).ok());
+  REQUIRE(pull.done);
+  REQUIRE(pull.status.ok());
+  // Iteration 0 closes with the three pushes it got (aggregation sum).
+  CHECK(pull.value() == -3.0f);
+  // A tick from the dead worker is refused.
+  v1::ClockRequest late = Tick(2, 1);
+  late.set_map_version(2);
+  CHECK(shard.Clock(late).status().code() == absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("a late joiner starts at the server's minimum even when told an older clock",
+          "[shard][membership]") {
+  Shard shard(0, ScalarJob(v1::CONSISTENCY_BSP, 0), nullptr);
+  REQUIRE(shard.InstallMap(Map({{0, 0}, {1, 0}}, 1)).ok());
+  for (int64_t t = 0; t < 5; ++t) {
+    for (uint32_t w = 0; w < 2; ++w) {
+      REQUIRE(shard.Push(Push(w, static_cast<uint64_t>(t + 1), t)).ok());
+      REQUIRE(shard.Clock(Tick(w, t + 1)).ok());
+    }
+  }
+  // The coordinator saw clock 3 in the last heartbeats and tells the joiner 3.
+  REQUIRE(shard.InstallMap(Map({{0, 0}, {1, 0}, {7, 3}}, 2)).ok());
+  v1::ClockRequest hello = Tick(7, 3);
+  hello.set_map_version(2);
+  absl::StatusOr<int64_t> min_clock = shard.Clock(hello);
+  REQUIRE(min_clock.ok());
+  CHECK(*min_clock == 5);  // not pulled back to 3
+  // From clock 5 on, the joiner takes part in the barrier like the others.
+  for (uint32_t w : {0u, 1u, 7u}) REQUIRE(shard.Push(Push(w, 100, 5)).ok());
+  PullResult pull;
+  StartPull(shard, &pull, 0, 6);
+  REQUIRE(shard.Clock(Tick(0, 6)).ok());
+  REQUIRE(shard.Clock(Tick(1, 6)).ok());
+  CHECK_FALSE(pull.done);  // waits for the joiner's iteration 5
+  REQUIRE(shard.Clock(Tick(7, 6)).ok());
+  REQUIRE(pull.done);
+  CHECK(pull.value() == -13.0f);  // 5 iterations of 2 pushes, then 3
+}
+
+TEST_CASE("the clock tracker's minimum ignores dead and departed workers", "[shard][clock]") {
+  ClockTracker clocks;
+  clocks.SetLiveWorkers({{0, 0}, {1, 0}, {2, 0}});
+  REQUIRE(clocks.Tick(0, 4));
+  REQUIRE(clocks.Tick(1, 2));
+  CHECK(clocks.MinClock() == 0);
+  CHECK(clocks.SlowestWorker() == 2);
+  clocks.SetLiveWorkers({{0, 0}, {1, 0}});  // 2 declared dead
+  CHECK(clocks.MinClock() == 2);
+  clocks.Leave(1);
+  CHECK(clocks.MinClock() == 4);
+  CHECK_FALSE(clocks.Tick(1, 5));  // left for good
+  clocks.SetLiveWorkers({{0, 0}, {1, 0}, {3, 1}});  // 1 stays out; 3 joins at min 4
+  CHECK(clocks.NumLive() == 2);
+  CHECK(clocks.ClockOf(3) == 4);
+  clocks.SetLiveWorkers({});
+  CHECK(clocks.MinClock() == ClockTracker::kNoWorkers);
+}
+
+}  // namespace cairn

@@ -1,0 +1,73 @@
+// ClientImpl's per-request state (Op) and how a TableInput's keys map onto
+// the caller's buffer; shared by client_impl.cc (routing, RPCs) and
+// client_consistency.cc (cache, reads, joining). Internal to the library.
+#ifndef CAIRN_WORKER_CLIENT_INTERNAL_OP_H_
+#define CAIRN_WORKER_CLIENT_INTERNAL_OP_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <future>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cairn/v1/types.pb.h"
+#include "worker/client/client_impl.h"
+
+namespace cairn {
+
+// Elements of a dense table (product of its shape).
+inline uint64_t DenseElements(const v1::TableSpec& spec) {
+  uint64_t n = 1;
+  for (int64_t d : spec.shape()) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+// One pull or push across servers. Pieces complete on gRPC threads.
+struct ClientImpl::Op {
+  bool is_push = false;
+  std::vector<TableInput> inputs;
+  std::promise<absl::Status> promise;
+  int attempt = 0;
+  int64_t clock = 0;                  // the worker's clock when the op started
+  absl::Time start;
+  std::vector<uint64_t> generations;  // pulls: each input's cache generation at start
+  std::vector<uint64_t> hits;         // pulls: keys of each input served from the cache
+  std::vector<uint64_t> misses;       // pulls: keys of each input sent to servers
+
+  absl::Mutex mu;
+  int outstanding ABSL_GUARDED_BY(mu) = 0;
+  absl::Status error ABSL_GUARDED_BY(mu);
+  // (input index, indices) to send again after a map refresh.
+  std::vector<std::pair<size_t, std::vector<uint32_t>>> retry ABSL_GUARDED_BY(mu);
+  bool refresh ABSL_GUARDED_BY(mu) = false;
+  // Pulls: per input, the oldest server min clock its values reflect.
+  std::vector<int64_t> oldest_min_clock ABSL_GUARDED_BY(mu);
+};
+
+// Floats in dense chunk `chunk` of `in` (the last chunk may be short).
+inline uint32_t ChunkLength(const ClientImpl::TableInput& in, Key chunk) {
+  const uint64_t cs = static_cast<uint64_t>(in.spec->chunk_size());
+  const uint64_t total = DenseElements(*in.spec);
+  return static_cast<uint32_t>(std::min(cs, total - chunk * cs));
+}
+
+// The key and float count of index `i` of `in` (chunk i of a dense table,
+// keys[i] of a sparse one), and where its values live in the caller's buffer.
+inline Key KeyOf(const ClientImpl::TableInput& in, uint32_t i) {
+  return in.keys == nullptr ? static_cast<Key>(i) : in.keys[i];
+}
+inline uint32_t FloatsOf(const ClientImpl::TableInput& in, uint32_t i) {
+  return in.keys == nullptr ? ChunkLength(in, i) : static_cast<uint32_t>(in.spec->width());
+}
+inline uint64_t OffsetOf(const ClientImpl::TableInput& in, uint32_t i) {
+  return in.keys == nullptr ? i * static_cast<uint64_t>(in.spec->chunk_size())
+                            : i * static_cast<uint64_t>(in.spec->width());
+}
+
+}  // namespace cairn
+
+#endif  // CAIRN_WORKER_CLIENT_INTERNAL_OP_H_
