@@ -1,0 +1,79 @@
+// The cases of cairn-bench: which operation moves which bytes, and the step
+// (one iteration) of each method (Cairn's client library, a unary gRPC call,
+// a gRPC stream) for it.
+#ifndef CAIRN_TOOLS_BENCH_BENCH_CASES_H_
+#define CAIRN_TOOLS_BENCH_BENCH_CASES_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cairn/v1/types.pb.h"
+#include "common/bytes.h"
+#include "tools/bench/bench_reference.h"
+#include "worker/client/client.h"
+
+namespace cairn::bench {
+
+// One operation on one table; each selected method runs it as one row.
+struct CaseGroup {
+  std::string id;         // as given to --cases: "push-1mib", "sparse-pull", ...
+  std::string operation;  // as printed: "push 1 MiB", "pull 4096 rows x 64"
+  bool push = false;
+  bool sparse = false;
+  std::string table;      // Cairn table (bench_cluster.h)
+  int64_t num_floats = 0;  // values per iteration
+  int64_t rows = 0;        // sparse rows per iteration (distinct keys); 0 for dense
+};
+
+// Every case group, in table order: push/pull of 1 MiB, of 16 MiB, then
+// sparse push/pull of 4096 rows of width 64.
+const std::vector<CaseGroup>& AllCaseGroups();
+
+// The groups named in `ids` (comma-separated, "all" for every group), in
+// table order. InvalidArgument naming an unknown id and listing the known ones.
+absl::StatusOr<std::vector<CaseGroup>> SelectCaseGroups(const std::string& ids);
+
+// Buffers and steps of one group. The reference steps move the bytes Cairn's
+// requests carry: the same value bytes and 8 key bytes per dense chunk or
+// sparse row. Not thread-safe; `client` and `reference` must outlive it.
+class CaseRunner {
+ public:
+  // `table` is the group's table as the job configures it. `client` may be
+  // null when only reference steps run, `reference` when only Cairn's do.
+  CaseRunner(const CaseGroup& group, const v1::TableSpec& table, Client* client,
+             ReferenceClient* reference);
+
+  // Allocates the buffers: gradients of 2^-10 (exact in float32), sparse keys
+  // drawn from a fixed seed, dense chunk keys from the table's chunk size.
+  // InvalidArgument when the table does not match the group (kind, size).
+  absl::Status Prepare();
+
+  // method: "Cairn" (needs the client), "unary" or "stream" (need the reference).
+  std::function<absl::Status()> Step(const std::string& method);
+
+  // After Cairn pulls: every pulled value equals the first one (all rows and
+  // chunks received the same gradients), else Internal naming the index.
+  absl::Status CheckPulledValues() const;
+
+  uint64_t value_bytes() const { return values_.size() * sizeof(float); }
+  const std::string& operation() const { return group_.operation; }
+
+ private:
+  absl::Status CairnStep();
+  absl::Span<const char> KeyBytes() const;
+  absl::Span<const char> ValueBytes() const;
+
+  const CaseGroup group_;
+  const v1::TableSpec table_;
+  Client* const client_;
+  ReferenceClient* const reference_;
+  std::vector<Key> keys_;      // sparse keys, or dense chunk indices
+  std::vector<float> values_;  // push source or pull destination
+};
+
+}  // namespace cairn::bench
+
+#endif  // CAIRN_TOOLS_BENCH_BENCH_CASES_H_

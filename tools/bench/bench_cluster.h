@@ -1,0 +1,64 @@
+// The Cairn cluster cairn-bench measures: one cairn-coordinator and one
+// cairn-server on loopback (ports picked at run time), started from a job
+// YAML written into the run directory, and stopped with SIGTERM at the end.
+#ifndef CAIRN_TOOLS_BENCH_BENCH_CLUSTER_H_
+#define CAIRN_TOOLS_BENCH_BENCH_CLUSTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tools/bench/bench_process.h"
+
+namespace cairn::bench {
+
+// Table names and sizes of the benchmark job (all ASP, SGD, zeros).
+inline constexpr char kDense1MiB[] = "dense_1mib";
+inline constexpr char kDense16MiB[] = "dense_16mib";
+inline constexpr char kSparse[] = "sparse_w64";
+inline constexpr int64_t kDense1MiBFloats = int64_t{1} << 18;   // 1 MiB of float32
+inline constexpr int64_t kDense16MiBFloats = int64_t{1} << 22;  // 16 MiB of float32
+inline constexpr int kSparseWidth = 64;                         // floats per row
+
+// gRPC message-size limit of every process of the run, Cairn's and the
+// reference's alike (the job's rpc.max_message_size).
+inline constexpr int64_t kBenchMaxMessageBytes = int64_t{256} << 20;
+
+// The job: 1 server, 1 worker, ASP (no barrier, pulls never wait), the three
+// tables above, dense chunks of the default size (16384 floats, 64 KiB),
+// requests cut at rpc.request_split_size (1 MiB, the default), and
+// kBenchMaxMessageBytes as the message-size limit.
+std::string BenchJobYaml();
+
+// Not thread-safe; confined to the main thread.
+class BenchCluster {
+ public:
+  // Writes `yaml` to <run_dir>/job.yaml, starts <bin_dir>/cairn-coordinator
+  // and <bin_dir>/cairn-server (logs in run_dir), and returns once both wrote
+  // their port files. Errors name the daemon and quote its stderr.
+  static absl::StatusOr<std::unique_ptr<BenchCluster>> Start(const std::string& bin_dir,
+                                                             const std::string& run_dir,
+                                                             const std::string& yaml);
+
+  // host:port of the coordinator.
+  const std::string& coordinator_address() const { return coordinator_address_; }
+  // The cairn-server process.
+  pid_t server_pid() const { return server_->pid(); }
+
+  // Stops the server, then the coordinator (SIGTERM, 5 s grace each). Internal
+  // naming a daemon that did not exit cleanly. The destructor does the same
+  // when Stop() was not called.
+  absl::Status Stop();
+
+ private:
+  BenchCluster() = default;
+
+  std::string coordinator_address_;
+  std::unique_ptr<ChildProcess> coordinator_;
+  std::unique_ptr<ChildProcess> server_;
+};
+
+}  // namespace cairn::bench
+
+#endif  // CAIRN_TOOLS_BENCH_BENCH_CLUSTER_H_

@@ -1,0 +1,99 @@
+#include "tools/bench/bench_driver.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/config/job_config.h"
+#include "common/status_macros.h"
+#include "tools/bench/bench_cluster.h"
+#include "tools/bench/bench_process.h"
+#include "tools/bench/bench_reference.h"
+#include "worker/client/client.h"
+
+namespace cairn::bench {
+namespace {
+
+constexpr absl::Duration kConnectTimeout = absl::Seconds(30);
+
+// Times one group; page faults counted here and in `server_pid`.
+absl::StatusOr<Row> TimeRow(const DriverOptions& options, const CaseGroup& group,
+                            CaseRunner* runner) {
+  Row row{options.method, group.operation, runner->value_bytes(), group.rows, {}};
+  const pid_t server = options.server_pid;
+  auto sample = [server]() -> absl::StatusOr<Counters> {
+    Counters c;
+    ASSIGN_OR_RETURN(c.caller_faults, MinorFaults(getpid()));
+    ASSIGN_OR_RETURN(c.server_faults, MinorFaults(server));
+    return c;
+  };
+  absl::StatusOr<Timing> timed = TimeCase(runner->Step(options.method), options.timing, sample);
+  RETURN_IF_ERROR(Annotate(timed.status(), row.Name()));
+  row.timing = *std::move(timed);
+  if (options.method == "Cairn" && !group.push) {
+    RETURN_IF_ERROR(Annotate(runner->CheckPulledValues(), row.Name()));
+  }
+  return row;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
+  std::unique_ptr<Client> client;
+  std::unique_ptr<ReferenceClient> reference;
+  if (options.method == "Cairn") {
+    ClientOptions client_options;
+    client_options.coordinator = options.target;
+    client_options.worker_id = 0;
+    client_options.connect_timeout = kConnectTimeout;
+    ASSIGN_OR_RETURN(client, Client::Connect(client_options));
+  } else {
+    reference = std::make_unique<ReferenceClient>(options.target, kBenchMaxMessageBytes);
+    RETURN_IF_ERROR(reference->WaitReady(kConnectTimeout));
+  }
+
+  // The tables as the daemons read them (chunk sizes filled in by the parser).
+  ASSIGN_OR_RETURN(JobConfig job,
+                   ParseJobConfig(BenchJobYaml(), "cairn-bench job"));
+  std::vector<std::unique_ptr<CaseRunner>> runners;
+  for (const CaseGroup& group : options.groups) {
+    auto table = std::find_if(job.tables.begin(), job.tables.end(),
+                              [&](const v1::TableSpec& t) { return t.name() == group.table; });
+    if (table == job.tables.end()) {
+      return absl::NotFoundError(absl::StrCat("the bench job has no table ", group.table));
+    }
+    runners.push_back(
+        std::make_unique<CaseRunner>(group, *table, client.get(), reference.get()));
+    RETURN_IF_ERROR(runners.back()->Prepare());
+  }
+  // Priming: every case once before any is timed, so the process has seen
+  // this workload's largest buffers (the steady state of a training loop).
+  for (int round = 0; round < options.prime_rounds; ++round) {
+    for (const auto& runner : runners) {
+      RETURN_IF_ERROR(Annotate(runner->Step(options.method)(),
+                               absl::StrCat("priming ", options.method, " ",
+                                            runner->operation())));
+    }
+  }
+  std::vector<Row> rows;
+  for (size_t g = 0; g < options.groups.size(); ++g) {
+    std::cerr << absl::StrFormat("[%s %d/%d] %s ... ", options.method, g + 1,
+                                 options.groups.size(), options.groups[g].operation)
+              << std::flush;
+    ASSIGN_OR_RETURN(Row row, TimeRow(options, options.groups[g], runners[g].get()));
+    std::cerr << absl::StrFormat("%.0f MB/s, p50 %.3f ms, faults/iter %.0f / %.0f\n",
+                                 row.MegabytesPerSecond(), row.timing.Quantile(0.5) * 1e3,
+                                 row.FaultsPerIteration(row.timing.counters.caller_faults),
+                                 row.FaultsPerIteration(row.timing.counters.server_faults));
+    rows.push_back(std::move(row));
+  }
+  runners.clear();
+  if (client != nullptr) RETURN_IF_ERROR(Annotate(client->Finish(), "leaving the job"));
+  return rows;
+}
+
+}  // namespace cairn::bench

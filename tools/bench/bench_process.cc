@@ -1,0 +1,247 @@
+#include "tools/bench/bench_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace cairn::bench {
+namespace {
+
+absl::Status ErrnoError(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
+    const std::string& binary, const std::vector<std::string>& args,
+    const std::string& log_prefix) {
+  if (access(binary.c_str(), X_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat("cannot execute ", binary, ": ", strerror(errno),
+                                            " (build it, or pass --bin-dir/--build-dir)"));
+  }
+  const bool inherit = log_prefix.empty();
+  const std::string err_path = inherit ? "" : log_prefix + ".stderr";
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int out_fd = inherit ? dup(STDOUT_FILENO) : open((log_prefix + ".stdout").c_str(), kFlags, 0644);
+  const int err_fd = inherit ? dup(STDERR_FILENO) : open(err_path.c_str(), kFlags, 0644);
+  if (null_fd < 0 || out_fd < 0 || err_fd < 0) {
+    absl::Status error = ErrnoError(absl::StrCat("cannot open the logs ", log_prefix, ".*"));
+    for (int fd : {null_fd, out_fd, err_fd}) {
+      if (fd >= 0) close(fd);
+    }
+    return error;
+  }
+  // Everything the child needs is prepared before fork: between fork and exec
+  // only async-signal-safe calls are allowed.
+  std::vector<std::string> argv_storage = {binary};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    absl::Status error = ErrnoError("fork");
+    close(null_fd);
+    close(out_fd);
+    close(err_fd);
+    return error;
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
+    sigprocmask(SIG_SETMASK, &no_signals, nullptr);
+    dup2(null_fd, STDIN_FILENO);
+    dup2(out_fd, STDOUT_FILENO);
+    dup2(err_fd, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(null_fd);
+  close(out_fd);
+  close(err_fd);
+  auto child = std::unique_ptr<ChildProcess>(new ChildProcess());
+  child->binary_ = binary;
+  child->stderr_path_ = err_path;
+  child->pid_ = pid;
+  return child;
+}
+
+ChildProcess::~ChildProcess() {
+  if (Running()) Stop(absl::Seconds(5)).IgnoreError();  // destructor: nobody to report to
+}
+
+bool ChildProcess::Reap() {
+  if (reaped_) return true;
+  int status = 0;
+  const pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    reaped_ = true;
+    wait_status_ = status;
+  }
+  return reaped_;
+}
+
+bool ChildProcess::Running() { return !Reap(); }
+
+std::string ChildProcess::DescribeExit() const {
+  if (WIFEXITED(wait_status_)) return absl::StrCat("exit code ", WEXITSTATUS(wait_status_));
+  if (WIFSIGNALED(wait_status_)) {
+    return absl::StrCat("killed by signal ", WTERMSIG(wait_status_), " (",
+                        strsignal(WTERMSIG(wait_status_)), ")");
+  }
+  return "unknown wait status";
+}
+
+absl::Status ChildProcess::ExitStatus() const {
+  if (WIFEXITED(wait_status_) && WEXITSTATUS(wait_status_) == 0) return absl::OkStatus();
+  const std::string tail = StderrTail();
+  return absl::InternalError(absl::StrCat(binary_, " (pid ", pid_, ") ended with ",
+                                          DescribeExit(),
+                                          tail.empty() ? "" : "; stderr ends:\n", tail));
+}
+
+absl::Status ChildProcess::Wait() {
+  while (!reaped_) {
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, 0);
+    if (r == pid_) {
+      reaped_ = true;
+      wait_status_ = status;
+    } else if (r < 0 && errno != EINTR) {
+      return ErrnoError(absl::StrCat("waitpid ", pid_));
+    }
+  }
+  return ExitStatus();
+}
+
+absl::Status ChildProcess::Stop(absl::Duration grace) {
+  if (!Reap()) {
+    kill(pid_, SIGTERM);
+    const absl::Time deadline = absl::Now() + grace;
+    while (!Reap() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+    if (!reaped_) {
+      kill(pid_, SIGKILL);
+      int status = 0;
+      if (waitpid(pid_, &status, 0) == pid_) {
+        reaped_ = true;
+        wait_status_ = status;
+      }
+      return absl::InternalError(absl::StrCat(binary_, " (pid ", pid_,
+                                              ") ignored SIGTERM for ",
+                                              absl::FormatDuration(grace), "; killed"));
+    }
+  }
+  return ExitStatus();
+}
+
+std::string ChildProcess::StderrTail(size_t max_bytes) const {
+  if (stderr_path_.empty()) return "";
+  std::string s = ReadWholeFile(stderr_path_);
+  return s.size() > max_bytes ? s.substr(s.size() - max_bytes) : s;
+}
+
+absl::StatusOr<std::map<std::string, int>> WaitForPortFile(const std::string& path,
+                                                           absl::Duration timeout,
+                                                           ChildProcess* process) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (access(path.c_str(), R_OK) != 0) {
+    if (process != nullptr && !process->Running()) {
+      return absl::UnavailableError(absl::StrCat(process->binary(),
+                                                 " ended before writing ", path,
+                                                 "; stderr ends:\n", process->StderrTail()));
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("no port file ", path, " after ", absl::FormatDuration(timeout)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  std::map<std::string, int> ports;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(ReadWholeFile(path), '\n', absl::SkipEmpty())) {
+    ++line_number;
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, '=');
+    int port = 0;
+    if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &port)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": \"", line,
+                                                     "\" is not name=port"));
+    }
+    ports[std::string(kv.first)] = port;
+  }
+  return ports;
+}
+
+absl::StatusOr<std::string> MakeRunDir(const std::string& prefix) {
+  const char* tmp = getenv("TMPDIR");
+  std::string pattern = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/",
+                                     prefix, ".XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) return ErrnoError(absl::StrCat("mkdtemp ", pattern));
+  return pattern;
+}
+
+absl::Status WriteTextFile(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return ErrnoError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> MinorFaults(pid_t pid) {
+  const std::string path = absl::StrCat("/proc/", pid, "/stat");
+  const std::string stat = ReadWholeFile(path);
+  if (stat.empty()) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  // "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt ...": comm
+  // may hold spaces, so count fields after its closing parenthesis.
+  const size_t close = stat.rfind(')');
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat).substr(close == std::string::npos ? 0 : close + 1),
+                     ' ', absl::SkipEmpty());
+  int64_t minflt = 0;
+  if (close == std::string::npos || fields.size() < 8 || !absl::SimpleAtoi(fields[7], &minflt)) {
+    return absl::InternalError(absl::StrCat(path, ": no minflt field in \"", stat, "\""));
+  }
+  return minflt;
+}
+
+absl::StatusOr<std::string> ExecutableDir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ErrnoError("readlink /proc/self/exe");
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+}  // namespace cairn::bench

@@ -1,0 +1,186 @@
+#include "tools/bench/bench_report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+
+namespace cairn::bench {
+namespace {
+
+constexpr int kMinWarmupIterations = 3;
+constexpr int64_t kMinIterations = 5;
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+const Row* FindReference(const std::vector<Row>& rows, const Row& row, const char* method) {
+  for (const Row& r : rows) {
+    if (r.method == method && r.operation == row.operation) return &r;
+  }
+  return nullptr;
+}
+
+std::string Ratio(const Row& row, const Row* reference) {
+  if (reference == nullptr || reference->MegabytesPerSecond() <= 0) return "";
+  return absl::StrFormat("%.2f", row.MegabytesPerSecond() / reference->MegabytesPerSecond());
+}
+
+}  // namespace
+
+double Timing::Quantile(double q) const {
+  if (seconds.empty()) return 0;
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(seconds.size())));
+  return seconds[std::clamp<size_t>(rank, 1, seconds.size()) - 1];
+}
+
+absl::StatusOr<Timing> TimeCase(const std::function<absl::Status()>& step,
+                                const TimingOptions& options,
+                                const std::function<absl::StatusOr<Counters>()>& sample) {
+  const double warmup_s = absl::ToDoubleSeconds(options.warmup);
+  const auto warmup_start = std::chrono::steady_clock::now();
+  int warmup_iterations = 0;
+  while (warmup_iterations < kMinWarmupIterations || SecondsSince(warmup_start) < warmup_s) {
+    RETURN_IF_ERROR(Annotate(step(), absl::StrCat("warm-up iteration ", warmup_iterations)));
+    ++warmup_iterations;
+  }
+  const double pace_s = SecondsSince(warmup_start) / warmup_iterations;
+  Timing timing;
+  timing.iterations = options.iterations > 0
+                          ? options.iterations
+                          : std::max<int64_t>(kMinIterations,
+                                              static_cast<int64_t>(std::ceil(
+                                                  absl::ToDoubleSeconds(options.target) /
+                                                  std::max(pace_s, 1e-9))));
+  timing.seconds.reserve(timing.iterations);
+  Counters before;
+  if (sample) {
+    ASSIGN_OR_RETURN(before, sample());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < timing.iterations; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(Annotate(step(), absl::StrCat("iteration ", i)));
+    timing.seconds.push_back(SecondsSince(t0));
+  }
+  timing.total_seconds = SecondsSince(start);
+  if (sample) {
+    ASSIGN_OR_RETURN(Counters after, sample());
+    timing.counters.caller_faults = after.caller_faults - before.caller_faults;
+    timing.counters.server_faults = after.server_faults - before.server_faults;
+  }
+  std::sort(timing.seconds.begin(), timing.seconds.end());
+  return timing;
+}
+
+double Row::MegabytesPerSecond() const {
+  if (timing.total_seconds <= 0) return 0;
+  return static_cast<double>(value_bytes) * static_cast<double>(timing.iterations) /
+         timing.total_seconds / 1e6;
+}
+
+double Row::FaultsPerIteration(int64_t faults) const {
+  if (timing.iterations <= 0) return 0;
+  return static_cast<double>(faults) / static_cast<double>(timing.iterations);
+}
+
+std::string MarkdownTable(const std::vector<Row>& rows) {
+  std::string out =
+      "| case | iterations | MB/s | rows/s | p50 ms | p99 ms | Cairn/unary | Cairn/stream "
+      "| faults/iter |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const Row& row : rows) {
+    const bool cairn = row.method == "Cairn";
+    const std::string rows_per_s =
+        row.rows > 0 ? absl::StrFormat("%.0f", static_cast<double>(row.rows) *
+                                                   static_cast<double>(row.timing.iterations) /
+                                                   row.timing.total_seconds)
+                     : "";
+    absl::StrAppendFormat(&out, "| %s | %d | %.0f | %s | %.3f | %.3f | %s | %s | %.0f / %.0f |\n",
+                          row.Name(), row.timing.iterations, row.MegabytesPerSecond(),
+                          rows_per_s, row.timing.Quantile(0.5) * 1e3,
+                          row.timing.Quantile(0.99) * 1e3,
+                          cairn ? Ratio(row, FindReference(rows, row, "unary")) : "",
+                          cairn ? Ratio(row, FindReference(rows, row, "stream")) : "",
+                          row.FaultsPerIteration(row.timing.counters.caller_faults),
+                          row.FaultsPerIteration(row.timing.counters.server_faults));
+  }
+  return out;
+}
+
+nlohmann::json RowsToJson(const std::vector<Row>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Row& row : rows) {
+    nlohmann::json j;
+    j["case"] = row.Name();
+    j["method"] = row.method;
+    j["operation"] = row.operation;
+    j["value_bytes"] = row.value_bytes;
+    j["rows"] = row.rows;
+    j["iterations"] = row.timing.iterations;
+    j["total_seconds"] = row.timing.total_seconds;
+    j["megabytes_per_second"] = row.MegabytesPerSecond();
+    j["p50_ms"] = row.timing.Quantile(0.5) * 1e3;
+    j["p99_ms"] = row.timing.Quantile(0.99) * 1e3;
+    j["min_ms"] = row.timing.Quantile(0) * 1e3;
+    j["max_ms"] = row.timing.Quantile(1) * 1e3;
+    j["caller_minor_faults_per_iteration"] =
+        row.FaultsPerIteration(row.timing.counters.caller_faults);
+    j["server_minor_faults_per_iteration"] =
+        row.FaultsPerIteration(row.timing.counters.server_faults);
+    if (row.method == "Cairn") {
+      for (const char* ref : {"unary", "stream"}) {
+        const Row* r = FindReference(rows, row, ref);
+        if (r != nullptr && r->MegabytesPerSecond() > 0) {
+          j[absl::StrCat("ratio_to_", ref)] = row.MegabytesPerSecond() / r->MegabytesPerSecond();
+        }
+      }
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+nlohmann::json RowsToRawJson(const std::vector<Row>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Row& row : rows) {
+    out.push_back({{"method", row.method},
+                   {"operation", row.operation},
+                   {"value_bytes", row.value_bytes},
+                   {"rows", row.rows},
+                   {"iterations", row.timing.iterations},
+                   {"total_seconds", row.timing.total_seconds},
+                   {"seconds", row.timing.seconds},
+                   {"caller_faults", row.timing.counters.caller_faults},
+                   {"server_faults", row.timing.counters.server_faults}});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Row>> RowsFromRawJson(const nlohmann::json& json) {
+  std::vector<Row> rows;
+  try {
+    for (const nlohmann::json& j : json) {
+      Row row;
+      row.method = j.at("method").get<std::string>();
+      row.operation = j.at("operation").get<std::string>();
+      row.value_bytes = j.at("value_bytes").get<uint64_t>();
+      row.rows = j.at("rows").get<int64_t>();
+      row.timing.iterations = j.at("iterations").get<int64_t>();
+      row.timing.total_seconds = j.at("total_seconds").get<double>();
+      row.timing.seconds = j.at("seconds").get<std::vector<double>>();
+      row.timing.counters.caller_faults = j.at("caller_faults").get<int64_t>();
+      row.timing.counters.server_faults = j.at("server_faults").get<int64_t>();
+      rows.push_back(std::move(row));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("bench rows JSON: ", e.what()));
+  }
+  return rows;
+}
+
+}  // namespace cairn::bench

@@ -1,0 +1,318 @@
+// cairn-bench: push/pull throughput and latency through Cairn, side by side
+// with raw gRPC moving the same bytes on the same machine.
+//
+// Starts cairn-coordinator and cairn-server (1 server, 1 worker, ASP, all on
+// loopback) from a job YAML it writes, and a reference gRPC server (this
+// binary, --serve-reference). Then, one measuring process per method (this
+// binary, --drive; see bench_driver.h for why), it times
+//   Cairn   the client library's PushDense/PullDense/PushSparse/PullSparse
+//   unary   one unary gRPC call carrying the same keys and values
+//   stream  one streaming call carrying them in pieces of <= 1 MiB (at least
+//           four), several in flight
+// over every selected case, after priming and a warm-up, and prints a
+// markdown table (units in bench_report.h) and, with --json, the same numbers
+// as JSON. Every child process is stopped at the end, and dies with this
+// process if it crashes.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "tools/bench/bench_cases.h"
+#include "tools/bench/bench_cluster.h"
+#include "tools/bench/bench_driver.h"
+#include "tools/bench/bench_process.h"
+#include "tools/bench/bench_reference.h"
+#include "tools/bench/bench_report.h"
+
+#ifndef CAIRN_BUILD_TYPE
+#define CAIRN_BUILD_TYPE "unknown"
+#endif
+
+namespace cairn::bench {
+namespace {
+
+constexpr absl::Duration kStartTimeout = absl::Seconds(30);
+
+struct Flags {
+  std::string bin_dir;
+  std::string build_dir;
+  int iterations = 0;
+  double seconds = 3.0;
+  double warmup_seconds = 0.5;
+  int prime_rounds = 1;
+  std::string cases = "all";
+  std::string methods = "Cairn,unary,stream";
+  std::string json_path;
+  bool keep_logs = false;
+  // Internal modes: this binary as the reference server or as a driver.
+  std::string serve_reference;  // port file
+  std::string drive;            // method
+  std::string target;           // driver: host:port to measure
+  int server_pid = -1;          // driver: the serving process
+  std::string rows_out;         // driver: where its rows go (raw JSON)
+};
+
+std::string ShellQuote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789-_=./,:") == std::string::npos) {
+    return arg;
+  }
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string CommandLine(int argc, char** argv) {
+  std::vector<std::string> words = {"cairn-bench"};
+  for (int i = 1; i < argc; ++i) words.push_back(ShellQuote(argv[i]));
+  return absl::StrJoin(words, " ");
+}
+
+absl::StatusOr<std::vector<std::string>> SelectMethods(const std::string& list) {
+  std::vector<std::string> out;
+  for (const char* m : {"Cairn", "unary", "stream"}) {
+    if (absl::StrContains(absl::StrCat(",", list, ","), absl::StrCat(",", m, ","))) {
+      out.push_back(m);
+    }
+  }
+  if (out.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--methods \"", list, "\" names none of Cairn, unary, stream"));
+  }
+  return out;
+}
+
+// The flags a driver shares with the run that started it.
+std::vector<std::string> TimingArgs(const Flags& flags) {
+  return {"--cases", flags.cases,
+          "--iterations", absl::StrCat(flags.iterations),
+          "--seconds", absl::StrCat(flags.seconds),
+          "--warmup-seconds", absl::StrCat(flags.warmup_seconds),
+          "--prime-rounds", absl::StrCat(flags.prime_rounds)};
+}
+
+// Runs one driver process to completion and returns its rows.
+absl::StatusOr<std::vector<Row>> RunDriverProcess(const Flags& flags, const std::string& method,
+                                                  const std::string& target, pid_t server_pid,
+                                                  const std::string& run_dir) {
+  ASSIGN_OR_RETURN(std::string self_dir, ExecutableDir());
+  const std::string rows_path = absl::StrCat(run_dir, "/rows.", method, ".json");
+  std::vector<std::string> args = {"--drive", method, "--target", target, "--server-pid",
+                                   absl::StrCat(server_pid), "--rows-out", rows_path};
+  for (std::string& a : TimingArgs(flags)) args.push_back(std::move(a));
+  ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> driver,
+                   ChildProcess::Spawn(self_dir + "/cairn-bench", args, /*log_prefix=*/""));
+  RETURN_IF_ERROR(Annotate(driver->Wait(), absl::StrCat("measuring ", method)));
+  std::ifstream in(rows_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    return absl::InternalError(absl::StrCat("cannot parse ", rows_path));
+  }
+  return RowsFromRawJson(json);
+}
+
+// Starts the servers, runs one driver per method, stops everything. Rows come
+// out group by group, methods in the order Cairn, unary, stream.
+absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& methods,
+                          const std::string& bin_dir, const std::string& run_dir,
+                          std::vector<Row>* rows) {
+  ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
+                   BenchCluster::Start(bin_dir, run_dir, BenchJobYaml()));
+  ASSIGN_OR_RETURN(std::string self_dir, ExecutableDir());
+  const std::string reference_ports = run_dir + "/reference.ports";
+  ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> reference,
+                   ChildProcess::Spawn(self_dir + "/cairn-bench",
+                                       {"--serve-reference", reference_ports},
+                                       run_dir + "/reference"));
+  ASSIGN_OR_RETURN(auto ports, WaitForPortFile(reference_ports, kStartTimeout, reference.get()));
+  const std::string reference_address = absl::StrCat("127.0.0.1:", ports["grpc"]);
+
+  std::vector<std::vector<Row>> by_method;
+  for (const std::string& method : methods) {
+    const bool cairn = method == "Cairn";
+    ASSIGN_OR_RETURN(std::vector<Row> r,
+                     RunDriverProcess(flags, method,
+                                      cairn ? cluster->coordinator_address() : reference_address,
+                                      cairn ? cluster->server_pid() : reference->pid(), run_dir));
+    by_method.push_back(std::move(r));
+  }
+  for (size_t g = 0; !by_method.empty() && g < by_method[0].size(); ++g) {
+    for (std::vector<Row>& r : by_method) {
+      if (g < r.size()) rows->push_back(std::move(r[g]));
+    }
+  }
+  absl::Status stopped = reference->Stop(absl::Seconds(5));
+  stopped.Update(cluster->Stop());
+  return stopped;
+}
+
+std::string MachineLine() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return absl::StrCat(model, ", ", std::thread::hardware_concurrency(), " logical CPUs");
+}
+
+TimingOptions TimingFromFlags(const Flags& flags) {
+  TimingOptions timing;
+  timing.iterations = flags.iterations;
+  timing.target = absl::Seconds(flags.seconds);
+  timing.warmup = absl::Seconds(flags.warmup_seconds);
+  return timing;
+}
+
+int Drive(const Flags& flags, const std::vector<CaseGroup>& groups) {
+  if (flags.drive != "Cairn" && flags.drive != "unary" && flags.drive != "stream") {
+    std::cerr << "cairn-bench: --drive \"" << flags.drive << "\" is not Cairn, unary or stream\n";
+    return 2;
+  }
+  DriverOptions options;
+  options.method = flags.drive;
+  options.target = flags.target;
+  options.server_pid = flags.server_pid;
+  options.groups = groups;
+  options.timing = TimingFromFlags(flags);
+  options.prime_rounds = flags.prime_rounds;
+  absl::StatusOr<std::vector<Row>> rows = RunDriver(options);
+  absl::Status status = rows.status();
+  if (status.ok()) {
+    status = WriteTextFile(flags.rows_out, RowsToRawJson(*rows).dump() + "\n");
+  }
+  if (!status.ok()) {
+    std::cerr << "\ncairn-bench (" << flags.drive << "): " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+void PrintReport(const std::string& command, const std::vector<Row>& rows) {
+  std::cout << "Command: `" << command << "`  \n"
+            << "Build: " << CAIRN_BUILD_TYPE << "; machine: " << MachineLine()
+            << "; 1 coordinator + 1 server + 1 worker on loopback, ASP  \n"
+            << "MB/s = value bytes / s (1 MB = 1e6 B; keys not counted); p50/p99 = latency "
+               "of one push or pull; ratios = Cairn MB/s / reference MB/s; faults/iter = "
+               "minor page faults per iteration, worker process / server process\n\n"
+            << MarkdownTable(rows);
+}
+
+int Main(int argc, char** argv, const Flags& flags) {
+  if (!flags.serve_reference.empty()) {
+    return RunReferenceServer(flags.serve_reference, kBenchMaxMessageBytes);
+  }
+  InitLogging("bench", "warn");
+  absl::StatusOr<std::vector<CaseGroup>> groups = SelectCaseGroups(flags.cases);
+  absl::StatusOr<std::vector<std::string>> methods = SelectMethods(flags.methods);
+  for (const absl::Status& s : {groups.status(), methods.status()}) {
+    if (!s.ok()) {
+      std::cerr << "cairn-bench: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  if (!flags.drive.empty()) return Drive(flags, *groups);
+
+  std::string bin_dir = flags.build_dir.empty() ? flags.bin_dir : flags.build_dir + "/bin";
+  if (bin_dir.empty()) {
+    absl::StatusOr<std::string> dir = ExecutableDir();
+    if (!dir.ok()) {
+      std::cerr << "cairn-bench: " << dir.status().message() << "\n";
+      return 1;
+    }
+    bin_dir = *dir;
+  }
+  absl::StatusOr<std::string> run_dir = MakeRunDir("cairn-bench");
+  if (!run_dir.ok()) {
+    std::cerr << "cairn-bench: " << run_dir.status().message() << "\n";
+    return 1;
+  }
+  std::vector<Row> rows;
+  if (absl::Status s = RunBenchmark(flags, *methods, bin_dir, *run_dir, &rows); !s.ok()) {
+    std::cerr << "\ncairn-bench: " << s.message() << "\n(logs in " << *run_dir << ")\n";
+    return 1;
+  }
+  const std::string command = CommandLine(argc, argv);
+  PrintReport(command, rows);
+  if (!flags.json_path.empty()) {
+    nlohmann::json j = {{"command", command},
+                        {"build_type", CAIRN_BUILD_TYPE},
+                        {"machine", MachineLine()},
+                        {"rows", RowsToJson(rows)}};
+    std::ofstream out(flags.json_path);
+    out << j.dump(2) << "\n";
+    if (!out) {
+      std::cerr << "cairn-bench: cannot write --json " << flags.json_path << "\n";
+      return 1;
+    }
+  }
+  if (flags.keep_logs) {
+    std::cerr << "logs in " << *run_dir << "\n";
+  } else {
+    std::error_code ignored;  // a leftover temporary directory is harmless
+    std::filesystem::remove_all(*run_dir, ignored);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace cairn::bench
+
+int main(int argc, char** argv) {
+  cairn::bench::Flags flags;
+  CLI::App app{"cairn-bench: Cairn push/pull throughput and latency next to raw gRPC "
+               "(unary and streaming) moving the same bytes over loopback."};
+  auto* bin = app.add_option("--bin-dir", flags.bin_dir,
+                             "directory holding cairn-coordinator and cairn-server "
+                             "(default: this executable's directory)");
+  app.add_option("--build-dir", flags.build_dir, "CMake build directory (uses <dir>/bin)")
+      ->excludes(bin);
+  app.add_option("--iterations", flags.iterations,
+                 "timed iterations per case; 0: as many as fit in --seconds")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--seconds", flags.seconds, "timed seconds per case when --iterations is 0")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup-seconds", flags.warmup_seconds,
+                 "untimed seconds before each case (at least 3 iterations)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--prime-rounds", flags.prime_rounds,
+                 "untimed rounds over every selected case before the first is timed")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--cases", flags.cases,
+                 "comma-separated: all, push-1mib, pull-1mib, push-16mib, pull-16mib, "
+                 "sparse-push, sparse-pull")
+      ->capture_default_str();
+  app.add_option("--methods", flags.methods, "comma-separated: Cairn, unary, stream")
+      ->capture_default_str();
+  app.add_option("--json", flags.json_path, "also write the results as JSON to this file");
+  app.add_flag("--keep-logs", flags.keep_logs, "keep the run directory (job YAML, daemon logs)");
+  // Internal: how this binary runs its own child processes.
+  app.add_option("--serve-reference", flags.serve_reference)->group("");
+  app.add_option("--drive", flags.drive)->group("");
+  app.add_option("--target", flags.target)->group("");
+  app.add_option("--server-pid", flags.server_pid)->group("");
+  app.add_option("--rows-out", flags.rows_out)->group("");
+  CLI11_PARSE(app, argc, argv);
+  return cairn::bench::Main(argc, argv, flags);
+}
