@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "common/daemon.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -276,6 +277,7 @@ int Main(int argc, char** argv, const Flags& flags) {
 }  // namespace cairn::bench
 
 int main(int argc, char** argv) {
+  cairn::TuneAllocator();  // as cairn-worker does: the bench is a worker process
   cairn::bench::Flags flags;
   CLI::App app{"cairn-bench: Cairn push/pull throughput and latency next to raw gRPC "
                "(unary and streaming) moving the same bytes over loopback."};

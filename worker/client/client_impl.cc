@@ -41,9 +41,12 @@ struct Piece {
   v1::PushResponse push_response;
 };
 
+// Value bytes of one entry: what the request split counts (keys are 8 bytes
+// per 64 KiB chunk or per row; counting them would push a 1 MiB table into a
+// second request).
 uint64_t EntryBytes(const ClientImpl::TableInput& in, uint32_t index) {
-  if (in.keys == nullptr) return ChunkLength(in, index) * sizeof(float) + sizeof(Key);
-  return static_cast<uint64_t>(in.spec->width()) * sizeof(float) + sizeof(Key);
+  if (in.keys == nullptr) return ChunkLength(in, index) * sizeof(float);
+  return static_cast<uint64_t>(in.spec->width()) * sizeof(float);
 }
 
 // Writes keys (and, for pushes, values) of `indices` of `in` into a message.
@@ -55,6 +58,11 @@ void Encode(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indic
     keys->append(reinterpret_cast<const char*>(&k), sizeof(k));
   }
   if (values == nullptr) return;
+  // Size the buffer once: growing it chunk by chunk maps and faults fresh
+  // pages over and over.
+  uint64_t bytes = 0;
+  for (uint32_t i : indices) bytes += EntryBytes(in, i);
+  values->reserve(values->size() + bytes);
   if (in.keys == nullptr) {
     const uint64_t cs = static_cast<uint64_t>(in.spec->chunk_size());
     for (uint32_t c : indices) {
