@@ -4,7 +4,7 @@
 #include "kernels/cpu_backend.h"
 
 #ifdef CAIRN_HAVE_CUDA
-#include "kernels/cuda_backend.h"
+#include "kernels/cuda_loader.h"
 #endif
 
 namespace cairn {
@@ -25,12 +25,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device) 
   }
   const bool required = device == "cuda";
 #ifdef CAIRN_HAVE_CUDA
-  absl::StatusOr<int> count = CudaDeviceCount();
-  if (count.ok() && *count > 0) {
-    absl::StatusOr<std::unique_ptr<CudaBackend>> cuda = CudaBackend::Create(0);
-    if (!cuda.ok()) return cuda.status();
-    return std::unique_ptr<Backend>(std::move(*cuda));
-  }
+  absl::StatusOr<int> count = LoadedCudaDeviceCount();
+  if (count.ok() && *count > 0) return LoadCudaBackend(0);
   if (required) {
     return absl::FailedPreconditionError(
         absl::StrCat("device=cuda: no CUDA device is visible (",
