@@ -3,14 +3,14 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu_backend.h"
 
-#ifdef CAIRN_HAVE_CUDA
+#ifdef CAIRN_CUDA_MODULE
 #include "kernels/cuda_loader.h"
 #endif
 
 namespace cairn {
 
 bool BuiltWithCuda() {
-#ifdef CAIRN_HAVE_CUDA
+#ifdef CAIRN_CUDA_MODULE
   return true;
 #else
   return false;
@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device) 
         absl::StrCat("unknown device '", device, "' (expected auto, cpu or cuda)"));
   }
   const bool required = device == "cuda";
-#ifdef CAIRN_HAVE_CUDA
+#ifdef CAIRN_CUDA_MODULE
   absl::StatusOr<int> count = LoadedCudaDeviceCount();
   if (count.ok() && *count > 0) return LoadCudaBackend(0);
   if (required) {
