@@ -133,6 +133,10 @@ std::string DescribeConfig(const JobConfig& c) {
   }
   out.Add("metrics.host", c.metrics.host);
   out.Add("metrics.port", c.metrics.port);
+  out.Add("checkpoint.dir", c.checkpoint.dir);
+  out.Add("checkpoint.every_clocks", c.checkpoint.every_clocks);
+  out.Add("checkpoint.every", FormatDurationForConfig(c.checkpoint.every));
+  out.Add("checkpoint.keep", c.checkpoint.keep);
   return out.Take();
 }
 

@@ -116,6 +116,20 @@ absl::Status ParseMetrics(const YamlNode& node, MetricsConfig* m) {
   return absl::OkStatus();
 }
 
+absl::Status ParseCheckpoint(const YamlNode& node, CheckpointConfig* c) {
+  ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "checkpoint",
+                                                {"dir", "every_clocks", "every", "keep"}));
+  RETURN_IF_ERROR(r.String("dir", /*non_empty=*/true, &c->dir));
+  RETURN_IF_ERROR(r.Int("every_clocks", 1, kMaxInt64, &c->every_clocks));
+  RETURN_IF_ERROR(r.Duration("every", absl::ZeroDuration(), &c->every));
+  RETURN_IF_ERROR(r.Int32("keep", 1, kMaxInt32, &c->keep));
+  if (c->dir.empty() && (r.Has("every_clocks") || r.Has("every"))) {
+    return r.Error(r.Has("every_clocks") ? "every_clocks" : "every",
+                   "a checkpoint schedule needs checkpoint.dir (where the servers write)");
+  }
+  return absl::OkStatus();
+}
+
 // Explicit tables, then the model's; names unique; ids = index.
 absl::Status BuildTables(const MapReader& top, JobConfig* config) {
   config_internal::TableDefaults defaults;
@@ -174,7 +188,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::str
   ASSIGN_OR_RETURN(YamlNode root, config_internal::ParseYamlTree(yaml, file_name));
   if (root.IsNull()) {
     return ErrorAt(root.where, "the config is empty; expected a map with some of cluster, rpc, "
-                               "consistency, tables, training, metrics");
+                               "consistency, tables, training, metrics, checkpoint");
   }
   if (!root.IsMap()) {
     return ErrorAt(root.where, absl::StrCat("the top level must be a map (cluster:, tables:, ...); "
@@ -189,7 +203,8 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::str
   config.overrides = overrides;
   config.config_hash = ConfigHash(yaml, overrides);
   ASSIGN_OR_RETURN(MapReader top, MapReader::Open(root, "", {"cluster", "rpc", "consistency",
-                                                             "tables", "training", "metrics"}));
+                                                             "tables", "training", "metrics",
+                                                             "checkpoint"}));
   ASSIGN_OR_RETURN(const YamlNode* cluster, top.Map("cluster"));
   if (cluster != nullptr) RETURN_IF_ERROR(ParseCluster(*cluster, &config.cluster));
   ASSIGN_OR_RETURN(const YamlNode* rpc, top.Map("rpc"));
@@ -208,6 +223,8 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::str
   }
   ASSIGN_OR_RETURN(const YamlNode* metrics, top.Map("metrics"));
   if (metrics != nullptr) RETURN_IF_ERROR(ParseMetrics(*metrics, &config.metrics));
+  ASSIGN_OR_RETURN(const YamlNode* checkpoint, top.Map("checkpoint"));
+  if (checkpoint != nullptr) RETURN_IF_ERROR(ParseCheckpoint(*checkpoint, &config.checkpoint));
   RETURN_IF_ERROR(BuildTables(top, &config));
   return config;
 }

@@ -81,6 +81,17 @@ struct MetricsConfig {
   int port = 0;                    // 0: pick a free port
 };
 
+// Periodic checkpoints (DESIGN.md, Checkpoints). Each server keeps one
+// RocksDB store under `dir`; a checkpoint is taken every `every_clocks`
+// clocks and/or every `every`, whichever comes first; the newest `keep` are
+// kept. Empty `dir` with neither trigger set: no periodic checkpoints.
+struct CheckpointConfig {
+  std::string dir;                                // where the servers' stores live
+  int64_t every_clocks = 0;                       // 0: not by clock
+  absl::Duration every = absl::ZeroDuration();    // zero: not by time
+  int keep = 3;                                   // newest checkpoints kept (>= 1)
+};
+
 struct JobConfig {
   std::string path;                // the YAML file it came from
   std::string source;              // the file's text, as read
@@ -94,6 +105,7 @@ struct JobConfig {
   bool has_training = false;       // a `training:` section was given
   TrainingConfig training;
   MetricsConfig metrics;
+  CheckpointConfig checkpoint;
 };
 
 // Parses `yaml` (named `file_name` in errors), then applies `overrides`

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/initializer.h"
+#include "common/status_macros.h"
 
 namespace cairn {
 
@@ -108,6 +109,69 @@ uint64_t DenseTable::NumValueBytes() const {
   uint64_t n = 0;
   for (const Block& b : blocks_) n += b.values.size() * sizeof(float);
   return n;
+}
+
+}  // namespace cairn
+
+namespace cairn {
+
+absl::StatusOr<PartitionRows> DenseTable::ExportPartition(uint32_t partition) const {
+  PartitionRows rows;
+  rows.slots_per_element = slots_per_element_;
+  if (partition >= num_partitions_) {
+    return absl::InvalidArgumentError(absl::StrCat("table ", spec_.name(), ": partition ",
+                                                   partition, " of ", num_partitions_));
+  }
+  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition);
+  if (range.size() == 0) return rows;
+  if (chunk_block_[range.begin] < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
+  }
+  absl::ReaderMutexLock lock(&mu_);
+  const Block& b = blocks_[chunk_block_[range.begin]];
+  for (Key c = range.begin; c < range.end; ++c) {
+    rows.keys.push_back(c);
+    rows.lengths.push_back(ChunkLength(c));
+  }
+  rows.steps = b.steps;
+  rows.values = b.values;
+  rows.slots = b.slots;
+  return rows;
+}
+
+absl::Status DenseTable::ImportPartition(uint32_t partition, const PartitionRows& rows) {
+  if (partition >= num_partitions_) {
+    return absl::InvalidArgumentError(absl::StrCat("table ", spec_.name(), ": partition ",
+                                                   partition, " of ", num_partitions_));
+  }
+  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition);
+  if (range.size() > 0 && chunk_block_[range.begin] < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
+  }
+  RETURN_IF_ERROR(CheckRowsShape(spec_.name(), rows, slots_per_element_));
+  if (rows.keys.size() != range.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table ", spec_.name(), ": partition ", partition, " has ", range.size(),
+        " chunks (keys ", range.begin, "..", range.end, "), rows hold ", rows.keys.size()));
+  }
+  for (size_t i = 0; i < rows.keys.size(); ++i) {
+    const Key want = range.begin + i;
+    if (rows.keys[i] != want || rows.lengths[i] != ChunkLength(want)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table ", spec_.name(), ": partition ", partition, " row ", i, " is key ",
+          rows.keys[i], " of length ", rows.lengths[i], ", expected key ", want,
+          " of length ", ChunkLength(want)));
+    }
+  }
+  if (range.size() == 0) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  Block& b = blocks_[chunk_block_[range.begin]];
+  b.steps = rows.steps;
+  b.values = rows.values;
+  b.slots = rows.slots;
+  return absl::OkStatus();
 }
 
 }  // namespace cairn

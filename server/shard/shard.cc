@@ -371,4 +371,44 @@ void Shard::Stats(v1::StatsResponse* response) const {
   response->set_pulls_served(pulls_served_);
 }
 
+absl::StatusOr<ShardSnapshot> Shard::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  if (!ready_) {
+    return absl::UnavailableError(
+        absl::StrCat("server ", server_id_, " has no ready partition map yet"));
+  }
+  ShardSnapshot snap;
+  snap.closed_before = closed_before_;
+  snap.min_clock = clocks_.MinClock();
+  for (uint32_t w : clocks_.LiveIds()) snap.worker_clocks[w] = clocks_.ClockOf(w);
+  for (const auto& [worker, window] : applied_) snap.sequence_floors[worker] = window.floor();
+  std::vector<uint32_t> held = partitions_;
+  std::sort(held.begin(), held.end());
+  for (const std::unique_ptr<Table>& t : tables_) {
+    for (uint32_t p : held) {
+      ASSIGN_OR_RETURN(PartitionRows rows, t->ExportPartition(p));
+      snap.partitions.push_back({t->spec().id(), p, std::move(rows)});
+    }
+  }
+  return snap;
+}
+
+absl::Status Shard::RestorePartition(uint32_t table_id, uint32_t partition,
+                                     const PartitionRows& rows) {
+  absl::MutexLock lock(&mu_);
+  if (!ready_) {
+    return absl::UnavailableError(
+        absl::StrCat("server ", server_id_, " has no ready partition map yet"));
+  }
+  if (pushes_applied_ > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "server ", server_id_, ": restore must come before any push (", pushes_applied_,
+        " applied)"));
+  }
+  if (table_id >= tables_.size()) {
+    return absl::NotFoundError(absl::StrCat("restore: unknown table id ", table_id));
+  }
+  return tables_[table_id]->ImportPartition(partition, rows);
+}
+
 }  // namespace cairn

@@ -30,12 +30,30 @@
 #include "cairn/v1/shard.pb.h"
 #include "server/shard/clock_tracker.h"
 #include "server/shard/grad_buffer.h"
+#include "server/shard/partition_rows.h"
 #include "server/shard/sequence_window.h"
 #include "server/shard/table.h"
 
 namespace cairn {
 
 class ShardMetrics;
+
+// What a checkpoint takes from one server (Shard::Snapshot).
+struct ShardSnapshot {
+  struct Partition {
+    uint32_t table_id = 0;
+    uint32_t partition = 0;
+    PartitionRows rows;
+  };
+  // BSP: iterations below this are applied (later ones, still buffered, are
+  // not in `partitions`). SSP/ASP apply pushes on arrival: the state is the
+  // one at the moment of the snapshot.
+  int64_t closed_before = 0;
+  int64_t min_clock = 0;                            // over live workers
+  std::map<uint32_t, int64_t> worker_clocks;        // live workers
+  std::map<uint32_t, uint64_t> sequence_floors;     // sequences below were applied
+  std::vector<Partition> partitions;                // table-major, ascending
+};
 
 class Shard {
  public:
@@ -78,6 +96,20 @@ class Shard {
   void ExpireWaiters(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t map_version() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Copies every partition held here of every table, with the worker clocks
+  // and push sequence floors, under the shard lock: no push or iteration is
+  // applied meanwhile, so the copy is one consistent state. Unavailable
+  // before the first ready map.
+  absl::StatusOr<ShardSnapshot> Snapshot() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Loads a checkpointed partition (written by any server, under any number
+  // of servers) into table `table_id`'s partition held here, before any push
+  // is applied. Errors: Unavailable (no ready map yet), FailedPrecondition
+  // (pushes already applied; partition not held here), NotFound (table),
+  // InvalidArgument (rows that do not fit the table; see Table::ImportPartition).
+  absl::Status RestorePartition(uint32_t table_id, uint32_t partition, const PartitionRows& rows)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Waiter {

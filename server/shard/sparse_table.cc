@@ -1,10 +1,13 @@
 #include "server/shard/sparse_table.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/initializer.h"
 #include "common/partitioning.h"
+#include "common/status_macros.h"
 
 namespace cairn {
 
@@ -83,6 +86,79 @@ uint64_t SparseTable::NumKeys() const {
 uint64_t SparseTable::NumValueBytes() const {
   absl::ReaderMutexLock lock(&mu_);
   return values_.size() * sizeof(float);
+}
+
+}  // namespace cairn
+
+namespace cairn {
+
+absl::StatusOr<PartitionRows> SparseTable::ExportPartition(uint32_t partition) const {
+  if (partition >= num_partitions_ || !owned_[partition]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
+  }
+  PartitionRows rows;
+  rows.slots_per_element = slots_per_element_;
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<std::pair<Key, uint32_t>> held;
+  for (const auto& [key, slot] : index_) {
+    if (SparsePartition(key, num_partitions_) == partition) held.emplace_back(key, slot);
+  }
+  std::sort(held.begin(), held.end());
+  const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
+  for (const auto& [key, slot] : held) {
+    rows.keys.push_back(key);
+    rows.lengths.push_back(width_);
+    rows.steps.push_back(steps_[slot]);
+    const float* v = values_.data() + static_cast<size_t>(slot) * width_;
+    rows.values.insert(rows.values.end(), v, v + width_);
+    const float* s = slots_.data() + static_cast<size_t>(slot) * slot_floats;
+    rows.slots.insert(rows.slots.end(), s, s + slot_floats);
+  }
+  return rows;
+}
+
+absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRows& rows) {
+  if (partition >= num_partitions_ || !owned_[partition]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
+  }
+  RETURN_IF_ERROR(CheckRowsShape(spec_.name(), rows, slots_per_element_));
+  for (size_t i = 0; i < rows.keys.size(); ++i) {
+    const Key k = rows.keys[i];
+    if (rows.lengths[i] != width_) {
+      return absl::InvalidArgumentError(absl::StrCat("table ", spec_.name(), ": key ", k,
+                                                     " has ", rows.lengths[i],
+                                                     " floats, the table's width is ", width_));
+    }
+    if (SparsePartition(k, num_partitions_) != partition) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("table ", spec_.name(), ": key ", k, " belongs to partition ",
+                       SparsePartition(k, num_partitions_), ", not ", partition));
+    }
+    if (i > 0 && rows.keys[i - 1] >= k) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table ", spec_.name(), ": keys not ascending at key ", k));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  for (const auto& entry : index_) {
+    if (SparsePartition(entry.first, num_partitions_) == partition) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "table ", spec_.name(), ": partition ", partition,
+          " already holds rows (key ", entry.first, "); restore needs an empty partition"));
+    }
+  }
+  const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
+  for (size_t i = 0; i < rows.keys.size(); ++i) {
+    index_.emplace(rows.keys[i], static_cast<uint32_t>(steps_.size()));
+    steps_.push_back(rows.steps[i]);
+    values_.insert(values_.end(), rows.values.begin() + i * width_,
+                   rows.values.begin() + (i + 1) * width_);
+    slots_.insert(slots_.end(), rows.slots.begin() + i * slot_floats,
+                  rows.slots.begin() + (i + 1) * slot_floats);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace cairn

@@ -24,6 +24,10 @@ class SparseTable final : public Table {
               GradBuffer* buffer) const override;
   void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumValueBytes() const override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

@@ -46,6 +46,31 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Create(const v1::TableSpec& spec,
   return absl::InvalidArgumentError(absl::StrCat("table ", spec.name(), ": unknown kind"));
 }
 
+absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
+                            int slots_per_element) {
+  const size_t n = rows.keys.size();
+  if (rows.lengths.size() != n || rows.steps.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table ", name, ": ", n, " keys with ", rows.lengths.size(), " lengths and ",
+        rows.steps.size(), " update counts"));
+  }
+  if (rows.slots_per_element != slots_per_element) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table ", name, ": rows carry ", rows.slots_per_element,
+        " optimizer slots per element, the table's optimizer keeps ", slots_per_element));
+  }
+  uint64_t floats = 0;
+  for (uint32_t len : rows.lengths) floats += len;
+  if (rows.values.size() != floats ||
+      rows.slots.size() != floats * static_cast<uint64_t>(slots_per_element)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table ", name, ": rows of ", floats, " floats carry ", rows.values.size(),
+        " values and ", rows.slots.size(), " slots (expected ",
+        floats * static_cast<uint64_t>(slots_per_element), ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
                          const std::string& values, uint64_t floats_per_key) {
   if (spec.non_finite() == v1::NON_FINITE_POLICY_ALLOW) return absl::OkStatus();

@@ -22,6 +22,7 @@
 #include "common/bytes.h"
 #include "server/shard/grad_buffer.h"
 #include "server/shard/optimizer/optimizer.h"
+#include "server/shard/partition_rows.h"
 
 namespace cairn {
 
@@ -59,6 +60,25 @@ class Table {
   virtual uint64_t NumKeys() const = 0;
   virtual uint64_t NumValueBytes() const = 0;
 
+  // Copies every row of partition `partition` held here (values, slots,
+  // update counts; dense: every chunk of its range, sparse: every row created
+  // so far) in ascending key order; a dense partition with no chunks (P above
+  // the chunk count) exports no rows. FailedPrecondition naming the table
+  // when the partition is not held here.
+  virtual absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const = 0;
+
+  // Loads rows exported by ExportPartition (maybe on another server, under
+  // another number of servers) into partition `partition`, held here. Dense:
+  // the rows must be exactly the partition's chunks and replace their state.
+  // Sparse: the partition must hold no rows yet; each key must belong to it.
+  // Checks everything before changing anything. Errors: FailedPrecondition
+  // (partition not held; sparse partition not empty), InvalidArgument naming
+  // the table, key and the expected and found lengths.
+  virtual absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) = 0;
+
+  // Float32 slots per element of this table's optimizer.
+  int SlotsPerElement() const { return optimizer_->SlotsPerElement(); }
+
  protected:
   Table(const v1::TableSpec& spec, uint32_t num_partitions,
         std::unique_ptr<Optimizer> optimizer)
@@ -69,6 +89,12 @@ class Table {
   const uint32_t num_partitions_;
   const std::unique_ptr<Optimizer> optimizer_;
 };
+
+// InvalidArgument unless `rows` is self-consistent for table `name` with
+// `slots_per_element` slots: one length and step per key, values and slots of
+// the summed lengths.
+absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
+                            int slots_per_element);
 
 // Element count of a dense table's shape (product of dims).
 uint64_t DenseNumElements(const v1::TableSpec& spec);

@@ -84,10 +84,11 @@ TEST_CASE("B25.4: a message size is a binary size or rejected, never a default",
 }
 
 TEST_CASE("B25.5: YAML 1.1 yes/no are not booleans", "[config][B25]") {
-  // The field report's section does not exist here: rejected as unknown.
+  // The field report's key does not exist here (checkpoints are on when
+  // checkpoint.dir is set): rejected as unknown, not read as a boolean.
   CHECK_THAT(ParseError("checkpoint: {enabled: no}\n"),
-             Equals("job.yaml:1:1: unknown key `checkpoint` (known keys: cluster, rpc, "
-                    "consistency, tables, training, metrics)"));
+             Equals("job.yaml:1:14: unknown key `checkpoint.enabled` (known keys: dir, "
+                    "every_clocks, every, keep)"));
   const std::string opt = "training: {optimizer: {type: sgd, learning_rate: 0.1, momentum: 0.9, ";
   for (const char* word : {"no", "yes", "on", "off", "True", "N"}) {
     INFO(word);

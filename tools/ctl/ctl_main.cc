@@ -1,6 +1,10 @@
 // cairnctl: the operator's command line for a running Cairn job.
 //
 //   cairnctl --coordinator HOST:PORT status [--json]
+//   cairnctl export --format safetensors (--from DIR | --config JOB.yaml) PATH
+//
+// `export` reads the servers' checkpoint stores directly (no running job
+// needed): DIR is checkpoint.dir (a store, or a folder of stores).
 //
 // Exit codes: 0 done; 1 failed (the coordinator answered with an error);
 // 2 bad flags; 3 status printed, but a live server did not answer its Stats
@@ -11,8 +15,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/config/job_config.h"
 #include "common/config/units.h"
 #include "common/net.h"
+#include "server/shard/checkpoint/safetensors_export.h"
 #include "tools/ctl/cluster_status.h"
 #include "tools/ctl/status_format.h"
 
@@ -33,9 +39,37 @@ struct StatusFlags {
   bool json = false;
 };
 
+struct ExportFlags {
+  std::string format = "safetensors";
+  std::string from;
+  std::string config;
+  std::string path;
+};
+
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "cairnctl: %s\n", message.c_str());
   return code;
+}
+
+int RunExport(const ExportFlags& flags) {
+  std::string from = flags.from;
+  if (from.empty()) {
+    if (flags.config.empty()) return Fail(kExitUsage, "export: give --from DIR or --config FILE");
+    absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config);
+    if (!config.ok()) return Fail(kExitUsage, std::string(config.status().message()));
+    if (config->checkpoint.dir.empty()) {
+      return Fail(kExitUsage, flags.config + ": checkpoint.dir is not set");
+    }
+    from = config->checkpoint.dir;
+  }
+  absl::StatusOr<std::vector<std::string>> stores = checkpoint::FindStores(from);
+  if (!stores.ok()) return Fail(kExitFailed, std::string(stores.status().message()));
+  absl::StatusOr<checkpoint::ExportSummary> summary =
+      checkpoint::ExportSafetensors(*stores, flags.path);
+  if (!summary.ok()) return Fail(kExitFailed, std::string(summary.status().message()));
+  std::cout << "exported clock " << summary->clock << ": " << summary->tensors << " tensors, "
+            << summary->bytes << " bytes to " << flags.path << "\n";
+  return 0;
 }
 
 int RunStatus(const GlobalFlags& global, const StatusFlags& flags) {
@@ -88,6 +122,17 @@ int main(int argc, char** argv) {
       "clock over the servers");
   status->add_flag("--json", status_flags.json, "print one JSON object (for scripts)");
 
+  ExportFlags export_flags;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "write the newest complete checkpoint as a file other tools read");
+  export_cmd->add_option("--format", export_flags.format, "output format")
+      ->check(CLI::IsMember({"safetensors"}))
+      ->capture_default_str();
+  export_cmd->add_option("--from", export_flags.from,
+                         "checkpoint directory (a server's store, or a folder of stores)");
+  export_cmd->add_option("--config", export_flags.config, "job YAML; its checkpoint.dir");
+  export_cmd->add_option("path", export_flags.path, "output file")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -95,5 +140,6 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : kExitUsage;
   }
   if (status->parsed()) return RunStatus(global, status_flags);
+  if (export_cmd->parsed()) return RunExport(export_flags);
   return kExitUsage;
 }

@@ -1,0 +1,132 @@
+#include "server/shard/checkpoint/checkpoint_writer.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "rocksdb/db.h"
+#include "rocksdb/write_batch.h"
+#include "server/shard/checkpoint/checkpoint_format.h"
+#include "server/shard/checkpoint/rocksdb_status.h"
+
+namespace cairn::checkpoint {
+
+absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(const std::string& dir,
+                                                                        uint32_t server_id,
+                                                                        int keep) {
+  if (keep < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint store ", dir, ": keep must be >= 1, got ", keep));
+  }
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.paranoid_checks = true;
+  rocksdb::DB* raw = nullptr;
+  RETURN_IF_ERROR(
+      FromRocksStatus(rocksdb::DB::Open(options, dir, &raw), absl::StrCat("open checkpoint store ", dir)));
+  std::unique_ptr<CheckpointWriter> writer(
+      new CheckpointWriter(dir, server_id, keep, std::unique_ptr<rocksdb::DB>(raw)));
+  {
+    // A crash between a checkpoint's batch and its retention pass leaves one
+    // checkpoint too many; trim it now.
+    absl::MutexLock lock(&writer->mu_);
+    RETURN_IF_ERROR(writer->Retain());
+  }
+  return writer;
+}
+
+CheckpointWriter::CheckpointWriter(std::string dir, uint32_t server_id, int keep,
+                                   std::unique_ptr<rocksdb::DB> db)
+    : dir_(std::move(dir)), server_id_(server_id), keep_(keep), db_(std::move(db)) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  absl::MutexLock lock(&mu_);
+  // Close reports only errors of a clean shutdown; every checkpoint was
+  // already synced by its own write, so there is nothing left to lose.
+  (void)db_->Close();
+}
+
+absl::StatusOr<std::vector<uint64_t>> CheckpointWriter::ManifestIds() const {
+  std::vector<uint64_t> ids;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  const std::string prefix(1, kManifestTag);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    if (it->key().size() != 9) continue;
+    ids.push_back(GetBigEndian64(it->key().data() + 1));
+  }
+  RETURN_IF_ERROR(FromRocksStatus(it->status(), absl::StrCat("list checkpoints in ", dir_)));
+  return ids;
+}
+
+absl::StatusOr<Manifest> CheckpointWriter::Write(int64_t clock, uint32_t num_partitions,
+                                                 const std::vector<TableShape>& tables,
+                                                 const std::vector<PartitionData>& partitions,
+                                                 const WorkerState& workers) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> ids, ManifestIds());
+  Manifest m;
+  m.id = ids.empty() ? 1 : ids.back() + 1;
+  m.clock = clock;
+  m.server_id = server_id_;
+  m.num_partitions = num_partitions;
+  m.unix_millis = absl::ToUnixMillis(absl::Now());
+  m.tables = tables;
+
+  std::set<uint32_t> table_ids;
+  for (const TableShape& t : tables) table_ids.insert(t.id);
+  std::set<std::pair<uint32_t, uint32_t>> seen;
+  rocksdb::WriteBatch batch;
+  for (const PartitionData& p : partitions) {
+    if (!table_ids.contains(p.table_id) || p.partition >= num_partitions ||
+        !seen.emplace(p.table_id, p.partition).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint at clock ", clock, ": partition ", p.partition, " of table id ",
+          p.table_id, " is unknown, out of range (", num_partitions, " partitions) or repeated"));
+    }
+    const std::string value = EncodeRows(p.rows);
+    m.partitions.push_back({p.table_id, p.partition, p.rows.keys.size(), value.size(),
+                            Checksum(value)});
+    RETURN_IF_ERROR(FromRocksStatus(batch.Put(PartitionKey(m.id, p.table_id, p.partition), value),
+                                    "checkpoint batch"));
+  }
+  const std::string worker_value = EncodeWorkers(workers);
+  m.workers_checksum = Checksum(worker_value);
+  RETURN_IF_ERROR(FromRocksStatus(batch.Put(WorkersKey(m.id), worker_value), "checkpoint batch"));
+  // The manifest rides in the same batch: it becomes visible exactly when
+  // the data does.
+  RETURN_IF_ERROR(
+      FromRocksStatus(batch.Put(ManifestKey(m.id), EncodeManifest(m)), "checkpoint batch"));
+
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  RETURN_IF_ERROR(FromRocksStatus(db_->Write(write_options, &batch),
+                                  absl::StrCat("write checkpoint ", m.id, " to ", dir_)));
+  // Move the checkpoint from the WAL into block-checksummed table files, so a
+  // damaged byte is reported as corruption instead of being dropped by WAL
+  // recovery, and the WAL stays small.
+  RETURN_IF_ERROR(FromRocksStatus(db_->Flush(rocksdb::FlushOptions()),
+                                  absl::StrCat("flush checkpoint ", m.id, " in ", dir_)));
+  RETURN_IF_ERROR(Retain());
+  return m;
+}
+
+absl::Status CheckpointWriter::Retain() {
+  ASSIGN_OR_RETURN(std::vector<uint64_t> ids, ManifestIds());
+  if (ids.size() <= static_cast<size_t>(keep_)) return absl::OkStatus();
+  rocksdb::WriteBatch batch;
+  for (size_t i = 0; i + keep_ < ids.size(); ++i) {
+    const uint64_t id = ids[i];
+    RETURN_IF_ERROR(FromRocksStatus(batch.Delete(ManifestKey(id)), "retention batch"));
+    RETURN_IF_ERROR(FromRocksStatus(batch.Delete(WorkersKey(id)), "retention batch"));
+    RETURN_IF_ERROR(FromRocksStatus(
+        batch.DeleteRange(PartitionPrefix(id), PartitionPrefix(id + 1)), "retention batch"));
+  }
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  return FromRocksStatus(db_->Write(write_options, &batch),
+                         absl::StrCat("delete old checkpoints in ", dir_));
+}
+
+}  // namespace cairn::checkpoint

@@ -1,0 +1,84 @@
+// Writes this server's checkpoints into its RocksDB store and keeps the last K.
+//
+// Crash safety: a checkpoint's partitions, its worker state and its manifest
+// go into ONE rocksdb::WriteBatch written with sync=true. RocksDB applies a
+// WriteBatch atomically, also across a crash (WAL recovery replays a batch
+// whole or not at all), and readers (checkpoint_reader.h) only trust a
+// checkpoint whose manifest exists and whose checksums verify. So a kill -9 at
+// any moment leaves either the new checkpoint complete or no trace of it, and
+// the previous complete checkpoints untouched. Retention deletes an old
+// checkpoint's manifest and data in one batch too, so no half-deleted
+// checkpoint is ever visible.
+//
+// One writer per directory: RocksDB's LOCK file refuses a second process.
+#ifndef CAIRN_SERVER_SHARD_CHECKPOINT_CHECKPOINT_WRITER_H_
+#define CAIRN_SERVER_SHARD_CHECKPOINT_CHECKPOINT_WRITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/shard/checkpoint/checkpoint_codec.h"
+#include "server/shard/partition_rows.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace cairn::checkpoint {
+
+// One partition of one table, as Table::ExportPartition returned it.
+struct PartitionData {
+  uint32_t table_id = 0;
+  uint32_t partition = 0;
+  PartitionRows rows;
+};
+
+// Thread-safe: Write calls are serialized.
+class CheckpointWriter {
+ public:
+  // Opens (creating when missing) the store at `dir`, keeping the newest
+  // `keep` (>= 1) checkpoints (older ones, left by a crash before retention
+  // ran or by a larger `keep`, are deleted now). Errors: InvalidArgument (keep < 1),
+  // FailedPrecondition when another live process holds the store, DataLoss
+  // for a corrupt store, Unavailable for other IO errors; each names `dir`.
+  static absl::StatusOr<std::unique_ptr<CheckpointWriter>> Open(const std::string& dir,
+                                                                uint32_t server_id, int keep);
+  ~CheckpointWriter();
+
+  // Writes checkpoint (last id + 1) at clock `clock`: every entry of
+  // `partitions` (tables described by `tables`), and `workers`, with the
+  // manifest, in one synced WriteBatch; then deletes checkpoints beyond the
+  // newest `keep`. Returns the manifest written. Errors: InvalidArgument when a
+  // partition names a table missing from `tables` or appears twice; RocksDB
+  // errors as in Open. On error no new checkpoint is visible.
+  absl::StatusOr<Manifest> Write(int64_t clock, uint32_t num_partitions,
+                                 const std::vector<TableShape>& tables,
+                                 const std::vector<PartitionData>& partitions,
+                                 const WorkerState& workers) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  CheckpointWriter(std::string dir, uint32_t server_id, int keep, std::unique_ptr<rocksdb::DB> db);
+
+  // Ids of complete checkpoints (manifests present), ascending.
+  absl::StatusOr<std::vector<uint64_t>> ManifestIds() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes all but the newest keep_ checkpoints.
+  absl::Status Retain() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string dir_;
+  const uint32_t server_id_;
+  const int keep_;
+
+  mutable absl::Mutex mu_;
+  std::unique_ptr<rocksdb::DB> db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cairn::checkpoint
+
+#endif  // CAIRN_SERVER_SHARD_CHECKPOINT_CHECKPOINT_WRITER_H_
