@@ -8,29 +8,6 @@ std::string MemberName(v1::MemberRole role, uint32_t id) {
   return absl::StrCat(RoleName(role), " ", id);
 }
 
-const char* RoleName(v1::MemberRole role) {
-  switch (role) {
-    case v1::MEMBER_ROLE_SERVER:
-      return "server";
-    case v1::MEMBER_ROLE_WORKER:
-      return "worker";
-    default:
-      return "unspecified";
-  }
-}
-
-const char* StateName(v1::MemberState state) {
-  switch (state) {
-    case v1::MEMBER_STATE_ALIVE:
-      return "alive";
-    case v1::MEMBER_STATE_DEAD:
-      return "dead";
-    case v1::MEMBER_STATE_LEFT:
-      return "left";
-    default:
-      return "unspecified";
-  }
-}
 
 LeaseTable::LeaseTable(absl::Duration lease_timeout) : lease_timeout_(lease_timeout) {}
 

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/member_names.h"
 #include "cairn/v1/types.pb.h"
 
 namespace cairn {
@@ -43,10 +44,6 @@ struct MemberRecord {
 
 // "server 1" / "worker 3".
 std::string MemberName(v1::MemberRole role, uint32_t id);
-// "server"/"worker" (the metric label value too).
-const char* RoleName(v1::MemberRole role);
-// "alive"/"dead"/"left".
-const char* StateName(v1::MemberState state);
 
 // Thread-safe.
 class LeaseTable {

@@ -43,29 +43,6 @@ ServerStats AskServer(const v1::Member& server, absl::Duration timeout) {
 
 }  // namespace
 
-const char* RoleText(v1::MemberRole role) {
-  switch (role) {
-    case v1::MEMBER_ROLE_SERVER:
-      return "server";
-    case v1::MEMBER_ROLE_WORKER:
-      return "worker";
-    default:
-      return "unspecified";
-  }
-}
-
-const char* StateText(v1::MemberState state) {
-  switch (state) {
-    case v1::MEMBER_STATE_ALIVE:
-      return "alive";
-    case v1::MEMBER_STATE_DEAD:
-      return "dead";
-    case v1::MEMBER_STATE_LEFT:
-      return "left";
-    default:
-      return "unspecified";
-  }
-}
 
 std::vector<TableClocks> SummarizeTables(const std::vector<ServerStats>& servers) {
   std::map<std::string, TableClocks> by_name;

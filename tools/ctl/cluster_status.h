@@ -54,9 +54,6 @@ absl::StatusOr<ClusterStatus> FetchClusterStatus(const std::string& coordinator,
 // table name). A server's min clock of -1 (no live worker) is not counted.
 std::vector<TableClocks> SummarizeTables(const std::vector<ServerStats>& servers);
 
-// "server"/"worker"/"unspecified" and "alive"/"dead"/"left"/"unspecified".
-const char* RoleText(v1::MemberRole role);
-const char* StateText(v1::MemberState state);
 
 }  // namespace cairn::ctl
 

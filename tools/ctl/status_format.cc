@@ -1,5 +1,7 @@
 #include "tools/ctl/status_format.h"
 
+#include "common/member_names.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -54,9 +56,9 @@ nlohmann::json StatusToJson(const ClusterStatus& status) {
   out["coordinator"] = {{"address", status.coordinator}};
   out["members"] = nlohmann::json::array();
   for (const v1::Member& m : SortedMembers(status.membership)) {
-    nlohmann::json member = {{"role", RoleText(m.role())},
+    nlohmann::json member = {{"role", RoleName(m.role())},
                              {"id", m.id()},
-                             {"state", StateText(m.state())},
+                             {"state", StateName(m.state())},
                              {"address", m.address()},
                              {"metrics_address", m.metrics_address()},
                              {"lease_age_ms", m.lease_age_ms()}};
@@ -109,7 +111,7 @@ std::string StatusToText(const ClusterStatus& status) {
 
   std::vector<Row> members = {{"ROLE", "ID", "STATE", "LEASE AGE", "ADDRESS", "METRICS"}};
   for (const v1::Member& m : SortedMembers(status.membership)) {
-    members.push_back({RoleText(m.role()), absl::StrCat(m.id()), StateText(m.state()),
+    members.push_back({RoleName(m.role()), absl::StrCat(m.id()), StateName(m.state()),
                        LeaseAge(m.lease_age_ms()), m.address().empty() ? "-" : m.address(),
                        m.metrics_address().empty() ? "-" : m.metrics_address()});
   }
