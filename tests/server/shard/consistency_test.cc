@@ -9,97 +9,30 @@
 #include "common/bytes.h"
 #include "server/shard/clock_tracker.h"
 #include "server/shard/shard.h"
+#include "tests/server/shard/shard_test_util.h"
 
 namespace cairn {
 namespace {
 
 v1::JobSpec ScalarJob(v1::Consistency consistency, int64_t staleness) {
-  v1::TableSpec t;
-  t.set_name("w");
-  t.set_kind(v1::TABLE_KIND_DENSE);
-  t.add_shape(1);
-  t.set_chunk_size(1);
-  t.mutable_optimizer()->set_kind(v1::OPTIMIZER_KIND_SGD);
-  t.mutable_optimizer()->set_learning_rate(1.0f);
-  t.mutable_init()->set_kind(v1::INIT_KIND_ZEROS);
-  t.set_non_finite(v1::NON_FINITE_POLICY_REJECT);
-  t.set_consistency(consistency);
-  t.set_staleness(staleness);
-  t.set_aggregation(v1::AGGREGATION_SUM);
-  v1::JobSpec job;
-  *job.add_tables() = t;
-  job.set_num_partitions(2);
-  return job;
+  return Job({ScalarTable("w", consistency, v1::AGGREGATION_SUM, staleness)}, 2);
 }
 
-// A ready map giving every partition to server 0, with `workers` as
+// A ready map giving both partitions to server 0, with `workers` as
 // (id, start_clock).
 v1::PartitionMap Map(std::vector<std::pair<uint32_t, int64_t>> workers, uint64_t version) {
-  v1::PartitionMap map;
-  map.set_version(version);
-  map.set_num_partitions(2);
-  map.set_ready(true);
-  for (uint32_t p = 0; p < 2; ++p) {
-    v1::PartitionAssignment* a = map.add_assignments();
-    a->set_partition(p);
-    a->set_primary(0);
-  }
+  std::vector<uint32_t> ids;
+  std::vector<int64_t> starts;
   for (const auto& [id, start] : workers) {
-    v1::Member* m = map.add_workers();
-    m->set_id(id);
-    m->set_role(v1::MEMBER_ROLE_WORKER);
-    m->set_state(v1::MEMBER_STATE_ALIVE);
-    m->set_start_clock(start);
+    ids.push_back(id);
+    starts.push_back(start);
   }
-  return map;
+  return cairn::Map(2, ids, version, /*server=*/0, starts);
 }
 
+// lr 1: w -= 1 per push.
 v1::PushRequest Push(uint32_t worker, uint64_t seq, int64_t clock) {
-  v1::PushRequest r;
-  r.set_map_version(1);
-  r.set_worker_id(worker);
-  r.set_sequence(seq);
-  r.set_clock(clock);
-  v1::TableValues* tv = r.add_tables();
-  tv->set_table_id(0);
-  tv->set_table("w");
-  tv->set_keys(KeysToBytes({0}));
-  tv->set_values(FloatsToBytes({1.0f}));  // lr 1: w -= 1 per push
-  return r;
-}
-
-v1::ClockRequest Tick(uint32_t worker, int64_t clock) {
-  v1::ClockRequest r;
-  r.set_map_version(1);
-  r.set_worker_id(worker);
-  r.set_clock(clock);
-  return r;
-}
-
-struct PullResult {
-  bool done = false;
-  absl::Status status;
-  v1::PullRequest request;
-  v1::PullResponse response;
-  float value() const {
-    float v;
-    std::memcpy(&v, response.tables(0).values().data(), sizeof(v));
-    return v;
-  }
-};
-
-void StartPull(Shard& shard, PullResult* out, uint32_t worker, int64_t clock) {
-  out->request.set_map_version(1);
-  out->request.set_worker_id(worker);
-  out->request.set_clock(clock);
-  v1::TableKeys* tk = out->request.add_tables();
-  tk->set_table_id(0);
-  tk->set_table("w");
-  tk->set_keys(KeysToBytes({0}));
-  shard.Pull(&out->request, &out->response, absl::InfiniteFuture(), [out](absl::Status s) {
-    out->status = s;
-    out->done = true;
-  });
+  return PushScalar(worker, seq, clock, 1.0f);
 }
 
 }  // namespace

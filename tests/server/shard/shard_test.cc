@@ -2,6 +2,7 @@
 // barriers, deadlines, exactly-once pushes, and validation leaving values
 // unchanged.
 #include "server/shard/shard.h"
+#include "tests/server/shard/shard_test_util.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -12,103 +13,6 @@
 
 namespace cairn {
 namespace {
-
-v1::TableSpec ScalarTable(const std::string& name, v1::Consistency consistency,
-                          v1::Aggregation aggregation = v1::AGGREGATION_MEAN) {
-  v1::TableSpec t;
-  t.set_name(name);
-  t.set_kind(v1::TABLE_KIND_DENSE);
-  t.add_shape(1);
-  t.set_chunk_size(1);
-  t.mutable_optimizer()->set_kind(v1::OPTIMIZER_KIND_SGD);
-  t.mutable_optimizer()->set_learning_rate(1.0f);
-  t.mutable_init()->set_kind(v1::INIT_KIND_ZEROS);
-  t.set_non_finite(v1::NON_FINITE_POLICY_REJECT);
-  t.set_consistency(consistency);
-  t.set_aggregation(aggregation);
-  return t;
-}
-
-v1::JobSpec Job(std::vector<v1::TableSpec> tables, uint32_t partitions = 4) {
-  v1::JobSpec job;
-  for (size_t i = 0; i < tables.size(); ++i) {
-    tables[i].set_id(static_cast<uint32_t>(i));
-    *job.add_tables() = tables[i];
-  }
-  job.set_num_partitions(partitions);
-  return job;
-}
-
-v1::PartitionMap Map(uint32_t partitions, std::vector<uint32_t> workers, uint64_t version = 1,
-                     uint32_t server = 0) {
-  v1::PartitionMap map;
-  map.set_version(version);
-  map.set_num_partitions(partitions);
-  map.set_ready(true);
-  for (uint32_t p = 0; p < partitions; ++p) {
-    v1::PartitionAssignment* a = map.add_assignments();
-    a->set_partition(p);
-    a->set_primary(server);
-  }
-  for (uint32_t w : workers) {
-    v1::Member* m = map.add_workers();
-    m->set_id(w);
-    m->set_role(v1::MEMBER_ROLE_WORKER);
-    m->set_state(v1::MEMBER_STATE_ALIVE);
-  }
-  return map;
-}
-
-v1::PushRequest PushScalar(uint32_t worker, uint64_t seq, int64_t clock, float grad,
-                           uint32_t table_id = 0, const std::string& table = "w") {
-  v1::PushRequest r;
-  r.set_map_version(1);
-  r.set_worker_id(worker);
-  r.set_sequence(seq);
-  r.set_clock(clock);
-  v1::TableValues* tv = r.add_tables();
-  tv->set_table_id(table_id);
-  tv->set_table(table);
-  tv->set_keys(KeysToBytes({0}));
-  tv->set_values(FloatsToBytes({grad}));
-  return r;
-}
-
-v1::ClockRequest Tick(uint32_t worker, int64_t clock, bool leaving = false) {
-  v1::ClockRequest r;
-  r.set_map_version(1);
-  r.set_worker_id(worker);
-  r.set_clock(clock);
-  r.set_leaving(leaving);
-  return r;
-}
-
-struct PullResult {
-  bool done = false;
-  absl::Status status;
-  v1::PullRequest request;
-  v1::PullResponse response;
-  float value() const {
-    float v;
-    std::memcpy(&v, response.tables(0).values().data(), sizeof(v));
-    return v;
-  }
-};
-
-void StartPull(Shard& shard, PullResult* out, uint32_t worker, int64_t clock,
-               absl::Time deadline = absl::InfiniteFuture()) {
-  out->request.set_map_version(1);
-  out->request.set_worker_id(worker);
-  out->request.set_clock(clock);
-  v1::TableKeys* tk = out->request.add_tables();
-  tk->set_table_id(0);
-  tk->set_table("w");
-  tk->set_keys(KeysToBytes({0}));
-  shard.Pull(&out->request, &out->response, deadline, [out](absl::Status s) {
-    out->status = s;
-    out->done = true;
-  });
-}
 
 TEST_CASE("BSP applies the mean of all workers' pushes once per iteration", "[shard][bsp]") {
   Shard shard(0, Job({ScalarTable("w", v1::CONSISTENCY_BSP)}), nullptr);
