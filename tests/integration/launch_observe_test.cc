@@ -134,7 +134,7 @@ TEST_CASE("launch --prometheus scrapes the training job and stops with it",
   }
   const std::string dir = NewJobDir("launch_prometheus", /*epochs=*/100);
   auto launch = Subprocess::Spawn(
-      kLaunch, {dir + "/job.yaml", "--prometheus", "--workdir", dir + "/work"}, dir + "/launch");
+      kLaunch, {dir + "/job.yaml", "--prometheus", "--workdir", dir + "/jobdir"}, dir + "/launch");
   REQUIRE(launch.ok());
   Subprocess& launcher = **launch;
   const std::string url_line = "[launch] prometheus on http://127.0.0.1:";
@@ -165,7 +165,7 @@ TEST_CASE("launch --prometheus scrapes the training job and stops with it",
   CHECK(launcher.Running());  // 100 epochs: still training
 
   // The files beside the targets, as docs/metrics.md lays them out.
-  const std::string prometheus_dir = dir + "/work/prometheus";
+  const std::string prometheus_dir = dir + "/jobdir/prometheus";
   CHECK(std::filesystem::is_regular_file(prometheus_dir + "/prometheus-local.yml"));
   CHECK(std::filesystem::is_regular_file(prometheus_dir + "/alerts.yml"));
   std::ifstream in(prometheus_dir + "/targets/cairn.json");
@@ -219,7 +219,7 @@ TEST_CASE("launch --plot draws the per-epoch curves with gnuplot", "[integration
   const std::string dir = NewJobDir("launch_plot", /*epochs=*/2);
   const std::string svg = dir + "/curves.svg";
   auto launch = Subprocess::Spawn(kLaunch, {dir + "/job.yaml", "--plot", svg, "--workdir",
-                                            dir + "/work"},
+                                            dir + "/jobdir"},
                                   dir + "/launch");
   REQUIRE(launch.ok());
   auto ended = (*launch)->Wait(absl::Minutes(2));
@@ -240,7 +240,7 @@ TEST_CASE("launch --plot draws the per-epoch curves with gnuplot", "[integration
     CHECK(absl::StrContains(picture, key));
   }
   // Its data: one line per epoch and worker, from the worker summaries.
-  const std::string data = testing::ReadFileOrEmpty(dir + "/work/plot/worker-1.dat");
+  const std::string data = testing::ReadFileOrEmpty(dir + "/jobdir/plot/worker-1.dat");
   const std::vector<std::string> lines = absl::StrSplit(data, '\n', absl::SkipEmpty());
   REQUIRE(lines.size() == 4);  // two comment lines, two epochs
   CHECK(absl::StartsWith(lines[2], "1 "));

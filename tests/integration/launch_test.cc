@@ -125,7 +125,7 @@ TEST_CASE("launch runs a small BSP job to the end, reports it and leaves no proc
   const std::string summary_path = dir + "/summary.json";
   // "--trace-loss 60" after "--" reaches every worker: their summaries then
   // carry every step's loss.
-  auto launch = StartLaunch(dir, {job, "--summary", summary_path, "--workdir", dir + "/work",
+  auto launch = StartLaunch(dir, {job, "--summary", summary_path, "--workdir", dir + "/jobdir",
                                   "--", "--trace-loss", "60"});
   auto ended = launch->Wait(absl::Minutes(4));
   REQUIRE(ended.ok());
@@ -264,7 +264,7 @@ TEST_CASE("the launcher's children die with it when it is SIGKILLed", "[integrat
   const std::string dir = NewDir("launch_sigkill");
   const std::string job = WriteJob(dir, TinyJob(/*max_steps=*/0, /*epochs=*/5));
   // A SIGKILLed launcher cannot remove a temporary work directory; keep it here.
-  auto launch = StartLaunch(dir, {job, "--workdir", dir + "/work"});
+  auto launch = StartLaunch(dir, {job, "--workdir", dir + "/jobdir"});
   REQUIRE(launch->WaitForStderr("[launch] started worker 1", absl::Seconds(60)).ok());
   const std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
   REQUIRE(pids.size() == 5);
