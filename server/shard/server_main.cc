@@ -41,6 +41,12 @@ int Run(const Flags& flags) {
     std::cerr << "cairn-server: " << config.status().message() << "\n";
     return kExitBadConfig;
   }
+  if (config->checkpoint.every_clocks > 0 || config->checkpoint.every > absl::ZeroDuration()) {
+    std::cerr << "cairn-server: " << config->path
+              << ": checkpoint.every_clocks / checkpoint.every: periodic checkpoints during a job "
+                 "are not supported yet (docs/config.md, `checkpoint`); remove them\n";
+    return kExitBadConfig;
+  }
   if (!flags.coordinator.empty()) {
     absl::StatusOr<HostPort> hp = ParseHostPort(flags.coordinator, "--coordinator");
     if (!hp.ok()) {

@@ -1,7 +1,5 @@
 #include "tests/integration/test_cluster.h"
 
-#include <curl/curl.h>
-
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -56,31 +54,8 @@ std::string TestCluster::Logs() const {
   return out;
 }
 
-namespace {
-size_t Append(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
-}  // namespace
-
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
-  CURL* curl = curl_easy_init();
-  if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
-  std::string body;
-  const std::string url = absl::StrCat("http://127.0.0.1:", port, path);
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
-  const CURLcode rc = curl_easy_perform(curl);
-  long code = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(curl);
-  if (rc != CURLE_OK || code != 200) {
-    return absl::UnavailableError(absl::StrCat("GET ", url, ": ", curl_easy_strerror(rc),
-                                               " (HTTP ", code, ")"));
-  }
-  return body;
+  return HttpGet("127.0.0.1", port, path);
 }
 
 absl::StatusOr<double> MetricValue(const std::string& exposition, const std::string& series) {

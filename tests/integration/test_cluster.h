@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tests/testing/http_get.h"
 #include "tests/testing/process.h"
 
 namespace cairn::testing {
@@ -49,7 +50,7 @@ class TestCluster {
   std::vector<int> server_metrics_ports_;
 };
 
-// The body of http://127.0.0.1:port/path (libcurl), or Unavailable.
+// The body of http://127.0.0.1:port/path (tests/testing/http_get.h).
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 
 // The value of the first sample in a Prometheus text exposition whose line

@@ -1,4 +1,4 @@
-// A minimal HTTP/1.0 GET for tests, e.g. scraping a daemon's /metrics.
+// An HTTP GET for tests (libcurl), e.g. scraping a daemon's /metrics.
 #ifndef CAIRN_TESTS_TESTING_HTTP_GET_H_
 #define CAIRN_TESTS_TESTING_HTTP_GET_H_
 
@@ -9,8 +9,7 @@
 
 namespace cairn::testing {
 
-// GETs http://host:port/path (host: an IPv4 literal such as 127.0.0.1) and
-// returns the body. Each socket operation waits at most `timeout`.
+// GETs http://host:port/path and returns the body, within `timeout` in all.
 // Errors: Unavailable (cannot connect), DeadlineExceeded (no answer in time),
 // Internal (a status other than 200, quoting the status line).
 absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
