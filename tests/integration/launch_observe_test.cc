@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "tests/testing/http_get.h"
+#include "tests/integration/launch_jobs.h"
 #include "tests/testing/process.h"
 
 namespace cairn {
@@ -31,38 +32,10 @@ constexpr char kLaunch[] = CAIRN_BINARY_DIR "/bin/cairn-launch";
 constexpr char kPrometheus[] = "/usr/bin/prometheus";
 constexpr char kGnuplot[] = "/usr/bin/gnuplot";
 
-// 2 servers, 2 workers, BSP, the MLP 784-32-10, batch 64: 468 steps per
-// epoch and worker.
-std::string Job(int epochs) {
-  return absl::StrCat(R"(
-cluster:
-  servers: 2
-  workers: 2
-  partitions: 8
-  lease_timeout: 5s
-  heartbeat_interval: 200ms
-  startup_timeout: 60s
-consistency:
-  mode: bsp
-training:
-  model: mlp
-  layers: [784, 32, 10]
-  batch_size: 64
-  epochs: )", epochs, R"(
-  seed: 1
-  data_dir: /usr/share/datasets/fashion-mnist
-  device: cpu
-  optimizer:
-    type: sgd
-    learning_rate: 0.1
-    momentum: 0.9
-)");
-}
-
 std::string NewJobDir(const std::string& prefix, int epochs) {
   absl::StatusOr<std::string> dir = testing::MakeTempDir(prefix);
   REQUIRE(dir.ok());
-  REQUIRE(testing::WriteFile(*dir + "/job.yaml", Job(epochs)).ok());
+  REQUIRE(testing::WriteFile(*dir + "/job.yaml", TinyJob(/*max_steps=*/0, epochs)).ok());
   return *dir;
 }
 

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "tests/integration/launch_jobs.h"
 #include "tests/testing/process.h"
 
 namespace cairn {
@@ -26,35 +27,6 @@ namespace {
 using testing::Subprocess;
 
 constexpr char kLaunch[] = CAIRN_BINARY_DIR "/bin/cairn-launch";
-
-// 2 servers, 2 workers, BSP, a small MLP: 60 steps of batch 64 per worker
-// (an effective batch of 128 under BSP) on Fashion-MNIST.
-std::string TinyJob(int64_t max_steps = 60, int epochs = 1) {
-  return absl::StrCat(R"(
-cluster:
-  servers: 2
-  workers: 2
-  partitions: 8
-  lease_timeout: 5s
-  heartbeat_interval: 200ms
-  startup_timeout: 60s
-consistency:
-  mode: bsp
-training:
-  model: mlp
-  layers: [784, 32, 10]
-  batch_size: 64
-  epochs: )", epochs, R"(
-  max_steps: )", max_steps, R"(
-  seed: 1
-  data_dir: /usr/share/datasets/fashion-mnist
-  device: cpu
-  optimizer:
-    type: sgd
-    learning_rate: 0.1
-    momentum: 0.9
-)");
-}
 
 std::string NewDir(const std::string& prefix) {
   absl::StatusOr<std::string> dir = testing::MakeTempDir(prefix);
