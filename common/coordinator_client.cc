@@ -120,4 +120,34 @@ absl::StatusOr<v1::ListMembersResponse> CoordinatorClient::ListMembers(absl::Dur
   return response;
 }
 
+absl::StatusOr<v1::ReportCheckpointResponse> CoordinatorClient::ReportCheckpoint(
+    const v1::ReportCheckpointRequest& request, absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::ReportCheckpointResponse response;
+  grpc::Status s = stub_->ReportCheckpoint(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::StatusOr<v1::CheckpointResponse> CoordinatorClient::Checkpoint(
+    const v1::CheckpointRequest& request, absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::CheckpointResponse response;
+  grpc::Status s = stub_->Checkpoint(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::StatusOr<v1::ListCheckpointsResponse> CoordinatorClient::ListCheckpoints(
+    absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::ListCheckpointsResponse response;
+  grpc::Status s = stub_->ListCheckpoints(&context, v1::ListCheckpointsRequest(), &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
 }  // namespace cairn

@@ -36,6 +36,13 @@ class CoordinatorClient {
                                                                 absl::Duration wait);
   absl::Status Leave(const v1::LeaveRequest& request, absl::Duration timeout);
   absl::StatusOr<v1::ListMembersResponse> ListMembers(absl::Duration timeout);
+  // A server wrote its part of a checkpoint (server/shard/checkpoint_agent.h).
+  absl::StatusOr<v1::ReportCheckpointResponse> ReportCheckpoint(
+      const v1::ReportCheckpointRequest& request, absl::Duration timeout);
+  // Takes a checkpoint now and waits for it to complete (cairnctl checkpoint).
+  absl::StatusOr<v1::CheckpointResponse> Checkpoint(const v1::CheckpointRequest& request,
+                                                    absl::Duration timeout);
+  absl::StatusOr<v1::ListCheckpointsResponse> ListCheckpoints(absl::Duration timeout);
 
  private:
   const std::string address_;

@@ -137,6 +137,8 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("checkpoint.every_clocks", c.checkpoint.every_clocks);
   out.Add("checkpoint.every", FormatDurationForConfig(c.checkpoint.every));
   out.Add("checkpoint.keep", c.checkpoint.keep);
+  out.Add("checkpoint.resume", c.checkpoint.resume);
+  out.Add("checkpoint.init_from", c.checkpoint.init_from);
   return out.Take();
 }
 

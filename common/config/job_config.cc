@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/config/internal/map_reader.h"
@@ -118,14 +119,26 @@ absl::Status ParseMetrics(const YamlNode& node, MetricsConfig* m) {
 
 absl::Status ParseCheckpoint(const YamlNode& node, CheckpointConfig* c) {
   ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "checkpoint",
-                                                {"dir", "every_clocks", "every", "keep"}));
+                                                {"dir", "every_clocks", "every", "keep",
+                                                 "resume", "init_from"}));
   RETURN_IF_ERROR(r.String("dir", /*non_empty=*/true, &c->dir));
   RETURN_IF_ERROR(r.Int("every_clocks", 1, kMaxInt64, &c->every_clocks));
   RETURN_IF_ERROR(r.Duration("every", absl::ZeroDuration(), &c->every));
   RETURN_IF_ERROR(r.Int32("keep", 1, kMaxInt32, &c->keep));
+  RETURN_IF_ERROR(r.String("resume", /*non_empty=*/true, &c->resume));
+  RETURN_IF_ERROR(r.String("init_from", /*non_empty=*/true, &c->init_from));
   if (c->dir.empty() && (r.Has("every_clocks") || r.Has("every"))) {
     return r.Error(r.Has("every_clocks") ? "every_clocks" : "every",
                    "a checkpoint schedule needs checkpoint.dir (where the servers write)");
+  }
+  int64_t clock = 0;
+  if (c->resume != "none" && c->resume != "latest" &&
+      !(absl::SimpleAtoi(c->resume, &clock) && clock >= 0)) {
+    return r.Error("resume", absl::StrCat("expected none, latest or a clock (integer >= 0), got \"",
+                                          c->resume, "\""));
+  }
+  if (c->dir.empty() && c->resume != "none") {
+    return r.Error("resume", "resuming needs checkpoint.dir (where the checkpoints are)");
   }
   return absl::OkStatus();
 }
@@ -255,6 +268,11 @@ v1::JobSpec ToJobSpec(const JobConfig& config) {
   spec.set_pull_deadline_ms(absl::ToInt64Milliseconds(config.rpc.deadline));
   spec.set_lease_timeout_ms(absl::ToInt64Milliseconds(config.cluster.lease_timeout));
   spec.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(config.cluster.heartbeat_interval));
+  spec.mutable_checkpoint()->set_dir(config.checkpoint.dir);
+  spec.mutable_checkpoint()->set_every_clocks(config.checkpoint.every_clocks);
+  spec.mutable_checkpoint()->set_every_ms(absl::ToInt64Milliseconds(config.checkpoint.every));
+  spec.mutable_checkpoint()->set_keep(config.checkpoint.keep);
+  spec.mutable_checkpoint()->set_init_from(config.checkpoint.init_from);
   spec.set_config_hash(config.config_hash.empty() ? ConfigHash(config.source, config.overrides)
                                                   : config.config_hash);
   return spec;

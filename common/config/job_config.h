@@ -90,6 +90,9 @@ struct CheckpointConfig {
   int64_t every_clocks = 0;                       // 0: not by clock
   absl::Duration every = absl::ZeroDuration();    // zero: not by time
   int keep = 3;                                   // newest checkpoints kept (>= 1)
+  // "none", "latest" or a clock: the complete checkpoint the job resumes from.
+  std::string resume = "none";
+  std::string init_from;                          // .safetensors of initial values
 };
 
 struct JobConfig {

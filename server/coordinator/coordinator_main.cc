@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,11 +24,16 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/net.h"
+#include "common/status_macros.h"
 #include "common/time_source.h"
+#include "server/coordinator/checkpoint_driver.h"
+#include "server/coordinator/checkpoint_registry.h"
 #include "server/coordinator/coordinator_metrics.h"
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/lease_expirer.h"
+#include "server/coordinator/resume.h"
+#include "server/shard/checkpoint/checkpoint_format.h"
 #include "server/coordinator/worker_loss.h"
 
 namespace cairn {
@@ -40,7 +46,41 @@ struct Flags {
   std::string port_file;
   std::vector<std::string> overrides;  // --set key.path=value, in order
   std::string log_level = "info";
+  bool resume = false;  // --resume: checkpoint.resume=latest
 };
+
+// Opens the job's checkpoint records and, for a resume, picks and checks the
+// checkpoint into `job`. Null registry when checkpoint.dir is not set.
+absl::StatusOr<std::unique_ptr<CheckpointRegistry>> OpenCheckpoints(const JobConfig& config,
+                                                                    CoordinatorMetrics* metrics,
+                                                                    v1::JobSpec* job) {
+  const CheckpointConfig& c = config.checkpoint;
+  if (c.dir.empty()) return nullptr;
+  const bool resume = c.resume != "none";
+  std::error_code error;
+  if (resume && !std::filesystem::is_directory(c.dir, error)) {
+    return absl::NotFoundError(absl::StrCat("checkpoint.dir ", c.dir,
+                                            " does not exist; nothing to resume from "
+                                            "(checkpoint.resume: ", c.resume, ")"));
+  }
+  if (!resume && !std::filesystem::create_directories(c.dir, error) && error) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create checkpoint.dir ", c.dir, ": ", error.message()));
+  }
+  const std::string store = checkpoint::CoordinatorStoreDir(c.dir);
+  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointRegistry> registry,
+                   CheckpointRegistry::Open(store, /*create=*/!resume, job->tables_size(),
+                                            job->num_partitions(), c.keep, metrics));
+  if (resume) {
+    ASSIGN_OR_RETURN(v1::CheckpointRecord record,
+                     ChooseResumePoint(registry->List(), c.resume, store));
+    RETURN_IF_ERROR(CheckResumePoint(record, *job, c.dir));
+    LOG_INFO("resuming from checkpoint record {} at clock {} ({} partitions) in {}", record.id(),
+             record.clock(), record.partitions_size(), c.dir);
+    *job->mutable_resume_from() = std::move(record);
+  }
+  return registry;
+}
 
 // Fails the job when the start-up barrier is not passed within
 // `startup_timeout` (B12: nobody should wait forever for a member that never
@@ -70,7 +110,9 @@ class StartupWatchdog {
 };
 
 int Run(const Flags& flags) {
-  absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config_path, flags.overrides);
+  std::vector<std::string> overrides = flags.overrides;
+  if (flags.resume) overrides.push_back("checkpoint.resume=latest");
+  absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config_path, overrides);
   if (!config.ok()) {
     LOG_ERROR("bad config: {}", config.status().message());
     return kExitBadConfig;
@@ -98,9 +140,24 @@ int Run(const Flags& flags) {
   }
   CoordinatorMetrics metrics((*metrics_server)->registry());
   RealTimeSource time;
-  const v1::JobSpec job = ToJobSpec(*config);
+  v1::JobSpec job = ToJobSpec(*config);
+  absl::StatusOr<std::unique_ptr<CheckpointRegistry>> registry =
+      OpenCheckpoints(*config, &metrics, &job);
+  if (!registry.ok()) {
+    LOG_ERROR("{}", registry.status().message());
+    return kExitBadConfig;
+  }
   CoordinatorState state(job, &time, &metrics);
-  CoordinatorService service(&state, &metrics);
+  std::unique_ptr<CheckpointDriver> driver;
+  if (*registry != nullptr) {
+    driver = std::make_unique<CheckpointDriver>(&state, registry->get(), &metrics,
+                                                (*registry)->LatestId(), job.resume_from());
+    if (config->checkpoint.every > absl::ZeroDuration()) {
+      driver->StartPeriodic(config->checkpoint.every,
+                            std::max(absl::Seconds(60), config->checkpoint.every));
+    }
+  }
+  CoordinatorService service(&state, &metrics, registry->get(), driver.get());
 
   GrpcServerOptions options;
   options.address = FormatHostPort(listen->host, listen->port);
@@ -158,6 +215,7 @@ int Run(const Flags& flags) {
     state.Shutdown();  // releases WatchPartitionMap calls and the watchdog
   }
   expirer.Stop();
+  if (driver != nullptr) driver->Stop();
   LOG_INFO("{}", loss_handler.SummaryLine(state.Members()));
   // Idle client connections hold Shutdown until its deadline; every call but
   // a parked watch (released above) is short, so half a second is enough.
@@ -194,8 +252,12 @@ int main(int argc, char** argv) {
                  "e.g. --set cluster.lease_timeout=3s");
   app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  app.add_flag("--resume", flags.resume,
+               "Resume from the newest complete checkpoint in checkpoint.dir (same as --set "
+               "checkpoint.resume=latest)");
   app.footer(
-      "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failure; 2 bad config or flags; "
+      "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failure; 2 bad config or flags, or a "
+      "checkpoint to resume from that is missing, damaged or does not fit the job; "
       "3 address in use; 4 start-up barrier not passed within cluster.startup_timeout; "
       "6 a worker was lost and cluster.on_worker_loss is fail.");
   try {

@@ -43,7 +43,26 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry) {
   for (v1::MemberRole role : kRoles) {
     lease_expirations_[role] = &expirations.Add({{"role", RoleName(role)}});
   }
+  last_checkpoint_ = &prometheus::BuildGauge()
+                          .Name("cairn_coordinator_last_checkpoint_timestamp_seconds")
+                          .Help("Unix time at which the last complete checkpoint was recorded.")
+                          .Register(registry)
+                          .Add({});
+  auto& checkpoints = prometheus::BuildCounter()
+                          .Name("cairn_coordinator_checkpoints_total")
+                          .Help("Checkpoints by result: complete (every partition reported and "
+                                "recorded) or failed.")
+                          .Register(registry);
+  checkpoints_complete_ = &checkpoints.Add({{"result", "complete"}});
+  checkpoints_failed_ = &checkpoints.Add({{"result", "failed"}});
 }
+
+void CoordinatorMetrics::CheckpointCompleted(double unix_seconds) {
+  last_checkpoint_->Set(unix_seconds);
+  checkpoints_complete_->Increment();
+}
+
+void CoordinatorMetrics::CheckpointFailed() { checkpoints_failed_->Increment(); }
 
 void CoordinatorMetrics::SetMembers(const std::vector<MemberRecord>& members) {
   std::map<std::pair<int, int>, int> counts;

@@ -33,7 +33,8 @@ namespace cairn {
 // The method label values, one per rpc of cairn.v1.Coordinator.
 inline constexpr const char* kCoordinatorMethods[] = {
     "RegisterServer",    "RegisterWorker", "Heartbeat",  "GetPartitionMap",
-    "WatchPartitionMap", "Leave",          "ListMembers"};
+    "WatchPartitionMap", "Leave",          "ListMembers",     "ReportCheckpoint",
+    "Checkpoint",        "ListCheckpoints"};
 
 // Thread-safe (prometheus-cpp metrics are). The metric objects live in the
 // registry, which must outlive this.
@@ -47,8 +48,14 @@ class CoordinatorMetrics {
   // `method` is one of kCoordinatorMethods; other names are not counted.
   void CountRequest(absl::string_view method);
   void CountLeaseExpiration(v1::MemberRole role);
+  // A checkpoint completed (`unix_seconds`: when) or failed.
+  void CheckpointCompleted(double unix_seconds);
+  void CheckpointFailed();
 
  private:
+  prometheus::Gauge* last_checkpoint_ = nullptr;
+  prometheus::Counter* checkpoints_complete_ = nullptr;
+  prometheus::Counter* checkpoints_failed_ = nullptr;
   // Constant after construction; the pointees belong to the registry.
   std::map<std::pair<int, int>, prometheus::Gauge*> members_;  // (role, state)
   prometheus::Gauge* map_version_ = nullptr;

@@ -6,8 +6,9 @@
 
 namespace cairn {
 
-CoordinatorService::CoordinatorService(CoordinatorState* state, CoordinatorMetrics* metrics)
-    : state_(state), metrics_(metrics) {}
+CoordinatorService::CoordinatorService(CoordinatorState* state, CoordinatorMetrics* metrics,
+                                       CheckpointRegistry* registry, CheckpointDriver* driver)
+    : state_(state), metrics_(metrics), registry_(registry), driver_(driver) {}
 
 void CoordinatorService::Count(const char* method) {
   if (metrics_ != nullptr) metrics_->CountRequest(method);
@@ -83,6 +84,45 @@ grpc::Status CoordinatorService::ListMembers(grpc::ServerContext*,
   Count("ListMembers");
   for (v1::Member& member : state_->Members()) *response->add_members() = std::move(member);
   *response->mutable_map() = state_->Map();
+  return grpc::Status::OK;
+}
+
+namespace {
+const grpc::Status kNoCheckpoints(grpc::StatusCode::FAILED_PRECONDITION,
+                                  "checkpoints are off for this job: checkpoint.dir is not set");
+}  // namespace
+
+grpc::Status CoordinatorService::ReportCheckpoint(grpc::ServerContext*,
+                                                  const v1::ReportCheckpointRequest* request,
+                                                  v1::ReportCheckpointResponse* response) {
+  Count("ReportCheckpoint");
+  if (registry_ == nullptr) return kNoCheckpoints;
+  absl::StatusOr<CheckpointRegistry::ReportResult> r = registry_->Report(*request);
+  if (!r.ok()) return ToGrpcStatus(r.status());
+  response->set_complete(r->complete);
+  for (uint64_t id : r->keep_ids) response->add_keep_ids(id);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::Checkpoint(grpc::ServerContext*,
+                                            const v1::CheckpointRequest* request,
+                                            v1::CheckpointResponse* response) {
+  Count("Checkpoint");
+  if (driver_ == nullptr) return kNoCheckpoints;
+  const absl::Duration timeout =
+      request->timeout_ms() > 0 ? absl::Milliseconds(request->timeout_ms()) : absl::Seconds(60);
+  absl::StatusOr<v1::CheckpointRecord> r = driver_->Run(timeout);
+  if (!r.ok()) return ToGrpcStatus(r.status());
+  *response->mutable_record() = *std::move(r);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::ListCheckpoints(grpc::ServerContext*,
+                                                 const v1::ListCheckpointsRequest*,
+                                                 v1::ListCheckpointsResponse* response) {
+  Count("ListCheckpoints");
+  if (registry_ == nullptr) return kNoCheckpoints;
+  for (v1::CheckpointRecord& r : registry_->List()) *response->add_records() = std::move(r);
   return grpc::Status::OK;
 }
 

@@ -6,6 +6,8 @@
 
 #include "absl/time/time.h"
 #include "cairn/v1/coordinator.grpc.pb.h"
+#include "server/coordinator/checkpoint_driver.h"
+#include "server/coordinator/checkpoint_registry.h"
 #include "server/coordinator/coordinator_metrics.h"
 #include "server/coordinator/coordinator_state.h"
 
@@ -19,8 +21,11 @@ inline constexpr absl::Duration kMaxWatchWait = absl::Seconds(10);
 // Heartbeat NOT_FOUND (register again); Leave NOT_FOUND.
 class CoordinatorService final : public v1::Coordinator::Service {
  public:
-  // state must outlive this; metrics may be null, else must outlive this.
-  CoordinatorService(CoordinatorState* state, CoordinatorMetrics* metrics);
+  // state must outlive this; metrics, registry and driver may be null (a job
+  // without checkpoint.dir: the checkpoint calls answer FAILED_PRECONDITION),
+  // else must outlive this.
+  CoordinatorService(CoordinatorState* state, CoordinatorMetrics* metrics,
+                     CheckpointRegistry* registry = nullptr, CheckpointDriver* driver = nullptr);
 
   grpc::Status RegisterServer(grpc::ServerContext* context,
                               const v1::RegisterServerRequest* request,
@@ -46,6 +51,17 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // Every member ever registered, with lease ages, and the current map.
   grpc::Status ListMembers(grpc::ServerContext* context, const v1::ListMembersRequest* request,
                            v1::ListMembersResponse* response) override;
+  // A server's part of a checkpoint (CheckpointRegistry::Report).
+  grpc::Status ReportCheckpoint(grpc::ServerContext* context,
+                                const v1::ReportCheckpointRequest* request,
+                                v1::ReportCheckpointResponse* response) override;
+  // Takes a checkpoint now and answers its record once complete
+  // (CheckpointDriver::Run; timeout_ms 0: 60 s).
+  grpc::Status Checkpoint(grpc::ServerContext* context, const v1::CheckpointRequest* request,
+                          v1::CheckpointResponse* response) override;
+  grpc::Status ListCheckpoints(grpc::ServerContext* context,
+                               const v1::ListCheckpointsRequest* request,
+                               v1::ListCheckpointsResponse* response) override;
 
  private:
   void Count(const char* method);
@@ -53,6 +69,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // Constant after construction; borrowed.
   CoordinatorState* const state_;
   CoordinatorMetrics* const metrics_;
+  CheckpointRegistry* const registry_;
+  CheckpointDriver* const driver_;
 };
 
 }  // namespace cairn

@@ -66,6 +66,10 @@ absl::StatusOr<CoordinatorState::Registration> CoordinatorState::Register(
     args.start_clock = MinLiveWorkerClockLocked(
         args.requested_id >= 0 ? static_cast<uint32_t>(args.requested_id) : kMaxMemberId + 1);
   }
+  if (args.role == v1::MEMBER_ROLE_WORKER) {
+    // A resumed job's workers go on from the checkpoint's clock.
+    args.start_clock = std::max(args.start_clock, job_.resume_from().clock());
+  }
   ASSIGN_OR_RETURN(MemberRecord record, leases_.Register(args, time_->Now()));
   const bool passed_barrier = RefreshMapLocked();
   const std::vector<MemberRecord> members = leases_.Snapshot();

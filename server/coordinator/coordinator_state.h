@@ -14,7 +14,8 @@
 //   is shown DEAD; a server registering after ready owns nothing.
 // - A worker's start_clock: 0 before ready; after ready (a late joiner or a
 //   replacement) the minimum last-reported clock of the other live workers,
-//   0 when there are none.
+//   0 when there are none; never below the clock of the checkpoint the job
+//   resumed from (job.resume_from).
 #ifndef CAIRN_SERVER_COORDINATOR_COORDINATOR_STATE_H_
 #define CAIRN_SERVER_COORDINATOR_COORDINATOR_STATE_H_
 

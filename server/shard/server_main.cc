@@ -4,6 +4,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <memory>
+#include <optional>
 #include <iostream>
 #include <thread>
 
@@ -16,6 +18,10 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/net.h"
+#include "server/shard/checkpoint/checkpoint_format.h"
+#include "server/shard/checkpoint/job_shapes.h"
+#include "server/shard/checkpoint_agent.h"
+#include "server/shard/initial_rows.h"
 #include "server/shard/rpc/parameter_service.h"
 #include "server/shard/shard.h"
 #include "server/shard/shard_metrics.h"
@@ -39,12 +45,6 @@ int Run(const Flags& flags) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config, flags.overrides);
   if (!config.ok()) {
     std::cerr << "cairn-server: " << config.status().message() << "\n";
-    return kExitBadConfig;
-  }
-  if (config->checkpoint.every_clocks > 0 || config->checkpoint.every > absl::ZeroDuration()) {
-    std::cerr << "cairn-server: " << config->path
-              << ": checkpoint.every_clocks / checkpoint.every: periodic checkpoints during a job "
-                 "are not supported yet (docs/config.md, `checkpoint`); remove them\n";
     return kExitBadConfig;
   }
   if (!flags.coordinator.empty()) {
@@ -110,7 +110,32 @@ int Run(const Flags& flags) {
   const uint32_t server_id = registered->server_id();
   LOG_INFO("registered as server {} with the coordinator at {}", server_id,
            config->cluster.coordinator);
-  Shard shard(server_id, registered->job(), &metrics);
+  const v1::JobSpec& job = registered->job();
+  Shard shard(server_id, job, &metrics);
+  std::unique_ptr<CheckpointAgent> agent;
+  if (!job.checkpoint().dir().empty()) {
+    absl::StatusOr<std::vector<checkpoint::TableShape>> shapes = checkpoint::JobTableShapes(job);
+    absl::StatusOr<std::unique_ptr<CheckpointAgent>> started_agent =
+        shapes.ok() ? CheckpointAgent::Start(
+                          {checkpoint::ServerStoreDir(job.checkpoint().dir(), server_id),
+                           server_id, job.num_partitions(), *shapes},
+                          &coordinator, &metrics)
+                    : shapes.status();
+    if (!started_agent.ok()) {
+      std::cerr << "cairn-server: " << started_agent.status().message() << "\n";
+      return kExitBadConfig;
+    }
+    agent = *std::move(started_agent);
+    shard.SetCheckpointSink(job.checkpoint().every_clocks(), [a = agent.get()](ShardSnapshot s) {
+      a->Submit(std::move(s));
+    });
+  }
+  absl::StatusOr<std::optional<InitialState>> initial = MakeInitialState(job);
+  if (!initial.ok()) {
+    std::cerr << "cairn-server: " << initial.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  if (initial->has_value()) shard.SetInitialRows((*initial)->loader, (*initial)->start_clock);
   if (absl::Status s = shard.InstallMap(registered->map()); !s.ok()) {
     std::cerr << "cairn-server: " << s.message() << "\n";
     return kExitFailure;
@@ -126,7 +151,9 @@ int Run(const Flags& flags) {
   }
 
   std::atomic<bool> stop{false};
-  std::atomic<bool> lost{false};
+  std::atomic<bool> lost{false};    // the coordinator
+  std::atomic<bool> failed{false};  // the first ready map could not be installed
+  std::atomic<bool> must_stop{false};
   const absl::Duration heartbeat = absl::Milliseconds(registered->job().heartbeat_interval_ms());
   const absl::Duration lease = absl::Milliseconds(registered->job().lease_timeout_ms());
   const absl::Duration loss_timeout = std::max(absl::Seconds(10), 4 * lease);
@@ -145,6 +172,7 @@ int Run(const Flags& flags) {
         LOG_ERROR("lost the coordinator at {}: no heartbeat answered for {}",
                   config->cluster.coordinator, absl::FormatDuration(loss_timeout));
         lost.store(true);
+        must_stop.store(true);
         return;
       }
       for (absl::Duration slept; slept < heartbeat && !stop.load();
@@ -162,7 +190,12 @@ int Run(const Flags& flags) {
         continue;
       }
       if (absl::Status s = shard.InstallMap(r->map()); !s.ok()) {
-        LOG_ERROR("cannot install partition map: {}", s.message());
+        LOG_ERROR("cannot install partition map version {}: {}", r->map().version(), s.message());
+        if (r->map().ready() && shard.map_version() == 0) {  // no state to serve: give up
+          failed.store(true);
+          must_stop.store(true);
+          return;
+        }
       }
     }
   });
@@ -173,7 +206,7 @@ int Run(const Flags& flags) {
     }
   });
 
-  const int sig = WaitForTermination(&lost);
+  const int sig = WaitForTermination(&must_stop);
   stop.store(true);
   if (sig != 0) LOG_INFO("signal {}: shutting down", sig);
   shard.Shutdown();  // parked pulls answer UNAVAILABLE now, so Shutdown is quick
@@ -181,7 +214,8 @@ int Run(const Flags& flags) {
   heartbeats.join();
   watcher.join();
   expirer.join();
-  const int code = lost.load() ? kExitLostCoordinator : kExitOk;
+  if (agent != nullptr) agent->Stop();  // finishes the checkpoints already taken
+  const int code = failed.load() ? kExitFailure : lost.load() ? kExitLostCoordinator : kExitOk;
   LOG_INFO("stopped (exit code {})", code);
   ExitNow(code);
 }

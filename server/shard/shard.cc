@@ -89,6 +89,11 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
       }
       tables_ = std::move(tables);
       assignment_version_ = map.version();
+      if (loader_) {
+        RETURN_IF_ERROR(LoadInitialRowsLocked());
+        closed_before_ = start_clock_;
+        last_checkpoint_clock_ = start_clock_;
+      }
       LOG_INFO("server {} holds {} of {} partitions (map version {})", server_id_,
                partitions_.size(), map.num_partitions(), map.version());
     }
@@ -100,7 +105,7 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
     map_version_ = map.version();
     ready_ = true;
     Advance(&ready);
-    min_clock = clocks_.MinClock();
+    min_clock = ReleasedClock();
   }
   CompleteReady(&ready, min_clock);
   return absl::OkStatus();
@@ -258,7 +263,7 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
       Advance(&ready);
     }
     const int64_t required = RequiredClock(*request);
-    min_clock = clocks_.MinClock();
+    min_clock = ReleasedClock();
     if (required != kNoWait && min_clock < required) {
       waiters_.push_back(Waiter{request, response, required, deadline, std::move(done)});
       wait = true;
@@ -287,16 +292,14 @@ absl::StatusOr<int64_t> Shard::Clock(const v1::ClockRequest& request) {
           ", which is not a live member of the job (left, dead or unknown)"));
     }
     Advance(&ready);
-    min_clock = clocks_.MinClock();
+    min_clock = ReleasedClock();
   }
   CompleteReady(&ready, min_clock);
   return min_clock == ClockTracker::kNoWorkers ? -1 : min_clock;
 }
 
-void Shard::Advance(std::vector<Waiter>* ready) {
-  const int64_t min_clock = clocks_.MinClock();
-  // Close BSP iterations every live worker completed.
-  while (!pending_.empty() && pending_.begin()->first < min_clock) {
+void Shard::ApplyBelow(int64_t clock) {
+  while (!pending_.empty() && pending_.begin()->first < clock) {
     IterationBuffer& iteration = pending_.begin()->second;
     for (auto& [table_id, by_worker] : iteration) {
       Table* table = tables_[table_id].get();
@@ -309,14 +312,46 @@ void Shard::Advance(std::vector<Waiter>* ready) {
     }
     pending_.erase(pending_.begin());
   }
-  if (min_clock != ClockTracker::kNoWorkers) {
-    closed_before_ = std::max(closed_before_, min_clock);
+}
+
+int64_t Shard::ReleasedClock() const {
+  const int64_t min_clock = clocks_.MinClock();
+  return hold_.active ? std::min(min_clock, closed_before_) : min_clock;
+}
+
+void Shard::Advance(std::vector<Waiter>* ready) {
+  const int64_t min_clock = clocks_.MinClock();
+  if (min_clock == ClockTracker::kNoWorkers) {
+    // Every worker left: what they pushed is final.
+    if (!hold_.active) ApplyBelow(std::numeric_limits<int64_t>::max());
+  } else {
+    int64_t limit = std::max(closed_before_, min_clock);
+    if (hold_.active) limit = std::min(limit, std::max(hold_.limit, closed_before_));
+    // Close iterations up to `limit`, stopping exactly at each checkpoint
+    // boundary on the way so its snapshot is the cut at that clock.
+    while (closed_before_ < limit) {
+      int64_t next = limit;
+      if (every_clocks_ > 0) {
+        const int64_t multiple = (limit / every_clocks_) * every_clocks_;
+        if (multiple > closed_before_) next = multiple;
+      }
+      if (hold_.active && hold_.committed && hold_.limit > closed_before_) {
+        next = std::min(next, hold_.limit);
+      }
+      ApplyBelow(next);
+      closed_before_ = next;
+      const bool periodic = every_clocks_ > 0 && next % every_clocks_ == 0;
+      const bool committed = hold_.active && hold_.committed && next == hold_.limit;
+      if (periodic || committed) TakeCheckpointLocked();
+      if (committed) hold_ = Hold{};
+    }
   }
   if (metrics_ != nullptr) {
     metrics_->Clocks(min_clock == ClockTracker::kNoWorkers ? 0 : min_clock, clocks_.MaxClock());
   }
+  const int64_t released = ReleasedClock();
   auto it = std::partition(waiters_.begin(), waiters_.end(),
-                           [&](const Waiter& w) { return min_clock < w.required; });
+                           [&](const Waiter& w) { return released < w.required; });
   for (auto w = it; w != waiters_.end(); ++w) ready->push_back(std::move(*w));
   waiters_.erase(it, waiters_.end());
   pulls_served_ += ready->size();
@@ -332,6 +367,19 @@ void Shard::CompleteReady(std::vector<Waiter>* ready, int64_t min_clock) {
 
 void Shard::ExpireWaiters(absl::Time now) {
   std::vector<std::pair<Waiter, std::string>> expired;
+  std::vector<Waiter> ready;
+  int64_t released = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (hold_.active && hold_.until <= now) {
+      LOG_WARN("checkpoint request {} held server {} at clock {} past its time: letting go",
+               hold_.request_id, server_id_, hold_.limit);
+      hold_ = Hold{};
+      Advance(&ready);
+      released = ReleasedClock();
+    }
+  }
+  CompleteReady(&ready, released);
   {
     absl::MutexLock lock(&mu_);
     auto it = std::partition(waiters_.begin(), waiters_.end(),
@@ -377,6 +425,10 @@ absl::StatusOr<ShardSnapshot> Shard::Snapshot() const {
     return absl::UnavailableError(
         absl::StrCat("server ", server_id_, " has no ready partition map yet"));
   }
+  return SnapshotLocked();
+}
+
+absl::StatusOr<ShardSnapshot> Shard::SnapshotLocked() const {
   ShardSnapshot snap;
   snap.closed_before = closed_before_;
   snap.min_clock = clocks_.MinClock();
@@ -409,6 +461,97 @@ absl::Status Shard::RestorePartition(uint32_t table_id, uint32_t partition,
     return absl::NotFoundError(absl::StrCat("restore: unknown table id ", table_id));
   }
   return tables_[table_id]->ImportPartition(partition, rows);
+}
+
+void Shard::SetCheckpointSink(int64_t every_clocks, SnapshotSink sink) {
+  every_clocks_ = every_clocks;
+  sink_ = std::move(sink);
+}
+
+void Shard::SetInitialRows(InitialRowsLoader loader, int64_t start_clock) {
+  loader_ = std::move(loader);
+  start_clock_ = start_clock;
+}
+
+absl::Status Shard::LoadInitialRowsLocked() {
+  std::vector<uint32_t> held = partitions_;
+  std::sort(held.begin(), held.end());
+  for (const std::unique_ptr<Table>& t : tables_) {
+    for (uint32_t p : held) {
+      ASSIGN_OR_RETURN(PartitionRows rows, loader_(t->spec(), p, t->SlotsPerElement()));
+      RETURN_IF_ERROR(Annotate(t->ImportPartition(p, rows),
+                               absl::StrCat("load table ", t->spec().name(), " partition ", p)));
+    }
+  }
+  LOG_INFO("server {} loaded {} partitions of {} tables; starting at clock {}", server_id_,
+           held.size(), tables_.size(), start_clock_);
+  return absl::OkStatus();
+}
+
+void Shard::TakeCheckpointLocked() {
+  if (!sink_ || closed_before_ <= last_checkpoint_clock_) return;
+  absl::StatusOr<ShardSnapshot> snap = SnapshotLocked();
+  if (!snap.ok()) {
+    LOG_ERROR("checkpoint at clock {}: {}", closed_before_, snap.status().message());
+    return;
+  }
+  last_checkpoint_clock_ = closed_before_;
+  sink_(*std::move(snap));
+}
+
+absl::StatusOr<int64_t> Shard::PrepareCheckpoint(uint64_t request_id, absl::Time hold_until) {
+  absl::MutexLock lock(&mu_);
+  if (!ready_) {
+    return absl::UnavailableError(
+        absl::StrCat("server ", server_id_, " has no ready partition map yet"));
+  }
+  if (hold_.active && hold_.request_id != request_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "server ", server_id_, " is held for checkpoint request ", hold_.request_id));
+  }
+  hold_ = Hold{true, request_id, closed_before_, false, hold_until};
+  return closed_before_;
+}
+
+absl::Status Shard::CommitCheckpoint(uint64_t request_id, int64_t clock) {
+  std::vector<Waiter> ready;
+  int64_t released;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!hold_.active || hold_.request_id != request_id) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("server ", server_id_, ": checkpoint request ", request_id,
+                       " does not hold this server (expired or aborted)"));
+    }
+    if (clock < closed_before_) {
+      hold_ = Hold{};
+      return absl::FailedPreconditionError(absl::StrCat(
+          "server ", server_id_, " is past clock ", clock, " (at ", closed_before_, ")"));
+    }
+    hold_.limit = clock;
+    hold_.committed = true;
+    if (closed_before_ == clock) {
+      TakeCheckpointLocked();
+      hold_ = Hold{};
+    }
+    Advance(&ready);
+    released = ReleasedClock();
+  }
+  CompleteReady(&ready, released);
+  return absl::OkStatus();
+}
+
+void Shard::AbortCheckpoint(uint64_t request_id) {
+  std::vector<Waiter> ready;
+  int64_t released;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!hold_.active || hold_.request_id != request_id) return;
+    hold_ = Hold{};
+    Advance(&ready);
+    released = ReleasedClock();
+  }
+  CompleteReady(&ready, released);
 }
 
 }  // namespace cairn

@@ -55,11 +55,48 @@ struct ShardSnapshot {
   std::vector<Partition> partitions;                // table-major, ascending
 };
 
+// Receives each checkpoint snapshot, on the thread that closed the
+// iteration, with the shard lock held: it must only hand the snapshot on
+// (server/shard/checkpoint_agent.h queues it for writing).
+using SnapshotSink = std::function<void(ShardSnapshot)>;
+
+// Initial rows of (table, partition) for a job that starts from saved state
+// (a checkpoint or a .safetensors file); `slots_per_element` is the table's.
+using InitialRowsLoader = std::function<absl::StatusOr<PartitionRows>(
+    const v1::TableSpec& table, uint32_t partition, int slots_per_element)>;
+
 class Shard {
  public:
   // `metrics` may be null; it must outlive the shard.
   Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics);
   ~Shard();
+
+  // Checkpoints (DESIGN.md, Checkpoints). Call before the first ready map.
+  // Every time the iteration boundary reaches a multiple of `every_clocks`
+  // (0: never) and at each committed two-phase checkpoint, the shard closes
+  // iterations exactly up to that clock, copies its partitions, worker clocks
+  // and sequence floors (a consistent cut under BSP; under SSP/ASP, pushes
+  // apply on arrival, so the copy is this server's state at that moment) and
+  // hands the copy to `sink`. Not thread-safe against the other calls.
+  void SetCheckpointSink(int64_t every_clocks, SnapshotSink sink);
+
+  // Makes the first ready map fill every held partition from `loader` and
+  // start the iteration boundary at `start_clock` (the resumed checkpoint's
+  // clock; 0 for a file of initial values). Call before the first ready map.
+  void SetInitialRows(InitialRowsLoader loader, int64_t start_clock);
+
+  // Two-phase checkpoint, driven by the coordinator (shard.proto,
+  // CheckpointPhase). Prepare holds the shard at its current boundary until
+  // Commit, Abort or `hold_until`, and returns the boundary. Errors:
+  // Unavailable (not ready), FailedPrecondition (another checkpoint holds).
+  absl::StatusOr<int64_t> PrepareCheckpoint(uint64_t request_id, absl::Time hold_until)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Snapshots at boundary `clock` (>= the prepared one) once every live
+  // worker passed it, then lets go. FailedPrecondition when `request_id` does
+  // not hold (expired, aborted) or the boundary is already past `clock`.
+  absl::Status CommitCheckpoint(uint64_t request_id, int64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
+  // Lets go of a prepared checkpoint; no-op for another or no request.
+  void AbortCheckpoint(uint64_t request_id) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Installs partition map `map`. The first ready map creates the tables for
   // the partitions this server is primary of; later maps update the live
@@ -92,7 +129,8 @@ class Shard {
   // the gRPC server can stop without waiting for parked pulls.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Fails waiting pulls whose deadline passed. Called periodically.
+  // Fails waiting pulls whose deadline passed and lets go of a checkpoint
+  // hold past its time. Called periodically.
   void ExpireWaiters(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t map_version() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -128,8 +166,19 @@ class Shard {
   int64_t RequiredClock(const v1::PullRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads every table of the request into the response.
   void Serve(const v1::PullRequest& request, v1::PullResponse* response, int64_t min_clock) const;
-  // Applies buffered iterations below the min clock; moves released waiters to `ready`.
+  // Applies buffered iterations below the min clock (stopping at checkpoint
+  // boundaries to snapshot, and at a held boundary); moves released waiters
+  // to `ready`.
   void Advance(std::vector<Waiter>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies the buffered BSP iterations below `clock`.
+  void ApplyBelow(int64_t clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The min clock pulls may see: the workers' minimum, capped by a hold.
+  int64_t ReleasedClock() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<ShardSnapshot> SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Snapshots at the current boundary into the sink (once per clock).
+  void TakeCheckpointLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fills every held partition from loader_ (first ready map).
+  absl::Status LoadInitialRowsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompleteReady(std::vector<Waiter>* ready, int64_t min_clock);
 
   // Constant after construction.
@@ -154,6 +203,21 @@ class Shard {
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   uint64_t pushes_applied_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t pulls_served_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Checkpoints. Set before the first ready map, read under mu_ afterwards.
+  int64_t every_clocks_ = 0;
+  SnapshotSink sink_;
+  InitialRowsLoader loader_;
+  int64_t start_clock_ = 0;
+  int64_t last_checkpoint_clock_ ABSL_GUARDED_BY(mu_) = -1;
+  struct Hold {
+    bool active = false;
+    uint64_t request_id = 0;
+    int64_t limit = 0;       // boundary not passed while active
+    bool committed = false;  // limit is the cut to snapshot at
+    absl::Time until;
+  };
+  Hold hold_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn

@@ -32,6 +32,22 @@ ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
                           .Help("The staleness bound s of each table, in clocks: 0 for BSP, the "
                                 "configured bound for SSP, +Inf for ASP.")
                           .Register(registry);
+  checkpoints_ = &prometheus::BuildCounter()
+                      .Name("cairn_shard_checkpoints_total")
+                      .Help("Checkpoints of this server's partitions, by result (ok, failed, "
+                            "dropped).")
+                      .Register(registry);
+  checkpoint_seconds_ = &prometheus::BuildHistogram()
+                             .Name("cairn_shard_checkpoint_duration_seconds")
+                             .Help("Seconds to write one checkpoint to the store, synced.")
+                             .Register(registry)
+                             .Add({}, prometheus::Histogram::BucketBoundaries{
+                                          0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
+  checkpoint_bytes_ = &prometheus::BuildGauge()
+                           .Name("cairn_shard_checkpoint_bytes")
+                           .Help("Encoded bytes of this server's last checkpoint.")
+                           .Register(registry)
+                           .Add({});
   auto& in = prometheus::BuildCounter()
                  .Name("cairn_shard_received_bytes_total")
                  .Help("Request bytes received (keys and values), by method.")
@@ -99,6 +115,14 @@ void ShardMetrics::Keys(const std::string& table, uint64_t keys) {
 void ShardMetrics::StalenessBound(const std::string& table, int64_t bound) {
   staleness_bound_->Add({{"table", table}})
       .Set(bound < 0 ? std::numeric_limits<double>::infinity() : static_cast<double>(bound));
+}
+
+void ShardMetrics::Checkpoint(const std::string& result, double seconds, uint64_t bytes) {
+  checkpoints_->Add({{"result", result}}).Increment();
+  if (result == "ok") {
+    checkpoint_seconds_->Observe(seconds);
+    checkpoint_bytes_->Set(static_cast<double>(bytes));
+  }
 }
 
 }  // namespace cairn

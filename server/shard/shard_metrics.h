@@ -39,8 +39,15 @@ class ShardMetrics {
   // The table's staleness bound s in clocks (BSP 0); `bound` < 0 (ASP, no
   // bound) is exported as +Inf.
   void StalenessBound(const std::string& table, int64_t bound);
+  // A checkpoint of this server's partitions: `result` "ok" (written in
+  // `seconds`, `bytes` encoded), "failed" (store or report error) or
+  // "dropped" (the previous ones were still being written).
+  void Checkpoint(const std::string& result, double seconds, uint64_t bytes);
 
  private:
+  prometheus::Family<prometheus::Counter>* checkpoints_;
+  prometheus::Histogram* checkpoint_seconds_;
+  prometheus::Gauge* checkpoint_bytes_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Counter>* nonfinite_;
   prometheus::Family<prometheus::Gauge>* keys_;

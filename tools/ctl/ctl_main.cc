@@ -1,6 +1,8 @@
 // cairnctl: the operator's command line for a running Cairn job.
 //
 //   cairnctl --coordinator HOST:PORT status [--json]
+//   cairnctl --coordinator HOST:PORT checkpoint [--wait 60s]
+//   cairnctl --coordinator HOST:PORT checkpoints
 //   cairnctl export --format safetensors (--from DIR | --config JOB.yaml) PATH
 //
 // `export` reads the servers' checkpoint stores directly (no running job
@@ -17,6 +19,7 @@
 #include "absl/status/status.h"
 #include "common/config/job_config.h"
 #include "common/config/units.h"
+#include "common/coordinator_client.h"
 #include "common/net.h"
 #include "server/shard/checkpoint/safetensors_export.h"
 #include "tools/ctl/cluster_status.h"
@@ -72,6 +75,57 @@ int RunExport(const ExportFlags& flags) {
   return 0;
 }
 
+int64_t RecordBytes(const cairn::v1::CheckpointRecord& r) {
+  int64_t bytes = 0;
+  for (const auto& p : r.partitions()) bytes += static_cast<int64_t>(p.bytes());
+  return bytes;
+}
+
+// Takes a checkpoint now (the coordinator's two-phase protocol) and waits
+// for it to complete.
+int RunCheckpoint(const GlobalFlags& global, const std::string& wait) {
+  absl::StatusOr<HostPort> address = ParseHostPort(global.coordinator, "--coordinator");
+  if (!address.ok()) return Fail(kExitUsage, std::string(address.status().message()));
+  absl::StatusOr<absl::Duration> timeout = ParseDuration(wait);
+  if (!timeout.ok() || *timeout <= absl::ZeroDuration()) {
+    return Fail(kExitUsage, "--wait " + wait + ": expected a positive duration such as 60s");
+  }
+  CoordinatorClient client(global.coordinator, 64 << 20);
+  v1::CheckpointRequest request;
+  request.set_timeout_ms(absl::ToInt64Milliseconds(*timeout));
+  absl::StatusOr<v1::CheckpointResponse> r =
+      client.Checkpoint(request, *timeout + absl::Seconds(5));
+  if (!r.ok()) {
+    const bool unreachable = r.status().code() == absl::StatusCode::kUnavailable;
+    return Fail(unreachable ? kExitUnreachable : kExitFailed,
+                "checkpoint: " + std::string(r.status().message()));
+  }
+  std::cout << "checkpoint complete at clock " << r->record().clock() << ": record "
+            << r->record().id() << ", " << r->record().partitions_size() << " partitions, "
+            << RecordBytes(r->record()) << " bytes\n";
+  return 0;
+}
+
+// Lists the complete checkpoints the coordinator recorded.
+int RunCheckpoints(const GlobalFlags& global) {
+  absl::StatusOr<absl::Duration> timeout = ParseDuration(global.timeout);
+  if (!timeout.ok() || *timeout <= absl::ZeroDuration()) {
+    return Fail(kExitUsage, "--timeout " + global.timeout + ": expected a positive duration");
+  }
+  CoordinatorClient client(global.coordinator, 64 << 20);
+  absl::StatusOr<v1::ListCheckpointsResponse> r = client.ListCheckpoints(*timeout);
+  if (!r.ok()) {
+    const bool unreachable = r.status().code() == absl::StatusCode::kUnavailable;
+    return Fail(unreachable ? kExitUnreachable : kExitFailed, std::string(r.status().message()));
+  }
+  std::cout << "RECORD  CLOCK  PARTITIONS  BYTES  COMPLETED(unix ms)\n";
+  for (const v1::CheckpointRecord& rec : r->records()) {
+    std::cout << rec.id() << "  " << rec.clock() << "  " << rec.partitions_size() << "  "
+              << RecordBytes(rec) << "  " << rec.unix_millis() << "\n";
+  }
+  return 0;
+}
+
 int RunStatus(const GlobalFlags& global, const StatusFlags& flags) {
   absl::StatusOr<HostPort> address = ParseHostPort(global.coordinator, "--coordinator");
   if (!address.ok()) return Fail(kExitUsage, std::string(address.status().message()));
@@ -105,7 +159,7 @@ int main(int argc, char** argv) {
   using namespace cairn::ctl;
   GlobalFlags global;
   StatusFlags status_flags;
-  CLI::App app{"cairnctl: inspect a running Cairn job"};
+  CLI::App app{"cairnctl: inspect a running Cairn job and its checkpoints"};
   app.footer(
       "Exit codes: 0 done, 1 failed, 2 bad flags, 3 a live server did not answer, "
       "4 coordinator unreachable.");
@@ -121,6 +175,14 @@ int main(int argc, char** argv) {
       "members (role, state, lease age), the partition map, and each table's min and max "
       "clock over the servers");
   status->add_flag("--json", status_flags.json, "print one JSON object (for scripts)");
+
+  std::string checkpoint_wait = "60s";
+  CLI::App* checkpoint_cmd = app.add_subcommand(
+      "checkpoint", "take a checkpoint now and wait until every partition is in");
+  checkpoint_cmd->add_option("--wait", checkpoint_wait, "how long to wait for it to complete")
+      ->capture_default_str();
+  CLI::App* checkpoints_cmd =
+      app.add_subcommand("checkpoints", "list the complete checkpoints the coordinator recorded");
 
   ExportFlags export_flags;
   CLI::App* export_cmd = app.add_subcommand(
@@ -141,5 +203,7 @@ int main(int argc, char** argv) {
   }
   if (status->parsed()) return RunStatus(global, status_flags);
   if (export_cmd->parsed()) return RunExport(export_flags);
+  if (checkpoint_cmd->parsed()) return RunCheckpoint(global, checkpoint_wait);
+  if (checkpoints_cmd->parsed()) return RunCheckpoints(global);
   return kExitUsage;
 }

@@ -58,6 +58,7 @@ struct Flags {
   std::string bin_dir;
   std::string workdir;
   std::vector<std::string> overrides;
+  bool resume = false;
   bool no_workers = false;
   bool prometheus = false;
   std::string prometheus_binary = kPrometheusBinary;
@@ -74,7 +75,8 @@ absl::Status CheckPlot(const Flags& flags) {
   return CheckGnuplotInstalled(kGnuplotBinary);
 }
 
-int Run(const Flags& flags) {
+int Run(Flags flags) {
+  if (flags.resume) flags.overrides.push_back("checkpoint.resume=latest");
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags.job, flags.overrides);
   if (!config.ok()) return BadInput(config.status().message());
   if (!flags.no_workers && !config->has_training) {
@@ -312,6 +314,9 @@ int main(int argc, char** argv) {
                  "Config override key.path=value for every process (repeatable), e.g. --set "
                  "training.epochs=1")
       ->allow_extra_args(false);  // one value per --set, so a later positional stays one
+  app.add_flag("--resume", flags.resume,
+               "resume from the newest complete checkpoint in checkpoint.dir (same as --set "
+               "checkpoint.resume=latest)");
   app.add_flag("--no-workers", flags.no_workers,
                "Start only the coordinator and the servers, print their /metrics URLs once all "
                "serve, and stop them (a smoke test of the cluster)");

@@ -27,6 +27,11 @@ class ParameterStore {
 
   // Ends the current iteration.
   virtual absl::Status Clock() = 0;
+
+  // The global step training starts at: 0, or the clock of the checkpoint a
+  // resumed job restarts from (the step's batch is then the one a run from
+  // step 0 would have drawn there).
+  virtual int64_t StartStep() const { return 0; }
 };
 
 }  // namespace cairn

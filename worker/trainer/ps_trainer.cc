@@ -39,7 +39,10 @@ absl::StatusOr<std::unique_ptr<PsParameterStore>> PsParameterStore::Create(
 
 PsParameterStore::PsParameterStore(Client* client, std::vector<BoundTable> tables,
                                    size_t num_params)
-    : client_(client), tables_(std::move(tables)), params_(num_params, 0.0f) {
+    : client_(client),
+      start_step_(client->clock()),
+      tables_(std::move(tables)),
+      params_(num_params, 0.0f) {
   for (const BoundTable& t : tables_) {
     pull_buffers_.push_back(
         DenseBuffer{t.spec.name(), absl::MakeSpan(params_).subspan(t.offset, t.size)});

@@ -36,11 +36,15 @@ class PsParameterStore final : public ParameterStore {
   absl::Status Push(absl::Span<const float> grads) override;
   // Client::Clock().
   absl::Status Clock() override;
+  // The client's clock when the store was created (a resumed job's workers
+  // start at the checkpoint's clock).
+  int64_t StartStep() const override { return start_step_; }
 
  private:
   PsParameterStore(Client* client, std::vector<BoundTable> tables, size_t num_params);
 
   Client* const client_;
+  const int64_t start_step_;
   const std::vector<BoundTable> tables_;
   std::vector<float> params_;
   std::vector<DenseBuffer> pull_buffers_;  // views into params_

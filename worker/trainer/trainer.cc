@@ -91,13 +91,22 @@ absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dat
   if (options.max_steps > 0) total_steps = std::min(total_steps, options.max_steps);
 
   TrainingSummary summary;
-  for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+  // A resumed job starts at its checkpoint's step, on the batch a run from
+  // step 0 would have drawn there (the permutation depends on the epoch only).
+  const int64_t start_step = std::min(store.StartStep(), total_steps);
+  if (start_step > 0) {
+    LOG_INFO("resuming at global step {} (epoch {}, step {}) of {}", start_step,
+             start_step / per_epoch, start_step % per_epoch, total_steps);
+  }
+  summary.steps = start_step;
+  for (int64_t epoch = start_step / per_epoch; epoch < options.epochs; ++epoch) {
     if (options.max_steps > 0 && summary.steps >= options.max_steps) break;
     shard.StartEpoch(epoch);
     EpochStats stats;
     stats.epoch = epoch;
     double loss_sum = 0;
-    for (int64_t step = 0; step < shard.steps_per_epoch(); ++step) {
+    const int64_t first_step = epoch == start_step / per_epoch ? start_step % per_epoch : 0;
+    for (int64_t step = first_step; step < shard.steps_per_epoch(); ++step) {
       if (options.max_steps > 0 && summary.steps >= options.max_steps) break;
       const int64_t epoch_steps = std::min(per_epoch, total_steps - epoch * per_epoch);
       StepRecord rec{epoch, step, summary.steps, epoch_steps, total_steps, batch, 0, {}};

@@ -73,6 +73,15 @@ inline std::string WorkersKey(uint64_t id) {
   return k;
 }
 
+// A job's checkpoint directory holds one store per server and the
+// coordinator's record of complete checkpoints:
+//   <dir>/server-<id>   CheckpointWriter / CheckpointReader
+//   <dir>/coordinator   server/coordinator/checkpoint_registry.h
+inline std::string ServerStoreDir(const std::string& dir, uint32_t server_id) {
+  return dir + "/server-" + std::to_string(server_id);
+}
+inline std::string CoordinatorStoreDir(const std::string& dir) { return dir + "/coordinator"; }
+
 }  // namespace cairn::checkpoint
 
 #endif  // CAIRN_SERVER_SHARD_CHECKPOINT_CHECKPOINT_FORMAT_H_

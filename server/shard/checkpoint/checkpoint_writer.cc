@@ -16,9 +16,9 @@ namespace cairn::checkpoint {
 absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(const std::string& dir,
                                                                         uint32_t server_id,
                                                                         int keep) {
-  if (keep < 1) {
+  if (keep < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint store ", dir, ": keep must be >= 1, got ", keep));
+        absl::StrCat("checkpoint store ", dir, ": keep must be >= 0, got ", keep));
   }
   rocksdb::Options options;
   options.create_if_missing = true;
@@ -113,11 +113,29 @@ absl::StatusOr<Manifest> CheckpointWriter::Write(int64_t clock, uint32_t num_par
 }
 
 absl::Status CheckpointWriter::Retain() {
+  if (keep_ == 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::vector<uint64_t> ids, ManifestIds());
   if (ids.size() <= static_cast<size_t>(keep_)) return absl::OkStatus();
+  ids.resize(ids.size() - keep_);
+  return Delete(ids);
+}
+
+absl::Status CheckpointWriter::RetainOnly(const std::vector<uint64_t>& keep_ids) {
+  if (keep_ids.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  const std::set<uint64_t> keep(keep_ids.begin(), keep_ids.end());
+  ASSIGN_OR_RETURN(std::vector<uint64_t> ids, ManifestIds());
+  std::vector<uint64_t> doomed;
+  for (uint64_t id : ids) {
+    if (id < *keep.rbegin() && !keep.contains(id)) doomed.push_back(id);
+  }
+  if (doomed.empty()) return absl::OkStatus();
+  return Delete(doomed);
+}
+
+absl::Status CheckpointWriter::Delete(const std::vector<uint64_t>& ids) {
   rocksdb::WriteBatch batch;
-  for (size_t i = 0; i + keep_ < ids.size(); ++i) {
-    const uint64_t id = ids[i];
+  for (const uint64_t id : ids) {
     RETURN_IF_ERROR(FromRocksStatus(batch.Delete(ManifestKey(id)), "retention batch"));
     RETURN_IF_ERROR(FromRocksStatus(batch.Delete(WorkersKey(id)), "retention batch"));
     RETURN_IF_ERROR(FromRocksStatus(

@@ -43,7 +43,9 @@ class CheckpointWriter {
  public:
   // Opens (creating when missing) the store at `dir`, keeping the newest
   // `keep` (>= 1) checkpoints (older ones, left by a crash before retention
-  // ran or by a larger `keep`, are deleted now). Errors: InvalidArgument (keep < 1),
+  // ran or by a larger `keep`, are deleted now). keep = 0: nothing is deleted
+  // but by RetainOnly (a job's servers, whose retention follows the
+  // coordinator's complete checkpoints). Errors: InvalidArgument (keep < 0),
   // FailedPrecondition when another live process holds the store, DataLoss
   // for a corrupt store, Unavailable for other IO errors; each names `dir`.
   static absl::StatusOr<std::unique_ptr<CheckpointWriter>> Open(const std::string& dir,
@@ -61,9 +63,16 @@ class CheckpointWriter {
                                  const std::vector<PartitionData>& partitions,
                                  const WorkerState& workers) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Deletes every checkpoint whose id is not in `keep_ids` and is older than
+  // the newest of them (newer ones may still complete), manifest and data in
+  // one batch. No-op when `keep_ids` is empty. RocksDB errors as in Open.
+  absl::Status RetainOnly(const std::vector<uint64_t>& keep_ids) ABSL_LOCKS_EXCLUDED(mu_);
+
   const std::string& dir() const { return dir_; }
 
  private:
+  // Deletes checkpoints `ids` in one synced batch.
+  absl::Status Delete(const std::vector<uint64_t>& ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   CheckpointWriter(std::string dir, uint32_t server_id, int keep, std::unique_ptr<rocksdb::DB> db);
 
   // Ids of complete checkpoints (manifests present), ascending.

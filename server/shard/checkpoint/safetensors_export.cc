@@ -86,7 +86,9 @@ absl::StatusOr<std::vector<std::string>> FindStores(const std::string& root) {
   if (fs::exists(fs::path(root) / "CURRENT", ec)) return std::vector<std::string>{root};
   std::vector<std::string> stores;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
-    if (entry.is_directory() && fs::exists(entry.path() / "CURRENT")) {
+    // <dir>/coordinator holds the coordinator's records, not partitions.
+    if (entry.is_directory() && fs::exists(entry.path() / "CURRENT") &&
+        entry.path().filename() != "coordinator") {
       stores.push_back(entry.path().string());
     }
   }

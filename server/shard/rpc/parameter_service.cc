@@ -1,6 +1,9 @@
 #include "server/shard/rpc/parameter_service.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/status_conversion.h"
 #include "server/shard/shard.h"
 #include "server/shard/shard_metrics.h"
@@ -117,6 +120,39 @@ grpc::ServerUnaryReactor* ParameterService::Stats(grpc::CallbackServerContext* c
     metrics_->Request(ShardMetrics::kStats, "OK", 0, 0, 0);
   }
   reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::Checkpoint(grpc::CallbackServerContext* context,
+                                                       const v1::ShardCheckpointRequest* request,
+                                                       v1::ShardCheckpointResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Shard* shard = shard_.load(std::memory_order_acquire);
+  if (shard == nullptr) {
+    reactor->Finish(kNotReady);
+    return reactor;
+  }
+  absl::Status status;
+  switch (request->phase()) {
+    case v1::CHECKPOINT_PHASE_PREPARE: {
+      const absl::Duration hold = absl::Milliseconds(std::max<int64_t>(request->hold_ms(), 1));
+      absl::StatusOr<int64_t> clock =
+          shard->PrepareCheckpoint(request->request_id(), absl::Now() + hold);
+      if (clock.ok()) response->set_clock(*clock);
+      status = clock.status();
+      break;
+    }
+    case v1::CHECKPOINT_PHASE_COMMIT:
+      status = shard->CommitCheckpoint(request->request_id(), request->clock());
+      break;
+    case v1::CHECKPOINT_PHASE_ABORT:
+      shard->AbortCheckpoint(request->request_id());
+      break;
+    default:
+      status = absl::InvalidArgumentError(
+          absl::StrCat("checkpoint: unknown phase ", static_cast<int>(request->phase())));
+  }
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 

@@ -38,6 +38,10 @@ class ParameterService final : public v1::ParameterService::CallbackService {
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
                                   const v1::StatsRequest* request,
                                   v1::StatsResponse* response) override;
+  // The coordinator's two-phase checkpoint (Shard::PrepareCheckpoint etc.).
+  grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
+                                       const v1::ShardCheckpointRequest* request,
+                                       v1::ShardCheckpointResponse* response) override;
 
  private:
   std::atomic<Shard*> shard_{nullptr};

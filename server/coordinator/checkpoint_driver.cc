@@ -1,0 +1,143 @@
+#include "server/coordinator/checkpoint_driver.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/status_conversion.h"
+#include "common/status_macros.h"
+#include "grpcpp/grpcpp.h"
+#include "server/coordinator/coordinator_metrics.h"
+
+namespace cairn {
+namespace {
+
+// One phase's RPC timeout.
+constexpr absl::Duration kPhaseTimeout = absl::Seconds(10);
+
+struct Target {
+  uint32_t id;
+  std::string address;
+  v1::ParameterService::Stub* stub;
+};
+
+absl::Status Call(const Target& t, v1::CheckpointPhase phase, uint64_t request_id, int64_t clock,
+                  absl::Duration hold, int64_t* out_clock) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kPhaseTimeout));
+  v1::ShardCheckpointRequest request;
+  request.set_phase(phase);
+  request.set_request_id(request_id);
+  request.set_clock(clock);
+  request.set_hold_ms(absl::ToInt64Milliseconds(hold));
+  v1::ShardCheckpointResponse response;
+  grpc::Status s = t.stub->Checkpoint(&context, request, &response);
+  if (!s.ok()) {
+    return Annotate(FromGrpcStatus(s), absl::StrCat("server ", t.id, " at ", t.address));
+  }
+  if (out_clock != nullptr) *out_clock = response.clock();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CheckpointDriver::CheckpointDriver(CoordinatorState* state, CheckpointRegistry* registry,
+                                   CoordinatorMetrics* metrics, uint64_t after_id,
+                                   v1::CheckpointRecord resumed)
+    : state_(state),
+      registry_(registry),
+      metrics_(metrics),
+      after_id_(after_id),
+      resumed_(std::move(resumed)),
+      next_request_(static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()))) {}
+
+CheckpointDriver::~CheckpointDriver() { Stop(); }
+
+v1::ParameterService::Stub* CheckpointDriver::StubFor(const std::string& address) {
+  auto& stub = stubs_[address];
+  if (stub == nullptr) {
+    stub = v1::ParameterService::NewStub(
+        MakeChannel(address, state_->job().max_message_bytes()));
+  }
+  return stub.get();
+}
+
+absl::StatusOr<v1::CheckpointRecord> CheckpointDriver::Run(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
+  const v1::PartitionMap map = state_->Map();
+  if (!map.ready()) {
+    return absl::FailedPreconditionError(
+        "checkpoint: the job has not started (start-up barrier not passed)");
+  }
+  std::set<uint32_t> primaries;
+  for (const v1::PartitionAssignment& a : map.assignments()) primaries.insert(a.primary());
+  std::vector<Target> targets;
+  for (const v1::Member& m : map.servers()) {
+    if (!primaries.contains(m.id())) continue;
+    if (m.state() != v1::MEMBER_STATE_ALIVE) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint: server ", m.id(), " holds partitions but is not alive"));
+    }
+    targets.push_back({m.id(), m.address(), StubFor(m.address())});
+  }
+  const uint64_t request_id = next_request_++;
+  const absl::Duration hold = std::max(absl::Seconds(1), timeout);
+
+  auto abort_all = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      (void)Call(targets[i], v1::CHECKPOINT_PHASE_ABORT, request_id, 0, hold, nullptr);
+    }
+  };
+  auto fail = [&](absl::Status s) {
+    if (metrics_ != nullptr) metrics_->CheckpointFailed();
+    LOG_WARN("checkpoint request {} failed: {}", request_id, s.message());
+    return s;
+  };
+  int64_t cut = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    int64_t boundary = 0;
+    absl::Status s = Call(targets[i], v1::CHECKPOINT_PHASE_PREPARE, request_id, 0, hold,
+                          &boundary);
+    if (!s.ok()) {
+      abort_all(i);
+      return fail(Annotate(s, "checkpoint prepare"));
+    }
+    cut = std::max(cut, boundary);
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    absl::Status s = Call(targets[i], v1::CHECKPOINT_PHASE_COMMIT, request_id, cut, hold, nullptr);
+    if (!s.ok()) {
+      abort_all(targets.size());
+      return fail(Annotate(s, absl::StrCat("checkpoint commit at clock ", cut)));
+    }
+  }
+  LOG_INFO("checkpoint request {}: cut at clock {} on {} servers", request_id, cut,
+           targets.size());
+  if (resumed_.id() != 0 && resumed_.clock() == cut) return resumed_;
+  absl::StatusOr<v1::CheckpointRecord> record =
+      registry_->WaitComplete(cut, after_id_, deadline);
+  if (!record.ok()) return fail(record.status());
+  return record;
+}
+
+void CheckpointDriver::StartPeriodic(absl::Duration every, absl::Duration timeout) {
+  periodic_ = std::thread([this, every, timeout] {
+    while (!stop_.WaitForNotificationWithTimeout(every)) {
+      if (!state_->ready()) continue;
+      absl::StatusOr<v1::CheckpointRecord> r = Run(timeout);
+      if (r.ok()) LOG_INFO("periodic checkpoint at clock {} complete", r->clock());
+    }
+  });
+}
+
+void CheckpointDriver::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (periodic_.joinable()) periodic_.join();
+}
+
+}  // namespace cairn
