@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/killpoint.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "rocksdb/db.h"
@@ -164,6 +165,7 @@ absl::Status CheckpointRegistry::Complete(int64_t clock) {
   }
   rocksdb::WriteOptions options;
   options.sync = true;
+  CAIRN_KILLPOINT("registry.before_record");
   RETURN_IF_ERROR(checkpoint::FromRocksStatus(
       db_->Write(options, &batch), absl::StrCat("write checkpoint record to ", dir_)));
   records_.erase(records_.begin(), records_.begin() + drop);

@@ -77,6 +77,9 @@ absl::Status CheckResumePoint(const v1::CheckpointRecord& record, const v1::JobS
             p->partition(), entry == nullptr ? " is missing" : " has another checksum",
             " than checkpoint record ", record.id(), " says"));
       }
+      // Reading verifies the bytes against the checksum: damage is found
+      // here, before any server opens a store for writing.
+      RETURN_IF_ERROR(reader->ReadPartition(*m, p->table_id(), p->partition()).status());
     }
   }
   return absl::OkStatus();

@@ -22,7 +22,8 @@ absl::StatusOr<v1::CheckpointRecord> ChooseResumePoint(
 
 // Opens (read-only) every server store `record` names under `dir` and checks
 // that each holds the named checkpoint at the record's clock with the same
-// checksums, and that its tables match `job`'s by name and shape.
+// checksums, that its tables match `job`'s by name and shape, and that every
+// partition's bytes verify (it reads them all).
 // Errors: NotFound (a store or checkpoint missing), DataLoss (checksums
 // differ), FailedPrecondition naming the table and both shapes.
 absl::Status CheckResumePoint(const v1::CheckpointRecord& record, const v1::JobSpec& job,

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/coordinator_client.h"
+#include "common/killpoint.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "server/shard/checkpoint/checkpoint_writer.h"
@@ -91,9 +92,11 @@ absl::Status CheckpointAgent::WriteAndReport(ShardSnapshot snapshot) {
   checkpoint::WorkerState workers;
   workers.clocks = snapshot.worker_clocks;
   workers.sequence_floors = snapshot.sequence_floors;
+  CAIRN_KILLPOINT("checkpoint.before_write");
   ASSIGN_OR_RETURN(checkpoint::Manifest m,
                    writer_->Write(snapshot.closed_before, options_.num_partitions,
                                   options_.tables, partitions, workers));
+  CAIRN_KILLPOINT("checkpoint.after_write");
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   uint64_t bytes = 0;
   v1::ReportCheckpointRequest report;
@@ -131,6 +134,7 @@ absl::Status CheckpointAgent::WriteAndReport(ShardSnapshot snapshot) {
     return Annotate(answer.status(), absl::StrCat("report checkpoint ", m.id, " at clock ",
                                                   m.clock, " to the coordinator"));
   }
+  CAIRN_KILLPOINT("checkpoint.after_report");
   std::vector<uint64_t> keep(answer->keep_ids().begin(), answer->keep_ids().end());
   return Annotate(writer_->RetainOnly(keep), "retention");
 }

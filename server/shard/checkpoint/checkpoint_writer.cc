@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/killpoint.h"
 #include "common/status_macros.h"
 #include "rocksdb/db.h"
 #include "rocksdb/write_batch.h"
@@ -101,8 +102,10 @@ absl::StatusOr<Manifest> CheckpointWriter::Write(int64_t clock, uint32_t num_par
 
   rocksdb::WriteOptions write_options;
   write_options.sync = true;
+  CAIRN_KILLPOINT("checkpoint.before_batch");
   RETURN_IF_ERROR(FromRocksStatus(db_->Write(write_options, &batch),
                                   absl::StrCat("write checkpoint ", m.id, " to ", dir_)));
+  CAIRN_KILLPOINT("checkpoint.before_flush");
   // Move the checkpoint from the WAL into block-checksummed table files, so a
   // damaged byte is reported as corruption instead of being dropped by WAL
   // recovery, and the WAL stays small.
@@ -143,6 +146,7 @@ absl::Status CheckpointWriter::Delete(const std::vector<uint64_t>& ids) {
   }
   rocksdb::WriteOptions write_options;
   write_options.sync = true;
+  CAIRN_KILLPOINT("checkpoint.before_retention");
   return FromRocksStatus(db_->Write(write_options, &batch),
                          absl::StrCat("delete old checkpoints in ", dir_));
 }
