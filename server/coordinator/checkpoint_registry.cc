@@ -79,6 +79,34 @@ absl::StatusOr<std::unique_ptr<CheckpointRegistry>> CheckpointRegistry::Open(
   return registry;
 }
 
+absl::StatusOr<std::vector<v1::CheckpointRecord>> CheckpointRegistry::ReadRecords(
+    const std::string& store_dir) {
+  rocksdb::Options options;
+  options.paranoid_checks = true;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status opened = rocksdb::DB::OpenForReadOnly(options, store_dir, &raw);
+  if (opened.IsInvalidArgument() || opened.IsPathNotFound() || opened.IsNotFound()) {
+    return absl::NotFoundError(
+        absl::StrCat("no checkpoint records in ", store_dir, " (no job wrote checkpoints here)"));
+  }
+  RETURN_IF_ERROR(checkpoint::FromRocksStatus(
+      opened, absl::StrCat("open checkpoint records ", store_dir)));
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::vector<v1::CheckpointRecord> records;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  const std::string prefix(1, kRecordTag);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    const uint64_t id = it->key().size() == 9 ? checkpoint::GetBigEndian64(it->key().data() + 1) : 0;
+    ASSIGN_OR_RETURN(v1::CheckpointRecord record,
+                     DecodeRecord(it->value().ToString(),
+                                  absl::StrCat(store_dir, ": checkpoint record ", id)));
+    records.push_back(std::move(record));
+  }
+  RETURN_IF_ERROR(checkpoint::FromRocksStatus(
+      it->status(), absl::StrCat("read checkpoint records ", store_dir)));
+  return records;
+}
+
 CheckpointRegistry::CheckpointRegistry(std::string dir, uint32_t num_tables,
                                        uint32_t num_partitions, int keep,
                                        CoordinatorMetrics* metrics,

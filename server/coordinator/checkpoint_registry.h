@@ -48,6 +48,11 @@ class CheckpointRegistry {
       int keep, CoordinatorMetrics* metrics);
   ~CheckpointRegistry();
 
+  // The records of the store at `store_dir`, oldest first, read without
+  // writing anything (also while a live coordinator holds it). Errors as Open.
+  static absl::StatusOr<std::vector<v1::CheckpointRecord>> ReadRecords(
+      const std::string& store_dir);
+
   struct ReportResult {
     bool complete = false;          // the checkpoint at this clock is complete
     std::vector<uint64_t> keep_ids;  // the reporter's store ids still referenced

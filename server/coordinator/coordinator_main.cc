@@ -68,17 +68,22 @@ absl::StatusOr<std::unique_ptr<CheckpointRegistry>> OpenCheckpoints(const JobCon
         absl::StrCat("cannot create checkpoint.dir ", c.dir, ": ", error.message()));
   }
   const std::string store = checkpoint::CoordinatorStoreDir(c.dir);
-  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointRegistry> registry,
-                   CheckpointRegistry::Open(store, /*create=*/!resume, job->tables_size(),
-                                            job->num_partitions(), c.keep, metrics));
   if (resume) {
-    ASSIGN_OR_RETURN(v1::CheckpointRecord record,
-                     ChooseResumePoint(registry->List(), c.resume, store));
+    // Choose and check read-only: a refused resume leaves every file as it was.
+    ASSIGN_OR_RETURN(std::vector<v1::CheckpointRecord> records,
+                     CheckpointRegistry::ReadRecords(store));
+    ASSIGN_OR_RETURN(v1::CheckpointRecord record, ChooseResumePoint(records, c.resume, store));
     RETURN_IF_ERROR(CheckResumePoint(record, *job, c.dir));
     LOG_INFO("resuming from checkpoint record {} at clock {} ({} partitions) in {}", record.id(),
              record.clock(), record.partitions_size(), c.dir);
     *job->mutable_resume_from() = std::move(record);
   }
+  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointRegistry> registry,
+                   CheckpointRegistry::Open(store, /*create=*/!resume, job->tables_size(),
+                                            job->num_partitions(), c.keep, metrics));
+  const std::vector<v1::CheckpointRecord> records = registry->List();
+  metrics->EnableCheckpoints(records.empty() ? absl::ToUnixSeconds(absl::Now())
+                                             : records.back().unix_millis() / 1000.0);
   return registry;
 }
 

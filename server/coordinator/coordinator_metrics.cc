@@ -1,6 +1,7 @@
 #include "server/coordinator/coordinator_metrics.h"
 
 #include "prometheus/counter.h"
+#include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
 
@@ -43,11 +44,12 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry) {
   for (v1::MemberRole role : kRoles) {
     lease_expirations_[role] = &expirations.Add({{"role", RoleName(role)}});
   }
-  last_checkpoint_ = &prometheus::BuildGauge()
-                          .Name("cairn_coordinator_last_checkpoint_timestamp_seconds")
-                          .Help("Unix time at which the last complete checkpoint was recorded.")
-                          .Register(registry)
-                          .Add({});
+  last_checkpoint_family_ =
+      &prometheus::BuildGauge()
+           .Name("cairn_coordinator_last_checkpoint_timestamp_seconds")
+           .Help("Unix time at which the last complete checkpoint was recorded (the "
+                 "coordinator's start while there is none); absent without checkpoint.dir.")
+           .Register(registry);
   auto& checkpoints = prometheus::BuildCounter()
                           .Name("cairn_coordinator_checkpoints_total")
                           .Help("Checkpoints by result: complete (every partition reported and "
@@ -57,8 +59,13 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry) {
   checkpoints_failed_ = &checkpoints.Add({{"result", "failed"}});
 }
 
-void CoordinatorMetrics::CheckpointCompleted(double unix_seconds) {
+void CoordinatorMetrics::EnableCheckpoints(double unix_seconds) {
+  if (last_checkpoint_ == nullptr) last_checkpoint_ = &last_checkpoint_family_->Add({});
   last_checkpoint_->Set(unix_seconds);
+}
+
+void CoordinatorMetrics::CheckpointCompleted(double unix_seconds) {
+  if (last_checkpoint_ != nullptr) last_checkpoint_->Set(unix_seconds);
   checkpoints_complete_->Increment();
 }
 

@@ -25,6 +25,8 @@
 namespace prometheus {
 class Counter;
 class Gauge;
+template <typename T>
+class Family;
 class Registry;
 }  // namespace prometheus
 
@@ -48,11 +50,16 @@ class CoordinatorMetrics {
   // `method` is one of kCoordinatorMethods; other names are not counted.
   void CountRequest(absl::string_view method);
   void CountLeaseExpiration(v1::MemberRole role);
+  // Starts exporting the time of the last complete checkpoint, at
+  // `unix_seconds` (the newest record's, or now when there is none). Call
+  // once, before any CheckpointCompleted, and only for jobs with checkpoints.
+  void EnableCheckpoints(double unix_seconds);
   // A checkpoint completed (`unix_seconds`: when) or failed.
   void CheckpointCompleted(double unix_seconds);
   void CheckpointFailed();
 
  private:
+  prometheus::Family<prometheus::Gauge>* last_checkpoint_family_ = nullptr;
   prometheus::Gauge* last_checkpoint_ = nullptr;
   prometheus::Counter* checkpoints_complete_ = nullptr;
   prometheus::Counter* checkpoints_failed_ = nullptr;

@@ -88,7 +88,7 @@ TEST_CASE("B25.5: YAML 1.1 yes/no are not booleans", "[config][B25]") {
   // checkpoint.dir is set): rejected as unknown, not read as a boolean.
   CHECK_THAT(ParseError("checkpoint: {enabled: no}\n"),
              Equals("job.yaml:1:14: unknown key `checkpoint.enabled` (known keys: dir, "
-                    "every_clocks, every, keep)"));
+                    "every_clocks, every, keep, resume, init_from)"));
   const std::string opt = "training: {optimizer: {type: sgd, learning_rate: 0.1, momentum: 0.9, ";
   for (const char* word : {"no", "yes", "on", "off", "True", "N"}) {
     INFO(word);

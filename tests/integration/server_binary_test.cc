@@ -132,19 +132,5 @@ TEST_CASE("cairn-server refuses to advertise an address remote peers cannot dial
   }
 }
 
-TEST_CASE("cairn-server refuses a checkpoint schedule it cannot honour yet",
-          "[integration][binary]") {
-  auto dir = MakeTempDir("server_checkpoint_schedule");
-  REQUIRE(dir.ok());
-  REQUIRE(WriteFile(*dir + "/job.yaml", GoodYaml(2) + "checkpoint:\n  dir: " + *dir +
-                                            "/ckpt\n  every_clocks: 100\n")
-              .ok());
-  std::string err;
-  testing::ExitStatus s = RunToEnd({"--config", *dir + "/job.yaml"}, *dir + "/server", &err);
-  CHECK(s.code == 2);
-  CHECK_THAT(err, Catch::Contains("checkpoint.every_clocks"));
-  CHECK_THAT(err, Catch::Contains("not supported yet"));
-}
-
 }  // namespace
 }  // namespace cairn

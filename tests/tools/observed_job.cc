@@ -11,7 +11,8 @@
 namespace cairn::testing {
 namespace {
 
-std::string JobYaml(int num_servers) {
+// Checkpoints every 500 clocks, so the checkpoint metrics are live too.
+std::string JobYaml(int num_servers, const std::string& checkpoint_dir) {
   return absl::StrCat(R"(
 cluster:
   coordinator: "127.0.0.1:1"
@@ -33,6 +34,10 @@ training:
   seed: 1
   data_dir: /usr/share/datasets/fashion-mnist
   device: cpu
+checkpoint:
+  dir: )", checkpoint_dir, R"(
+  every_clocks: 500
+  keep: 2
 )");
 }
 
@@ -64,7 +69,9 @@ absl::StatusOr<int> WorkerMetricsPort(const std::string& coordinator, Subprocess
 absl::StatusOr<std::unique_ptr<ObservedJob>> ObservedJob::Start(const std::string& name,
                                                                 int num_servers) {
   auto job = std::make_unique<ObservedJob>();
-  ASSIGN_OR_RETURN(job->cluster_, TestCluster::Start(name, JobYaml(num_servers), num_servers));
+  ASSIGN_OR_RETURN(std::string checkpoint_dir, MakeTempDir(name + "_checkpoints"));
+  ASSIGN_OR_RETURN(job->cluster_, TestCluster::Start(name, JobYaml(num_servers, checkpoint_dir),
+                                                     num_servers));
   TestCluster& cluster = *job->cluster_;
   ASSIGN_OR_RETURN(job->worker_,
                    Subprocess::Spawn(CAIRN_BINARY_DIR "/bin/cairn-worker",

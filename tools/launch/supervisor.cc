@@ -149,19 +149,24 @@ bool Supervisor::AllWorkersSucceeded() const {
 
 std::vector<std::string> Supervisor::StopAll(absl::Duration grace) {
   ReapEnded();
-  for (Member& m : members_) {
-    if (m.exit.has_value()) continue;
-    if (absl::Status s = m.process->Signal(SIGTERM); !s.ok()) Log(s.message());
-  }
   const absl::Time deadline = absl::Now() + grace;
   pending_signal_ = 0;
-  auto all_ended = [this] {
-    return std::all_of(members_.begin(), members_.end(),
-                       [](const Member& m) { return m.exit.has_value(); });
-  };
-  while (!all_ended() && absl::Now() < deadline && pending_signal_ == 0) {
-    if (mux_.Pump(std::min(kPollInterval, deadline - absl::Now()), signal_fd_)) ReadSignals();
-    ReapEnded();
+  // The coordinator last: servers finishing their last checkpoint still
+  // report it to the coordinator while they stop.
+  for (const bool coordinator : {false, true}) {
+    for (Member& m : members_) {
+      if (m.exit.has_value() || (m.role == Role::kCoordinator) != coordinator) continue;
+      if (absl::Status s = m.process->Signal(SIGTERM); !s.ok()) Log(s.message());
+    }
+    auto wave_ended = [this, coordinator] {
+      return std::all_of(members_.begin(), members_.end(), [coordinator](const Member& m) {
+        return m.exit.has_value() || (m.role == Role::kCoordinator) != coordinator;
+      });
+    };
+    while (!wave_ended() && absl::Now() < deadline && pending_signal_ == 0) {
+      if (mux_.Pump(std::min(kPollInterval, deadline - absl::Now()), signal_fd_)) ReadSignals();
+      ReapEnded();
+    }
   }
   std::vector<std::string> killed;
   for (Member& m : members_) {

@@ -93,9 +93,10 @@ class Supervisor {
   // started).
   bool AllWorkersSucceeded() const;
 
-  // Stops every member still running: SIGTERM to all, then SIGKILL to those
-  // still running after `grace` (at once when another termination signal
-  // arrives meanwhile). Reaps all and forwards their remaining output.
+  // Stops every member still running: SIGTERM to all but the coordinator,
+  // then (once they ended) to the coordinator, so servers can still report
+  // their last checkpoint; SIGKILL to those still running after `grace` (at
+  // once when another termination signal arrives meanwhile). Reaps all and forwards their remaining output.
   // Returns the names of members that had to be SIGKILLed.
   std::vector<std::string> StopAll(absl::Duration grace);
 

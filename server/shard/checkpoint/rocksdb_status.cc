@@ -18,7 +18,7 @@ absl::Status FromRocksStatus(const rocksdb::Status& status, absl::string_view co
     // ("lock hold by current process" / "While lock file ...").
     if (absl::StrContains(status.ToString(), "lock")) {
       return absl::FailedPreconditionError(
-          absl::StrCat(message, " (the store is held by another live server)"));
+          absl::StrCat(message, " (the store is held by another live process)"));
     }
     return absl::UnavailableError(message);
   }
