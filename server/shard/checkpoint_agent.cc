@@ -24,6 +24,23 @@ absl::StatusOr<std::unique_ptr<CheckpointAgent>> CheckpointAgent::Start(
   // keep 0: retention follows the coordinator's complete checkpoints.
   ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::CheckpointWriter> writer,
                    checkpoint::CheckpointWriter::Open(options.store_dir, options.server_id, 0));
+  // Checkpoints no complete one refers to are from runs that died before
+  // completing them: nothing is in flight yet, so they go now.
+  absl::StatusOr<v1::ListCheckpointsResponse> records =
+      coordinator->ListCheckpoints(absl::Seconds(10));
+  if (records.ok()) {
+    std::vector<uint64_t> keep;
+    for (const v1::CheckpointRecord& r : records->records()) {
+      for (const v1::CheckpointPartition& p : r.partitions()) {
+        if (p.server_id() == options.server_id) keep.push_back(p.checkpoint_id());
+      }
+    }
+    RETURN_IF_ERROR(Annotate(writer->RetainOnly(keep, /*max_pending=*/0),
+                             absl::StrCat("retention in ", options.store_dir)));
+  } else {
+    LOG_WARN("cannot list complete checkpoints ({}); unreferenced ones in {} stay for now",
+             records.status().message(), options.store_dir);
+  }
   std::unique_ptr<CheckpointAgent> agent(
       new CheckpointAgent(std::move(options), std::move(writer), coordinator, metrics));
   agent->thread_ = std::thread([a = agent.get()] { a->Run(); });
@@ -136,7 +153,9 @@ absl::Status CheckpointAgent::WriteAndReport(ShardSnapshot snapshot) {
   }
   CAIRN_KILLPOINT("checkpoint.after_report");
   std::vector<uint64_t> keep(answer->keep_ids().begin(), answer->keep_ids().end());
-  return Annotate(writer_->RetainOnly(keep), "retention");
+  // Two newer than the newest complete one may still complete (the
+  // snapshots queued here); anything older never will.
+  return Annotate(writer_->RetainOnly(keep, /*max_pending=*/2), "retention");
 }
 
 }  // namespace cairn

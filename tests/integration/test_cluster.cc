@@ -8,38 +8,79 @@
 #include "common/status_macros.h"
 
 namespace cairn::testing {
+namespace {
+
+// Spawns `binary` directly, or through env(1) when `env` adds variables (env
+// execs the binary, so the pid stays the binary's).
+absl::StatusOr<std::unique_ptr<Subprocess>> SpawnWithEnv(const std::string& binary,
+                                                         const std::vector<std::string>& args,
+                                                         const std::vector<std::string>& env,
+                                                         const std::string& log_prefix) {
+  if (env.empty()) return Subprocess::Spawn(binary, args, log_prefix);
+  std::vector<std::string> env_args = env;
+  env_args.push_back(binary);
+  env_args.insert(env_args.end(), args.begin(), args.end());
+  return Subprocess::Spawn("/usr/bin/env", env_args, log_prefix);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(const std::string& name,
                                                                 const std::string& yaml,
-                                                                int num_servers) {
+                                                                int num_servers, const Env& env) {
   auto cluster = std::make_unique<TestCluster>();
   ASSIGN_OR_RETURN(cluster->dir_, MakeTempDir(name));
   cluster->config_ = cluster->dir_ + "/job.yaml";
   RETURN_IF_ERROR(WriteFile(cluster->config_, yaml));
   ASSIGN_OR_RETURN(cluster->coordinator_,
-                   Subprocess::Spawn(CAIRN_BINARY_DIR "/bin/cairn-coordinator",
-                                     {"--config", cluster->config_, "--listen", "127.0.0.1:0",
-                                      "--port-file", cluster->dir_ + "/coordinator.ports"},
-                                     cluster->dir_ + "/coordinator"));
+                   SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-coordinator",
+                                {"--config", cluster->config_, "--listen", "127.0.0.1:0",
+                                 "--port-file", cluster->dir_ + "/coordinator.ports"},
+                                env.coordinator, cluster->dir_ + "/coordinator"));
   ASSIGN_OR_RETURN(auto ports, ReadPortFile(cluster->dir_ + "/coordinator.ports",
                                             absl::Seconds(30), cluster->coordinator_.get()));
   cluster->coordinator_address_ = absl::StrCat("127.0.0.1:", ports["grpc"]);
   cluster->coordinator_metrics_port_ = ports["metrics"];
-  for (int i = 0; i < num_servers; ++i) RETURN_IF_ERROR(cluster->StartServer());
+  for (int i = 0; i < num_servers; ++i) {
+    RETURN_IF_ERROR(cluster->StartServer(i < static_cast<int>(env.servers.size())
+                                             ? env.servers[i]
+                                             : std::vector<std::string>{}));
+  }
   return cluster;
 }
 
-absl::Status TestCluster::StartServer() {
+absl::Status TestCluster::StartServer(const std::vector<std::string>& env) {
   const int i = static_cast<int>(servers_.size());
   const std::string port_file = absl::StrCat(dir_, "/server", i, ".ports");
   ASSIGN_OR_RETURN(auto server,
-                   Subprocess::Spawn(CAIRN_BINARY_DIR "/bin/cairn-server",
-                                     {"--config", config_, "--coordinator", coordinator_address_,
-                                      "--listen", "127.0.0.1:0", "--port-file", port_file},
-                                     absl::StrCat(dir_, "/server", i)));
+                   SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-server",
+                                {"--config", config_, "--coordinator", coordinator_address_,
+                                 "--listen", "127.0.0.1:0", "--port-file", port_file},
+                                env, absl::StrCat(dir_, "/server", i)));
   servers_.push_back(std::move(server));
   ASSIGN_OR_RETURN(auto ports, ReadPortFile(port_file, absl::Seconds(30), servers_.back().get()));
   server_metrics_ports_.push_back(ports["metrics"]);
+  return absl::OkStatus();
+}
+
+ExitStatus TestCluster::KillCoordinator() { return coordinator_->Kill(); }
+
+absl::Status TestCluster::RestartCoordinator(const std::vector<std::string>& extra_args,
+                                             const std::vector<std::string>& env) {
+  if (coordinator_->Running()) {
+    return absl::FailedPreconditionError("restart: the coordinator still runs");
+  }
+  const int n = static_cast<int>(old_coordinators_.size()) + 1;
+  const std::string port_file = absl::StrCat(dir_, "/coordinator-", n, ".ports");
+  std::vector<std::string> args = {"--config", config_, "--listen", coordinator_address_,
+                                   "--port-file", port_file};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  ASSIGN_OR_RETURN(auto next, SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-coordinator", args, env,
+                                           absl::StrCat(dir_, "/coordinator-", n)));
+  old_coordinators_.push_back(std::move(coordinator_));
+  coordinator_ = std::move(next);
+  ASSIGN_OR_RETURN(auto ports, ReadPortFile(port_file, absl::Seconds(30), coordinator_.get()));
+  coordinator_metrics_port_ = ports["metrics"];
   return absl::OkStatus();
 }
 
@@ -47,7 +88,12 @@ std::string TestCluster::Logs() const {
   auto tail = [](const std::string& s) {
     return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
   };
-  std::string out = absl::StrCat("--- coordinator stderr:\n", tail(coordinator_->ReadStderr()));
+  std::string out;
+  for (size_t i = 0; i < old_coordinators_.size(); ++i) {
+    absl::StrAppend(&out, "--- coordinator (run ", i + 1, ") stderr:\n",
+                    tail(old_coordinators_[i]->ReadStderr()), "\n");
+  }
+  absl::StrAppend(&out, "--- coordinator stderr:\n", tail(coordinator_->ReadStderr()));
   for (size_t i = 0; i < servers_.size(); ++i) {
     absl::StrAppend(&out, "\n--- server ", i, " stderr:\n", tail(servers_[i]->ReadStderr()));
   }

@@ -16,12 +16,23 @@ namespace cairn::testing {
 
 class TestCluster {
  public:
+  // Variables ("NAME=value") added to the inherited environment of the
+  // processes Start spawns, e.g. CAIRN_KILLPOINT for one process only
+  // (common/killpoint.h). `servers[i]` is for the i-th server started;
+  // servers beyond the vector get none.
+  struct Env {
+    std::vector<std::string> coordinator;
+    std::vector<std::vector<std::string>> servers;
+  };
+
   // Writes `yaml` to <tmp>/job.yaml and starts a coordinator and
   // `num_servers` servers from it; returns once every server wrote its port
-  // file. The YAML's cluster.servers should equal num_servers.
+  // file. The YAML's cluster.servers should equal num_servers. Servers start
+  // one at a time, so the i-th registers as server id i in a fresh job.
   static absl::StatusOr<std::unique_ptr<TestCluster>> Start(const std::string& name,
                                                             const std::string& yaml,
-                                                            int num_servers);
+                                                            int num_servers,
+                                                            const Env& env = {});
 
   const std::string& dir() const { return dir_; }
   const std::string& config_path() const { return config_; }
@@ -30,8 +41,22 @@ class TestCluster {
   Subprocess& server(int i) { return *servers_[i]; }
   int num_servers() const { return static_cast<int>(servers_.size()); }
 
-  // Starts one more server process (a late or restarted one).
-  absl::Status StartServer();
+  // Starts one more server process (a late or restarted one), with `env`
+  // ("NAME=value") added to its environment.
+  absl::Status StartServer(const std::vector<std::string>& env = {});
+
+  // Kills the coordinator with SIGKILL (kill -9) and returns how it ended.
+  ExitStatus KillCoordinator();
+
+  // Starts a coordinator again (after KillCoordinator or its own exit) from
+  // the same config on the same gRPC address, so servers and workers reach
+  // it where they dial; `extra_args` are added to its command line, `env`
+  // ("NAME=value") to its environment. Returns once it serves (its port
+  // file is written); coordinator() is then the new process and
+  // coordinator_metrics_port() its /metrics. FailedPrecondition while the
+  // coordinator still runs.
+  absl::Status RestartCoordinator(const std::vector<std::string>& extra_args = {},
+                                  const std::vector<std::string>& env = {});
 
   // Ports of /metrics.
   int coordinator_metrics_port() const { return coordinator_metrics_port_; }
@@ -45,6 +70,7 @@ class TestCluster {
   std::string config_;
   std::string coordinator_address_;
   std::unique_ptr<Subprocess> coordinator_;
+  std::vector<std::unique_ptr<Subprocess>> old_coordinators_;  // killed or ended, oldest first
   std::vector<std::unique_ptr<Subprocess>> servers_;
   int coordinator_metrics_port_ = 0;
   std::vector<int> server_metrics_ports_;

@@ -57,7 +57,7 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-TEST_CASE("kill point specs parse; malformed ones are rejected naming the rule",
+TEST_CASE("kill point specs parse, and malformed ones are rejected naming the rule",
           "[reliability][killpoint]") {
   auto rules = ParseKillPointSpec("checkpoint.before_write:at_3,push.ack-1:1_in_500");
   REQUIRE(rules.ok());
@@ -141,7 +141,7 @@ TEST_CASE("a kill point fires by SIGKILL at the configured hit", "[reliability][
 #endif
 }
 
-TEST_CASE("histories round-trip; an operation never completed reads as info",
+TEST_CASE("histories round-trip, and an operation never completed reads as info",
           "[reliability][history]") {
   const std::string dir = TempDir("history");
   const std::string path = dir + "/worker-3.jsonl";

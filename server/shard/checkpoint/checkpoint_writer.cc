@@ -24,6 +24,11 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(const s
   rocksdb::Options options;
   options.create_if_missing = true;
   options.paranoid_checks = true;
+  // No compaction until this writer's first checkpoint: a job resuming from
+  // this store reads it (read-only, maybe from other processes) right after
+  // the writer opens it, and a compaction deleting table files under those
+  // readers would fail them. By the first checkpoint every restore is done.
+  options.disable_auto_compactions = true;
   rocksdb::DB* raw = nullptr;
   RETURN_IF_ERROR(
       FromRocksStatus(rocksdb::DB::Open(options, dir, &raw), absl::StrCat("open checkpoint store ", dir)));
@@ -119,6 +124,11 @@ absl::StatusOr<Manifest> CheckpointWriter::Write(int64_t clock, uint32_t num_par
   // recovery, and the WAL stays small.
   RETURN_IF_ERROR(FromRocksStatus(db_->Flush(rocksdb::FlushOptions()),
                                   absl::StrCat("flush checkpoint ", m.id, " in ", dir_)));
+  if (!compacting_) {
+    RETURN_IF_ERROR(FromRocksStatus(db_->SetOptions({{"disable_auto_compactions", "false"}}),
+                                    absl::StrCat("enable compactions in ", dir_)));
+    compacting_ = true;
+  }
   RETURN_IF_ERROR(Retain());
   return m;
 }
@@ -131,14 +141,27 @@ absl::Status CheckpointWriter::Retain() {
   return Delete(ids);
 }
 
-absl::Status CheckpointWriter::RetainOnly(const std::vector<uint64_t>& keep_ids) {
-  if (keep_ids.empty()) return absl::OkStatus();
+absl::Status CheckpointWriter::RetainOnly(const std::vector<uint64_t>& keep_ids,
+                                          int max_pending) {
   absl::MutexLock lock(&mu_);
   const std::set<uint64_t> keep(keep_ids.begin(), keep_ids.end());
+  const uint64_t newest_kept = keep.empty() ? 0 : *keep.rbegin();
   ASSIGN_OR_RETURN(std::vector<uint64_t> ids, ManifestIds());
   std::vector<uint64_t> doomed;
+  std::vector<uint64_t> pending;  // newer than every referenced one, ascending
   for (uint64_t id : ids) {
-    if (id < *keep.rbegin() && !keep.contains(id)) doomed.push_back(id);
+    if (keep.contains(id)) continue;
+    if (id < newest_kept) {
+      doomed.push_back(id);
+    } else {
+      pending.push_back(id);
+    }
+  }
+  // Of the unreferenced ones newer than every referenced one, the newest
+  // `max_pending` may still complete; older ones never will.
+  const size_t spare = static_cast<size_t>(std::max(max_pending, 0));
+  if (pending.size() > spare) {
+    doomed.insert(doomed.end(), pending.begin(), pending.end() - spare);
   }
   if (doomed.empty()) return absl::OkStatus();
   return Delete(doomed);

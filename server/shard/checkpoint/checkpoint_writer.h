@@ -63,10 +63,12 @@ class CheckpointWriter {
                                  const std::vector<PartitionData>& partitions,
                                  const WorkerState& workers) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Deletes every checkpoint whose id is not in `keep_ids` and is older than
-  // the newest of them (newer ones may still complete), manifest and data in
-  // one batch. No-op when `keep_ids` is empty. RocksDB errors as in Open.
-  absl::Status RetainOnly(const std::vector<uint64_t>& keep_ids) ABSL_LOCKS_EXCLUDED(mu_);
+  // Deletes every checkpoint whose id is not in `keep_ids`, except the newest
+  // `max_pending` of those newer than every id in `keep_ids` (they may still
+  // complete; 0 when nothing can be in flight, as when a server starts),
+  // manifests and data in one batch. RocksDB errors as in Open.
+  absl::Status RetainOnly(const std::vector<uint64_t>& keep_ids, int max_pending)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string& dir() const { return dir_; }
 
@@ -86,6 +88,7 @@ class CheckpointWriter {
 
   mutable absl::Mutex mu_;
   std::unique_ptr<rocksdb::DB> db_ ABSL_GUARDED_BY(mu_);
+  bool compacting_ ABSL_GUARDED_BY(mu_) = false;  // auto compactions enabled
 };
 
 }  // namespace cairn::checkpoint
