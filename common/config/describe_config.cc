@@ -110,6 +110,7 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("cluster.startup_timeout", FormatDurationForConfig(c.cluster.startup_timeout));
   out.Add("cluster.replication", c.cluster.replication);
   out.Add("cluster.on_worker_loss", WorkerLossPolicyName(c.cluster.on_worker_loss));
+  out.Add("cluster.state_dir", c.cluster.state_dir.empty() ? kNoStateDir : c.cluster.state_dir);
   out.Add("rpc.max_message_size", FormatSizeForConfig(c.rpc.max_message_bytes));
   out.Add("rpc.request_split_size", FormatSizeForConfig(c.rpc.request_split_bytes));
   out.Add("rpc.deadline", FormatDurationForConfig(c.rpc.deadline));

@@ -36,7 +36,7 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
                    MapReader::Open(node, "cluster",
                                    {"coordinator", "servers", "workers", "partitions",
                                     "lease_timeout", "heartbeat_interval", "startup_timeout",
-                                    "replication", "on_worker_loss"}));
+                                    "replication", "on_worker_loss", "state_dir"}));
   RETURN_IF_ERROR(r.String("coordinator", /*non_empty=*/true, &c->coordinator));
   if (r.Has("coordinator")) {
     absl::StatusOr<HostPort> hp = ParseHostPort(c->coordinator, r.Path("coordinator"));
@@ -56,11 +56,14 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
                                 FormatDurationForConfig(c->lease_timeout), ")"));
   }
   RETURN_IF_ERROR(r.Int32("replication", 1, kMaxInt32, &c->replication));
-  if (c->replication > 1) {
-    return ErrorAt(r.Where("replication"),
-                   absl::StrCat("cluster.replication: ", c->replication,
-                                " is not supported yet; set 1 (partitions have no backup copies)"));
+  if (c->replication > c->servers) {
+    return r.Error("replication",
+                   absl::StrCat("(", c->replication, ") is more than `cluster.servers` (",
+                                c->servers,
+                                "): each copy of a partition needs a server of its own"));
   }
+  RETURN_IF_ERROR(r.String("state_dir", /*non_empty=*/true, &c->state_dir));
+  c->state_dir_set = r.Has("state_dir");
   std::string loss = WorkerLossPolicyName(c->on_worker_loss);
   RETURN_IF_ERROR(r.Choice("on_worker_loss", {"continue", "fail"}, &loss));
   c->on_worker_loss = loss == "fail" ? WorkerLossPolicy::kFail : WorkerLossPolicy::kContinue;
@@ -141,6 +144,17 @@ absl::Status ParseCheckpoint(const YamlNode& node, CheckpointConfig* c) {
     return r.Error("resume", "resuming needs checkpoint.dir (where the checkpoints are)");
   }
   return absl::OkStatus();
+}
+
+// cluster.state_dir: "none" turns persistence off; unset, it follows
+// checkpoint.dir (the coordinator's store shares <checkpoint.dir>/coordinator).
+void ResolveStateDir(JobConfig* config) {
+  ClusterConfig& c = config->cluster;
+  if (c.state_dir == kNoStateDir) {
+    c.state_dir.clear();
+  } else if (!c.state_dir_set && !config->checkpoint.dir.empty()) {
+    c.state_dir = config->checkpoint.dir + "/coordinator";
+  }
 }
 
 // Explicit tables, then the model's; names unique; ids = index.
@@ -238,6 +252,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::str
   if (metrics != nullptr) RETURN_IF_ERROR(ParseMetrics(*metrics, &config.metrics));
   ASSIGN_OR_RETURN(const YamlNode* checkpoint, top.Map("checkpoint"));
   if (checkpoint != nullptr) RETURN_IF_ERROR(ParseCheckpoint(*checkpoint, &config.checkpoint));
+  ResolveStateDir(&config);
   RETURN_IF_ERROR(BuildTables(top, &config));
   return config;
 }
@@ -268,6 +283,7 @@ v1::JobSpec ToJobSpec(const JobConfig& config) {
   spec.set_pull_deadline_ms(absl::ToInt64Milliseconds(config.rpc.deadline));
   spec.set_lease_timeout_ms(absl::ToInt64Milliseconds(config.cluster.lease_timeout));
   spec.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(config.cluster.heartbeat_interval));
+  spec.set_replication(static_cast<uint32_t>(config.cluster.replication));
   spec.mutable_checkpoint()->set_dir(config.checkpoint.dir);
   spec.mutable_checkpoint()->set_every_clocks(config.checkpoint.every_clocks);
   spec.mutable_checkpoint()->set_every_ms(absl::ToInt64Milliseconds(config.checkpoint.every));

@@ -38,9 +38,22 @@ struct ClusterConfig {
   absl::Duration lease_timeout = absl::Seconds(5);
   absl::Duration heartbeat_interval = absl::Milliseconds(500);  // < lease_timeout
   absl::Duration startup_timeout = absl::Seconds(60);
-  int replication = 1;             // copies of each partition; only 1 is supported
+  // Copies of each partition (a primary and replication - 1 backups), in
+  // 1..servers. Partitions are placed in replica groups; when a primary's
+  // lease expires the coordinator promotes its first live backup.
+  int replication = 1;
   WorkerLossPolicy on_worker_loss = WorkerLossPolicy::kContinue;  // `continue` | `fail`
+  // Where cairn-coordinator keeps its state (members, partition map) so a
+  // restarted coordinator resumes the job: a RocksDB store. Resolved at
+  // parse: the YAML value; unset, <checkpoint.dir>/coordinator when
+  // checkpoint.dir is set (shared with the checkpoint records); empty = no
+  // persistence (unset without checkpoint.dir, or `none`).
+  std::string state_dir;
+  bool state_dir_set = false;      // the YAML (or an override) named state_dir
 };
+
+// The cluster.state_dir value that turns persistence off.
+inline constexpr char kNoStateDir[] = "none";
 
 // "continue" or "fail", as the YAML spells it.
 const char* WorkerLossPolicyName(WorkerLossPolicy policy);

@@ -13,14 +13,13 @@
 #include "rocksdb/db.h"
 #include "rocksdb/write_batch.h"
 #include "server/coordinator/coordinator_metrics.h"
+#include "server/coordinator/coordinator_store.h"
 #include "server/shard/checkpoint/checkpoint_codec.h"
 #include "server/shard/checkpoint/checkpoint_format.h"
 #include "server/shard/checkpoint/rocksdb_status.h"
 
 namespace cairn {
 namespace {
-
-constexpr char kRecordTag = 'R';
 
 std::string RecordKey(uint64_t id) {
   std::string k(1, kRecordTag);
@@ -53,25 +52,14 @@ absl::StatusOr<v1::CheckpointRecord> DecodeRecord(const std::string& value,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CheckpointRegistry>> CheckpointRegistry::Open(
-    const std::string& store_dir, bool create, uint32_t num_tables, uint32_t num_partitions,
-    int keep, CoordinatorMetrics* metrics) {
+    CoordinatorStore* store, uint32_t num_tables, uint32_t num_partitions, int keep,
+    CoordinatorMetrics* metrics) {
   if (keep < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint records ", store_dir, ": keep must be >= 1, got ", keep));
+        absl::StrCat("checkpoint records ", store->dir(), ": keep must be >= 1, got ", keep));
   }
-  rocksdb::Options options;
-  options.create_if_missing = create;
-  options.paranoid_checks = true;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status opened = rocksdb::DB::Open(options, store_dir, &raw);
-  if (!create && opened.IsInvalidArgument()) {
-    return absl::NotFoundError(
-        absl::StrCat("no checkpoint records in ", store_dir, " (no job wrote checkpoints here)"));
-  }
-  RETURN_IF_ERROR(checkpoint::FromRocksStatus(
-      opened, absl::StrCat("open checkpoint records ", store_dir)));
-  std::unique_ptr<CheckpointRegistry> registry(new CheckpointRegistry(
-      store_dir, num_tables, num_partitions, keep, metrics, std::unique_ptr<rocksdb::DB>(raw)));
+  std::unique_ptr<CheckpointRegistry> registry(
+      new CheckpointRegistry(store, num_tables, num_partitions, keep, metrics));
   {
     absl::MutexLock lock(&registry->mu_);
     RETURN_IF_ERROR(registry->Load());
@@ -107,24 +95,18 @@ absl::StatusOr<std::vector<v1::CheckpointRecord>> CheckpointRegistry::ReadRecord
   return records;
 }
 
-CheckpointRegistry::CheckpointRegistry(std::string dir, uint32_t num_tables,
+CheckpointRegistry::CheckpointRegistry(CoordinatorStore* store, uint32_t num_tables,
                                        uint32_t num_partitions, int keep,
-                                       CoordinatorMetrics* metrics,
-                                       std::unique_ptr<rocksdb::DB> db)
-    : dir_(std::move(dir)),
+                                       CoordinatorMetrics* metrics)
+    : store_(store),
+      dir_(store->dir()),
       num_tables_(num_tables),
       num_partitions_(num_partitions),
       keep_(keep),
-      metrics_(metrics),
-      db_(std::move(db)) {}
-
-CheckpointRegistry::~CheckpointRegistry() {
-  absl::MutexLock lock(&mu_);
-  (void)db_->Close();  // every record was synced when written
-}
+      metrics_(metrics) {}
 
 absl::Status CheckpointRegistry::Load() {
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  std::unique_ptr<rocksdb::Iterator> it(store_->db()->NewIterator(rocksdb::ReadOptions()));
   const std::string prefix(1, kRecordTag);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     const uint64_t id = it->key().size() == 9 ? checkpoint::GetBigEndian64(it->key().data() + 1) : 0;
@@ -195,7 +177,7 @@ absl::Status CheckpointRegistry::Complete(int64_t clock) {
   options.sync = true;
   CAIRN_KILLPOINT("registry.before_record");
   RETURN_IF_ERROR(checkpoint::FromRocksStatus(
-      db_->Write(options, &batch), absl::StrCat("write checkpoint record to ", dir_)));
+      store_->db()->Write(options, &batch), absl::StrCat("write checkpoint record to ", dir_)));
   records_.erase(records_.begin(), records_.begin() + drop);
   records_.push_back(record);
   // Pieces of this clock and of older, never completed ones are done with.

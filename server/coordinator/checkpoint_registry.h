@@ -1,5 +1,6 @@
 // The coordinator's record of complete checkpoints (DESIGN.md, Checkpoints),
-// in its own RocksDB store <checkpoint.dir>/coordinator.
+// in the coordinator's store <checkpoint.dir>/coordinator (coordinator_store.h,
+// keys 'R' id), which it may share with the coordinator's state.
 //
 // Servers report the partitions they wrote at a clock, with each one's
 // XXH64. Once every (table, partition) of the job is in at that clock, the
@@ -27,26 +28,22 @@
 #include "absl/time/time.h"
 #include "cairn/v1/coordinator.pb.h"
 
-namespace rocksdb {
-class DB;
-}
-
 namespace cairn {
 
 class CoordinatorMetrics;
+class CoordinatorStore;
 
 // Thread-safe.
 class CheckpointRegistry {
  public:
-  // Opens the store at `store_dir` (created when `create` is true) and loads
-  // its records. `num_tables` x `num_partitions` pairs make a checkpoint
-  // complete; `keep` >= 1 records are kept. `metrics` may be null. Errors:
-  // NotFound (no store and !create), FailedPrecondition (another live process
-  // holds it), DataLoss (a record fails its checksum); each names the store.
+  // Loads the records of `store` (opened by the caller; must outlive this).
+  // `num_tables` x `num_partitions` pairs make a checkpoint complete;
+  // `keep` >= 1 records are kept. `metrics` may be null. Errors:
+  // InvalidArgument (keep < 1), DataLoss (a record fails its checksum),
+  // Unavailable (read failed); each names the store.
   static absl::StatusOr<std::unique_ptr<CheckpointRegistry>> Open(
-      const std::string& store_dir, bool create, uint32_t num_tables, uint32_t num_partitions,
-      int keep, CoordinatorMetrics* metrics);
-  ~CheckpointRegistry();
+      CoordinatorStore* store, uint32_t num_tables, uint32_t num_partitions, int keep,
+      CoordinatorMetrics* metrics);
 
   // The records of the store at `store_dir`, oldest first, read without
   // writing anything (also while a live coordinator holds it). Errors as Open.
@@ -78,8 +75,8 @@ class CheckpointRegistry {
   const std::string& dir() const { return dir_; }
 
  private:
-  CheckpointRegistry(std::string dir, uint32_t num_tables, uint32_t num_partitions, int keep,
-                     CoordinatorMetrics* metrics, std::unique_ptr<rocksdb::DB> db);
+  CheckpointRegistry(CoordinatorStore* store, uint32_t num_tables, uint32_t num_partitions,
+                     int keep, CoordinatorMetrics* metrics);
   absl::Status Load() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the record of `clock` from pending_ and trims to keep_.
   absl::Status Complete(int64_t clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -88,6 +85,7 @@ class CheckpointRegistry {
   const v1::CheckpointRecord* FindLocked(int64_t clock, uint64_t after_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  CoordinatorStore* const store_;  // borrowed; thread-safe
   const std::string dir_;
   const uint32_t num_tables_;
   const uint32_t num_partitions_;
@@ -95,7 +93,6 @@ class CheckpointRegistry {
   CoordinatorMetrics* const metrics_;
 
   mutable absl::Mutex mu_;
-  std::unique_ptr<rocksdb::DB> db_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::CheckpointRecord> records_ ABSL_GUARDED_BY(mu_);  // by id
   // clock -> (table, partition) -> the reported piece
   std::map<int64_t, std::map<std::pair<uint32_t, uint32_t>, v1::CheckpointPartition>> pending_

@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,12 +27,11 @@
 #include "common/time_source.h"
 #include "server/coordinator/checkpoint_driver.h"
 #include "server/coordinator/checkpoint_registry.h"
+#include "server/coordinator/coordinator_disk.h"
 #include "server/coordinator/coordinator_metrics.h"
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/lease_expirer.h"
-#include "server/coordinator/resume.h"
-#include "server/shard/checkpoint/checkpoint_format.h"
 #include "server/coordinator/worker_loss.h"
 
 namespace cairn {
@@ -47,45 +45,8 @@ struct Flags {
   std::vector<std::string> overrides;  // --set key.path=value, in order
   std::string log_level = "info";
   bool resume = false;  // --resume: checkpoint.resume=latest
+  bool discard_state = false;  // --discard-state
 };
-
-// Opens the job's checkpoint records and, for a resume, picks and checks the
-// checkpoint into `job`. Null registry when checkpoint.dir is not set.
-absl::StatusOr<std::unique_ptr<CheckpointRegistry>> OpenCheckpoints(const JobConfig& config,
-                                                                    CoordinatorMetrics* metrics,
-                                                                    v1::JobSpec* job) {
-  const CheckpointConfig& c = config.checkpoint;
-  if (c.dir.empty()) return nullptr;
-  const bool resume = c.resume != "none";
-  std::error_code error;
-  if (resume && !std::filesystem::is_directory(c.dir, error)) {
-    return absl::NotFoundError(absl::StrCat("checkpoint.dir ", c.dir,
-                                            " does not exist; nothing to resume from "
-                                            "(checkpoint.resume: ", c.resume, ")"));
-  }
-  if (!resume && !std::filesystem::create_directories(c.dir, error) && error) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot create checkpoint.dir ", c.dir, ": ", error.message()));
-  }
-  const std::string store = checkpoint::CoordinatorStoreDir(c.dir);
-  if (resume) {
-    // Choose and check read-only: a refused resume leaves every file as it was.
-    ASSIGN_OR_RETURN(std::vector<v1::CheckpointRecord> records,
-                     CheckpointRegistry::ReadRecords(store));
-    ASSIGN_OR_RETURN(v1::CheckpointRecord record, ChooseResumePoint(records, c.resume, store));
-    RETURN_IF_ERROR(CheckResumePoint(record, *job, c.dir));
-    LOG_INFO("resuming from checkpoint record {} at clock {} ({} partitions) in {}", record.id(),
-             record.clock(), record.partitions_size(), c.dir);
-    *job->mutable_resume_from() = std::move(record);
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointRegistry> registry,
-                   CheckpointRegistry::Open(store, /*create=*/!resume, job->tables_size(),
-                                            job->num_partitions(), c.keep, metrics));
-  const std::vector<v1::CheckpointRecord> records = registry->List();
-  metrics->EnableCheckpoints(records.empty() ? absl::ToUnixSeconds(absl::Now())
-                                             : records.back().unix_millis() / 1000.0);
-  return registry;
-}
 
 // Fails the job when the start-up barrier is not passed within
 // `startup_timeout` (B12: nobody should wait forever for a member that never
@@ -113,6 +74,30 @@ class StartupWatchdog {
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
+
+// At a stop: a job that is over (every worker left or died) or failed
+// leaves no state behind, so the next start is a new job; otherwise (a
+// graceful restart) the state is written once more, with fresh worker clocks.
+void KeepOrForgetState(CoordinatorState* state, int exit_code, const std::string& state_dir) {
+  if (state_dir.empty() || state->restoring()) return;
+  if (exit_code != kExitOk || state->JobOver()) {
+    absl::Status s = state->ForgetStored();
+    if (s.ok()) {
+      LOG_INFO("the job is {}: removed its coordinator state from {}",
+               exit_code == kExitOk ? "over" : "failed", state_dir);
+    } else {
+      LOG_ERROR("cannot remove the coordinator state: {}", s.message());
+    }
+    return;
+  }
+  absl::Status s = state->Persist();
+  if (s.ok()) {
+    LOG_INFO("coordinator state kept in {}: a coordinator started again resumes this job",
+             state_dir);
+  } else {
+    LOG_ERROR("cannot store the coordinator state: {}", s.message());
+  }
+}
 
 int Run(const Flags& flags) {
   std::vector<std::string> overrides = flags.overrides;
@@ -146,23 +131,44 @@ int Run(const Flags& flags) {
   CoordinatorMetrics metrics((*metrics_server)->registry());
   RealTimeSource time;
   v1::JobSpec job = ToJobSpec(*config);
-  absl::StatusOr<std::unique_ptr<CheckpointRegistry>> registry =
-      OpenCheckpoints(*config, &metrics, &job);
-  if (!registry.ok()) {
-    LOG_ERROR("{}", registry.status().message());
+  absl::StatusOr<CoordinatorDisk> disk = OpenCoordinatorDisk(*config, flags.discard_state, &job);
+  if (!disk.ok()) {
+    LOG_ERROR("{}", disk.status().message());
     return kExitBadConfig;
   }
-  CoordinatorState state(job, &time, &metrics);
+  std::unique_ptr<CheckpointRegistry> registry;
+  if (disk->records != nullptr) {
+    absl::StatusOr<std::unique_ptr<CheckpointRegistry>> opened =
+        CheckpointRegistry::Open(disk->records.get(), job.tables_size(), job.num_partitions(),
+                                 config->checkpoint.keep, &metrics);
+    if (!opened.ok()) {
+      LOG_ERROR("{}", opened.status().message());
+      return kExitBadConfig;
+    }
+    registry = *std::move(opened);
+    const std::vector<v1::CheckpointRecord> records = registry->List();
+    metrics.EnableCheckpoints(records.empty() ? absl::ToUnixSeconds(absl::Now())
+                                              : records.back().unix_millis() / 1000.0);
+  }
+  CoordinatorState state(job, &time, &metrics, disk->state);
+  if (disk->action == StoredStateAction::kRestore) {
+    state.Restore(*std::move(disk->stored), config->cluster.state_dir);
+  } else if (disk->state != nullptr) {
+    LOG_INFO("coordinator state is kept in {}", config->cluster.state_dir);
+  } else {
+    LOG_INFO("coordinator state is not kept (cluster.state_dir: none): a restarted coordinator "
+             "starts a new job");
+  }
   std::unique_ptr<CheckpointDriver> driver;
-  if (*registry != nullptr) {
-    driver = std::make_unique<CheckpointDriver>(&state, registry->get(), &metrics,
-                                                (*registry)->LatestId(), job.resume_from());
+  if (registry != nullptr) {
+    driver = std::make_unique<CheckpointDriver>(&state, registry.get(), &metrics,
+                                                registry->LatestId(), state.job().resume_from());
     if (config->checkpoint.every > absl::ZeroDuration()) {
       driver->StartPeriodic(config->checkpoint.every,
                             std::max(absl::Seconds(60), config->checkpoint.every));
     }
   }
-  CoordinatorService service(&state, &metrics, registry->get(), driver.get());
+  CoordinatorService service(&state, &metrics, registry.get(), driver.get());
 
   GrpcServerOptions options;
   options.address = FormatHostPort(listen->host, listen->port);
@@ -226,6 +232,7 @@ int Run(const Flags& flags) {
   // a parked watch (released above) is short, so half a second is enough.
   server->server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
   server->server->Wait();
+  KeepOrForgetState(&state, exit_code, config->cluster.state_dir);  // no call changes it now
   if (!flags.port_file.empty()) std::remove(flags.port_file.c_str());
   LOG_INFO("stopped (exit code {})", exit_code);
   ExitNow(exit_code);  // skips the /metrics web server's slow stop
@@ -260,9 +267,14 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", flags.resume,
                "Resume from the newest complete checkpoint in checkpoint.dir (same as --set "
                "checkpoint.resume=latest)");
+  app.add_flag("--discard-state", flags.discard_state,
+               "Start a new job even if cluster.state_dir holds a job's coordinator state "
+               "(which is dropped; checkpoint records stay). Without it a coordinator resumes "
+               "the stored job of the same config and refuses another job's (exit 2)");
   app.footer(
-      "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failure; 2 bad config or flags, or a "
-      "checkpoint to resume from that is missing, damaged or does not fit the job; "
+      "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failure; 2 bad config or flags, a "
+      "checkpoint to resume from that is missing, damaged or does not fit the job, or "
+      "cluster.state_dir holding another job's state; "
       "3 address in use; 4 start-up barrier not passed within cluster.startup_timeout; "
       "6 a worker was lost and cluster.on_worker_loss is fail.");
   try {

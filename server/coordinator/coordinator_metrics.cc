@@ -1,8 +1,10 @@
 #include "server/coordinator/coordinator_metrics.h"
 
+#include "common/metrics.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
 namespace cairn {
@@ -44,6 +46,25 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry) {
   for (v1::MemberRole role : kRoles) {
     lease_expirations_[role] = &expirations.Add({{"role", RoleName(role)}});
   }
+  failovers_ = &prometheus::BuildCounter()
+                    .Name("cairn_coordinator_failovers_total")
+                    .Help("Replica groups whose dead primary was replaced by a promoted backup.")
+                    .Register(registry)
+                    .Add({});
+  under_replicated_ =
+      &prometheus::BuildGauge()
+           .Name("cairn_coordinator_partitions_under_replicated")
+           .Help("Partitions with fewer live replicas (primary and backups) than the "
+                 "replication factor.")
+           .Register(registry)
+           .Add({});
+  failover_seconds_ =
+      &prometheus::BuildHistogram()
+           .Name("cairn_coordinator_failover_seconds")
+           .Help("Time from a primary's lease expiry to the first heartbeat of the promoted "
+                 "backup holding the new partition map.")
+           .Register(registry)
+           .Add({}, prometheus::Histogram::BucketBoundaries(LatencyBuckets()));
   last_checkpoint_family_ =
       &prometheus::BuildGauge()
            .Name("cairn_coordinator_last_checkpoint_timestamp_seconds")
@@ -92,6 +113,16 @@ void CoordinatorMetrics::CountRequest(absl::string_view method) {
 void CoordinatorMetrics::CountLeaseExpiration(v1::MemberRole role) {
   auto it = lease_expirations_.find(role);
   if (it != lease_expirations_.end()) it->second->Increment();
+}
+
+void CoordinatorMetrics::CountFailover() { failovers_->Increment(); }
+
+void CoordinatorMetrics::SetUnderReplicated(int partitions) {
+  under_replicated_->Set(static_cast<double>(partitions));
+}
+
+void CoordinatorMetrics::ObserveFailoverSeconds(double seconds) {
+  failover_seconds_->Observe(seconds);
 }
 
 }  // namespace cairn

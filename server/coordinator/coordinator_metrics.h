@@ -7,8 +7,16 @@
 //       method name ("RegisterServer", "Heartbeat", ...)
 //   cairn_coordinator_lease_expirations_total{role}  counter: members declared
 //       DEAD because their lease ran out
+//   cairn_coordinator_failovers_total                counter: replica groups whose
+//       dead primary was replaced by a promoted backup
+//   cairn_coordinator_partitions_under_replicated    gauge: partitions with fewer
+//       live replicas (primary + backups) than cluster.replication
+//   cairn_coordinator_failover_seconds               histogram: from a primary's
+//       lease expiry to the first heartbeat of the promoted backup that holds
+//       the map of the promotion (or a later one)
+//   cairn_coordinator_checkpoints_total{result}, ..._last_checkpoint_timestamp_seconds
 //
-// Every label value is created up front, so the series count is fixed (16).
+// Every label value is created up front, so the series count is fixed.
 #ifndef CAIRN_SERVER_COORDINATOR_COORDINATOR_METRICS_H_
 #define CAIRN_SERVER_COORDINATOR_COORDINATOR_METRICS_H_
 
@@ -25,6 +33,7 @@
 namespace prometheus {
 class Counter;
 class Gauge;
+class Histogram;
 template <typename T>
 class Family;
 class Registry;
@@ -36,7 +45,7 @@ namespace cairn {
 inline constexpr const char* kCoordinatorMethods[] = {
     "RegisterServer",    "RegisterWorker", "Heartbeat",  "GetPartitionMap",
     "WatchPartitionMap", "Leave",          "ListMembers",     "ReportCheckpoint",
-    "Checkpoint",        "ListCheckpoints"};
+    "Checkpoint",        "ListCheckpoints", "ReplicaReady"};
 
 // Thread-safe (prometheus-cpp metrics are). The metric objects live in the
 // registry, which must outlive this.
@@ -50,6 +59,12 @@ class CoordinatorMetrics {
   // `method` is one of kCoordinatorMethods; other names are not counted.
   void CountRequest(absl::string_view method);
   void CountLeaseExpiration(v1::MemberRole role);
+  // A replica group's primary was replaced by a backup.
+  void CountFailover();
+  void SetUnderReplicated(int partitions);
+  // Seconds from a primary's lease expiry until the promoted backup
+  // heartbeated with the new map.
+  void ObserveFailoverSeconds(double seconds);
   // Starts exporting the time of the last complete checkpoint, at
   // `unix_seconds` (the newest record's, or now when there is none). Call
   // once, before any CheckpointCompleted, and only for jobs with checkpoints.
@@ -68,6 +83,9 @@ class CoordinatorMetrics {
   prometheus::Gauge* map_version_ = nullptr;
   std::map<std::string, prometheus::Counter*, std::less<>> requests_;
   std::map<int, prometheus::Counter*> lease_expirations_;  // by role
+  prometheus::Counter* failovers_ = nullptr;
+  prometheus::Gauge* under_replicated_ = nullptr;
+  prometheus::Histogram* failover_seconds_ = nullptr;
 };
 
 }  // namespace cairn

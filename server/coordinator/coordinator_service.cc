@@ -44,7 +44,8 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
                                            const v1::HeartbeatRequest* request,
                                            v1::HeartbeatResponse* response) {
   Count("Heartbeat");
-  auto result = state_->Heartbeat(request->role(), request->id(), request->clock());
+  auto result = state_->Heartbeat(request->role(), request->id(), request->clock(),
+                                  request->map_version());
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_lease_ms(absl::ToInt64Milliseconds(result->lease));
   response->set_map_version(result->map_version);
@@ -123,6 +124,16 @@ grpc::Status CoordinatorService::ListCheckpoints(grpc::ServerContext*,
   Count("ListCheckpoints");
   if (registry_ == nullptr) return kNoCheckpoints;
   for (v1::CheckpointRecord& r : registry_->List()) *response->add_records() = std::move(r);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::ReplicaReady(grpc::ServerContext*,
+                                              const v1::ReplicaReadyRequest* request,
+                                              v1::ReplicaReadyResponse* response) {
+  Count("ReplicaReady");
+  absl::StatusOr<uint64_t> version = state_->ReplicaReady(request->server_id(), request->group());
+  if (!version.ok()) return ToGrpcStatus(version.status());
+  response->set_map_version(*version);
   return grpc::Status::OK;
 }
 

@@ -17,8 +17,9 @@ namespace cairn {
 inline constexpr absl::Duration kMaxWatchWait = absl::Seconds(10);
 
 // Thread-safe (CoordinatorState is). Errors are CoordinatorState's, as gRPC
-// codes: RegisterServer/RegisterWorker INVALID_ARGUMENT, ALREADY_EXISTS;
-// Heartbeat NOT_FOUND (register again); Leave NOT_FOUND.
+// codes: RegisterServer/RegisterWorker INVALID_ARGUMENT, ALREADY_EXISTS,
+// UNAVAILABLE (a restarted coordinator waits for its members to re-attach;
+// retry); Heartbeat NOT_FOUND (register again); Leave NOT_FOUND.
 class CoordinatorService final : public v1::Coordinator::Service {
  public:
   // state must outlive this; metrics, registry and driver may be null (a job
@@ -59,6 +60,9 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // (CheckpointDriver::Run; timeout_ms 0: 60 s).
   grpc::Status Checkpoint(grpc::ServerContext* context, const v1::CheckpointRequest* request,
                           v1::CheckpointResponse* response) override;
+  // A joining server caught up with a replica group (CoordinatorState::ReplicaReady).
+  grpc::Status ReplicaReady(grpc::ServerContext* context, const v1::ReplicaReadyRequest* request,
+                            v1::ReplicaReadyResponse* response) override;
   grpc::Status ListCheckpoints(grpc::ServerContext* context,
                                const v1::ListCheckpointsRequest* request,
                                v1::ListCheckpointsResponse* response) override;

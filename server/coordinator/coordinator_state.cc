@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/status_macros.h"
+#include "server/coordinator/failover.h"
 #include "server/coordinator/partition_map_builder.h"
 
 namespace cairn {
@@ -25,17 +26,57 @@ std::string DescribeMember(const MemberRecord& record) {
   return absl::StrCat(MemberName(record.role, record.id), " (", where, ")");
 }
 
+std::set<uint32_t> AliveServers(const std::vector<MemberRecord>& members) {
+  std::set<uint32_t> alive;
+  for (const MemberRecord& m : members) {
+    if (m.role == v1::MEMBER_ROLE_SERVER && m.state == v1::MEMBER_STATE_ALIVE) alive.insert(m.id);
+  }
+  return alive;
+}
+
 }  // namespace
 
 CoordinatorState::CoordinatorState(v1::JobSpec job, TimeSource* time,
-                                   CoordinatorMetrics* metrics)
-    : job_(std::move(job)),
+                                   CoordinatorMetrics* metrics, CoordinatorStore* store)
+    : fresh_job_(job),
       time_(time),
       metrics_(metrics),
-      leases_(absl::Milliseconds(job_.lease_timeout_ms())) {
+      store_(store),
+      leases_(absl::Milliseconds(job.lease_timeout_ms())) {
   absl::MutexLock lock(&mu_);
+  job_ = std::move(job);
   map_ = BuildPartitionMap(/*version=*/1, job_.num_partitions(), {}, {}, /*ready=*/false);
   RefreshMapLocked();
+}
+
+void CoordinatorState::Restore(PersistedState stored, const std::string& where) {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = time_->Now();
+  job_ = std::move(stored.job);
+  map_ = std::move(stored.map);
+  ready_ = map_.ready();
+  leases_.Restore(stored.members, now);
+  restoring_ = Restoring{};
+  restoring_.restored_at = now;
+  restoring_.where = where;
+  int servers = 0, workers = 0;
+  for (const MemberRecord& m : stored.members) {
+    (m.role == v1::MEMBER_ROLE_SERVER ? servers : workers) += 1;
+    if (m.state == v1::MEMBER_STATE_ALIVE) restoring_.absent.insert({m.role, m.id});
+  }
+  restoring_.total = restoring_.absent.size();
+  LOG_INFO(
+      "restored the state of job {} from {}: map version {}{}, {} servers and {} workers "
+      "known, {} alive; their leases run {} from now, waiting for them to re-attach",
+      job_.config_hash(), where, map_.version(), ready_ ? " (ready)" : " (not ready)", servers,
+      workers, restoring_.total, absl::FormatDuration(leases_.lease_timeout()));
+  if (restoring_.absent.empty()) {
+    LOG_INFO("no member of the restored job is alive: starting afresh");
+    DropRestoredLocked();
+    return;
+  }
+  restoring_.waiting = true;
+  RefreshMapLocked();  // publishes metrics; the content is as stored
 }
 
 absl::StatusOr<CoordinatorState::Registration> CoordinatorState::RegisterServer(
@@ -61,6 +102,15 @@ absl::StatusOr<CoordinatorState::Registration> CoordinatorState::RegisterWorker(
 absl::StatusOr<CoordinatorState::Registration> CoordinatorState::Register(
     const LeaseTable::RegisterArgs& given) {
   absl::MutexLock lock(&mu_);
+  if (restoring_.waiting) {
+    return absl::UnavailableError(absl::StrCat(
+        "the coordinator restarted and waits up to ",
+        absl::FormatDuration(std::max(absl::ZeroDuration(), restoring_.restored_at +
+                                                                 leases_.lease_timeout() -
+                                                                 time_->Now())),
+        " for the members of its stored job (map version ", map_.version(),
+        ") to re-attach; retry"));
+  }
   LeaseTable::RegisterArgs args = given;
   if (args.role == v1::MEMBER_ROLE_WORKER && ready_) {
     args.start_clock = MinLiveWorkerClockLocked(
@@ -71,7 +121,16 @@ absl::StatusOr<CoordinatorState::Registration> CoordinatorState::Register(
     args.start_clock = std::max(args.start_clock, job_.resume_from().clock());
   }
   ASSIGN_OR_RETURN(MemberRecord record, leases_.Register(args, time_->Now()));
-  const bool passed_barrier = RefreshMapLocked();
+  bool passed_barrier = false;
+  if (record.role == v1::MEMBER_ROLE_SERVER && ready_ && !map_.assignments().empty()) {
+    // Rejoin: a server arriving after the barrier backs up the groups left
+    // short of replicas, once their primaries sent it their state.
+    std::vector<v1::PartitionAssignment> assignments(map_.assignments().begin(),
+                                                     map_.assignments().end());
+    ReplicateLocked(&assignments);  // the new member and its joins: one version bump
+  } else {
+    passed_barrier = RefreshMapLocked();
+  }
   const std::vector<MemberRecord> members = leases_.Snapshot();
   LOG_INFO("{} registered{}{}{}; servers {}/{}, workers {}/{}; map version {}",
            MemberName(record.role, record.id),
@@ -88,20 +147,71 @@ absl::StatusOr<CoordinatorState::Registration> CoordinatorState::Register(
              CountRole(members, v1::MEMBER_ROLE_SERVER), CountRole(members, v1::MEMBER_ROLE_WORKER),
              map_.version());
   }
+  PersistLocked();
   return Registration{record.id, map_};
 }
 
 absl::StatusOr<CoordinatorState::HeartbeatResult> CoordinatorState::Heartbeat(
-    v1::MemberRole role, uint32_t id, int64_t clock) {
+    v1::MemberRole role, uint32_t id, int64_t clock, uint64_t map_version) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(leases_.Renew(role, id, clock, time_->Now()).status());
+  const absl::Time now = time_->Now();
+  RETURN_IF_ERROR(leases_.Renew(role, id, clock, now).status());
+  NoteReattachedLocked(role, id);
+  if (role == v1::MEMBER_ROLE_SERVER) {
+    auto pending = pending_failovers_.find(id);
+    if (pending != pending_failovers_.end() && map_version >= pending->second.map_version) {
+      const absl::Duration took = now - pending->second.lease_expiry;
+      LOG_INFO("server {} holds map version {} as a promoted primary: failover took {} from the "
+               "lease expiry",
+               id, map_version, absl::FormatDuration(took));
+      if (metrics_ != nullptr) metrics_->ObserveFailoverSeconds(absl::ToDoubleSeconds(took));
+      pending_failovers_.erase(pending);
+    }
+  }
   return HeartbeatResult{leases_.lease_timeout(), map_.version()};
+}
+
+void CoordinatorState::NoteReattachedLocked(v1::MemberRole role, uint32_t id) {
+  if (restoring_.absent.erase({role, id}) == 0) return;
+  const absl::Duration after = time_->Now() - restoring_.restored_at;
+  if (restoring_.waiting) {
+    restoring_.waiting = false;
+    LOG_INFO("{} re-attached {} after the restart: the restored state (map version {}) is "
+             "confirmed; registrations are open",
+             MemberName(role, id), absl::FormatDuration(after), map_.version());
+  } else {
+    LOG_INFO("{} re-attached {} after the restart", MemberName(role, id),
+             absl::FormatDuration(after));
+  }
+  if (restoring_.absent.empty()) {
+    LOG_INFO("all {} members alive at the restart re-attached within {}; no member was declared "
+             "dead for the coordinator's downtime",
+             restoring_.total, absl::FormatDuration(after));
+  }
+}
+
+void CoordinatorState::DropRestoredLocked() {
+  restoring_.waiting = false;
+  restoring_.absent.clear();
+  job_ = fresh_job_;
+  leases_.Restore({}, time_->Now());
+  ready_ = false;
+  pending_failovers_.clear();
+  map_ = BuildPartitionMap(/*version=*/1, job_.num_partitions(), {}, {}, /*ready=*/false);
+  RefreshMapLocked();
+  if (store_ != nullptr) {
+    if (absl::Status s = store_->Delete(kStateKey); !s.ok()) {
+      LOG_ERROR("cannot remove the stored coordinator state: {}", s.message());
+    }
+  }
 }
 
 absl::Status CoordinatorState::Leave(v1::MemberRole role, uint32_t id, int64_t final_clock) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(MemberRecord record, leases_.Leave(role, id, final_clock));
+  NoteReattachedLocked(role, id);
   RefreshMapLocked();
+  PersistLocked();
   if (role == v1::MEMBER_ROLE_WORKER) {
     LOG_INFO("{} left at clock {}; map version {}", DescribeMember(record), record.clock,
              map_.version());
@@ -113,14 +223,57 @@ absl::Status CoordinatorState::Leave(v1::MemberRole role, uint32_t id, int64_t f
 
 std::vector<MemberRecord> CoordinatorState::ExpireLeases() {
   absl::MutexLock lock(&mu_);
-  std::vector<MemberRecord> expired = leases_.ExpireLeases(time_->Now());
+  const absl::Time now = time_->Now();
+  if (restoring_.waiting) {
+    if (now < restoring_.restored_at + leases_.lease_timeout()) return {};
+    LOG_WARN(
+        "no member of the restored job {} (map version {}) re-attached within {}: its processes "
+        "are gone; dropping the state stored in {} and starting a new job",
+        job_.config_hash(), map_.version(), absl::FormatDuration(leases_.lease_timeout()),
+        restoring_.where);
+    DropRestoredLocked();
+    return {};
+  }
+  std::vector<MemberRecord> expired = leases_.ExpireLeases(now);
   if (expired.empty()) return expired;
-  RefreshMapLocked();
+  for (const MemberRecord& record : expired) {
+    restoring_.absent.erase({record.role, record.id});
+    if (record.role == v1::MEMBER_ROLE_SERVER) pending_failovers_.erase(record.id);
+  }
+  FailOverLocked(expired);
+  PersistLocked();
+  return expired;
+}
+
+void CoordinatorState::FailOverLocked(const std::vector<MemberRecord>& expired) {
+  std::vector<std::pair<GroupFailover, absl::Time>> done;  // with the dead lease's expiry
+  if (!ready_ || map_.assignments().empty()) {
+    RefreshMapLocked();
+  } else {
+    const std::set<uint32_t> alive = AliveServers(leases_.Snapshot());
+    std::vector<v1::PartitionAssignment> assignments(map_.assignments().begin(),
+                                                     map_.assignments().end());
+    for (const MemberRecord& record : expired) {
+      if (record.role != v1::MEMBER_ROLE_SERVER) continue;
+      for (GroupFailover& f : FailOver(record.id, alive, &assignments)) {
+        done.emplace_back(std::move(f), record.lease_expiry);
+      }
+    }
+    ReplicateLocked(&assignments);  // one version bump for failover and re-replication
+  }
   for (const MemberRecord& record : expired) {
     LOG_WARN("{} lease expired: DEAD (map version {})", DescribeMember(record), map_.version());
     if (metrics_ != nullptr) metrics_->CountLeaseExpiration(record.role);
   }
-  return expired;
+  for (const auto& [f, lease_expiry] : done) {
+    if (f.promoted) {
+      LOG_WARN("{}; map version {}", DescribeFailover(f), map_.version());
+      if (metrics_ != nullptr) metrics_->CountFailover();
+      pending_failovers_[f.new_primary] = PendingFailover{lease_expiry, map_.version()};
+    } else {
+      LOG_ERROR("{}; map version {}", DescribeFailover(f), map_.version());
+    }
+  }
 }
 
 v1::PartitionMap CoordinatorState::Map() const {
@@ -149,17 +302,65 @@ std::vector<v1::Member> CoordinatorState::Members() const {
 
 bool CoordinatorState::ready() const {
   absl::MutexLock lock(&mu_);
-  return ready_;
+  return ready_ && !restoring_.waiting;
+}
+
+bool CoordinatorState::restoring() const {
+  absl::MutexLock lock(&mu_);
+  return restoring_.waiting;
+}
+
+bool CoordinatorState::JobOver() const {
+  absl::MutexLock lock(&mu_);
+  if (!ready_ || restoring_.waiting) return false;
+  for (const MemberRecord& m : leases_.Snapshot()) {
+    if (m.role == v1::MEMBER_ROLE_WORKER && m.state == v1::MEMBER_STATE_ALIVE) return false;
+  }
+  return true;
+}
+
+absl::Status CoordinatorState::Persist() {
+  absl::MutexLock lock(&mu_);
+  if (store_ == nullptr || restoring_.waiting) return absl::OkStatus();
+  return store_->Put(kStateKey, EncodeState({job_, map_, leases_.Snapshot()}));
+}
+
+absl::Status CoordinatorState::ForgetStored() {
+  absl::MutexLock lock(&mu_);
+  if (store_ == nullptr) return absl::OkStatus();
+  return store_->Delete(kStateKey);
+}
+
+void CoordinatorState::PersistLocked() {
+  if (store_ == nullptr || restoring_.waiting) return;
+  absl::Status s = store_->Put(kStateKey, EncodeState({job_, map_, leases_.Snapshot()}));
+  if (!s.ok()) {
+    LOG_ERROR("cannot store the coordinator state (map version {}); a restart now would not "
+              "resume it: {}",
+              map_.version(), s.message());
+  }
+}
+
+v1::JobSpec CoordinatorState::job() const {
+  absl::MutexLock lock(&mu_);
+  return job_;
+}
+
+uint32_t CoordinatorState::ReplicationLocked() const {
+  return std::max<uint32_t>(job_.replication(), 1);
 }
 
 bool CoordinatorState::WaitUntilReady(absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
-  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ready_ || shutdown_; };
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return (ready_ && !restoring_.waiting) || shutdown_;
+  };
   mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
-  return ready_;
+  return ready_ && !restoring_.waiting;
 }
 
 CoordinatorState::Missing CoordinatorState::MissingMembers() const {
+  absl::MutexLock lock(&mu_);
   Missing missing;
   for (uint32_t id = 0; id < job_.num_servers(); ++id) {
     if (!leases_.Find(v1::MEMBER_ROLE_SERVER, id)) missing.servers.push_back(id);
@@ -189,7 +390,7 @@ int64_t CoordinatorState::MinLiveWorkerClockLocked(uint32_t except_id) const {
   return min_clock;
 }
 
-bool CoordinatorState::RefreshMapLocked() {
+bool CoordinatorState::RefreshMapLocked(const std::vector<v1::PartitionAssignment>* frozen) {
   const std::vector<MemberRecord> members = leases_.Snapshot();
   const bool was_ready = ready_;
   if (!ready_ &&
@@ -197,19 +398,18 @@ bool CoordinatorState::RefreshMapLocked() {
       CountRole(members, v1::MEMBER_ROLE_WORKER) >= static_cast<int>(job_.num_workers())) {
     ready_ = true;
   }
-  std::vector<v1::PartitionAssignment> assignments(map_.assignments().begin(),
-                                                   map_.assignments().end());
+  std::vector<v1::PartitionAssignment> assignments =
+      frozen != nullptr ? *frozen
+                        : std::vector<v1::PartitionAssignment>(map_.assignments().begin(),
+                                                               map_.assignments().end());
+  const std::set<uint32_t> alive = AliveServers(members);
   // Before ready nobody holds state, so the placement follows the live
-  // servers; from ready on it is frozen (moving a partition needs a state
-  // transfer). An empty placement (no server was alive at ready) is still free.
+  // servers; from ready on it is frozen and changes only by failover
+  // (moving a partition elsewhere needs a state transfer). An empty
+  // placement (no server was alive at ready) is still free.
   if (!was_ready || assignments.empty()) {
-    std::vector<uint32_t> alive_servers;
-    for (const MemberRecord& record : members) {
-      if (record.role == v1::MEMBER_ROLE_SERVER && record.state == v1::MEMBER_STATE_ALIVE) {
-        alive_servers.push_back(record.id);
-      }
-    }
-    assignments = AssignRoundRobin(job_.num_partitions(), alive_servers);
+    const std::vector<uint32_t> alive_servers(alive.begin(), alive.end());
+    assignments = AssignRoundRobin(job_.num_partitions(), alive_servers, ReplicationLocked());
   }
   v1::PartitionMap next =
       BuildPartitionMap(map_.version(), job_.num_partitions(), assignments, members, ready_);
@@ -218,8 +418,51 @@ bool CoordinatorState::RefreshMapLocked() {
   if (metrics_ != nullptr) {
     metrics_->SetMembers(members);
     metrics_->SetMapVersion(map_.version());
+    metrics_->SetUnderReplicated(CountUnderReplicated(assignments, alive, ReplicationLocked()));
   }
   return ready_ && !was_ready;
+}
+
+absl::StatusOr<uint64_t> CoordinatorState::ReplicaReady(uint32_t server_id, uint32_t group) {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::PartitionAssignment> assignments(map_.assignments().begin(),
+                                                   map_.assignments().end());
+  if (!PromoteJoiner(server_id, group, &assignments)) {
+    bool backup = false;
+    for (const v1::PartitionAssignment& a : assignments) {
+      if (a.group() == group &&
+          std::find(a.backups().begin(), a.backups().end(), server_id) != a.backups().end()) {
+        backup = true;
+      }
+    }
+    if (backup) return map_.version();  // a repeated report
+    return absl::FailedPreconditionError(absl::StrCat(
+        "server ", server_id, " is not joining replica group ", group, " (map version ",
+        map_.version(), ")"));
+  }
+  RefreshMapLocked(&assignments);
+  PersistLocked();
+  LOG_INFO("server {} holds replica group {} and backs it up now; map version {}", server_id,
+           group, map_.version());
+  return map_.version();
+}
+
+void CoordinatorState::ReplicateLocked(std::vector<v1::PartitionAssignment>* changed) {
+  std::vector<v1::PartitionAssignment> assignments =
+      changed != nullptr ? *changed
+                         : std::vector<v1::PartitionAssignment>(map_.assignments().begin(),
+                                                                map_.assignments().end());
+  std::vector<std::pair<uint32_t, uint32_t>> added;
+  if (ready_ && !assignments.empty()) {
+    added = AssignJoiners(AliveServers(leases_.Snapshot()), ReplicationLocked(), &assignments);
+  }
+  if (added.empty() && changed == nullptr) return;
+  RefreshMapLocked(&assignments);
+  for (const auto& [group, server] : added) {
+    LOG_INFO("server {} joins replica group {}: a backup once the primary sent it the group's "
+             "state; map version {}",
+             server, group, map_.version());
+  }
 }
 
 }  // namespace cairn

@@ -97,6 +97,18 @@ std::vector<MemberRecord> LeaseTable::ExpireLeases(absl::Time now) {
   return expired;
 }
 
+void LeaseTable::Restore(const std::vector<MemberRecord>& records, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  members_.clear();
+  for (MemberRecord record : records) {
+    if (record.state == v1::MEMBER_STATE_ALIVE) {
+      record.last_renewal = now;
+      record.lease_expiry = now + lease_timeout_;
+    }
+    members_[{record.role, record.id}] = std::move(record);
+  }
+}
+
 std::vector<MemberRecord> LeaseTable::Snapshot() const {
   absl::MutexLock lock(&mu_);
   std::vector<MemberRecord> out;

@@ -81,6 +81,13 @@ class LeaseTable {
   // sorted by (role, id).
   std::vector<MemberRecord> ExpireLeases(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Replaces every record with `records` (a restored coordinator's members):
+  // ALIVE members get a fresh lease, last_renewal = now and lease_expiry =
+  // now + lease timeout, so none is declared dead for time it could not
+  // reach the coordinator; DEAD and LEFT ones stay so. Empty: forget all.
+  void Restore(const std::vector<MemberRecord>& records, absl::Time now)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // All members ever registered, sorted by (role, id).
   std::vector<MemberRecord> Snapshot() const ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -2,17 +2,25 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include <algorithm>
+
 namespace cairn {
 
 std::vector<v1::PartitionAssignment> AssignRoundRobin(uint32_t num_partitions,
-                                                      absl::Span<const uint32_t> server_ids) {
+                                                      absl::Span<const uint32_t> server_ids,
+                                                      uint32_t replication) {
   std::vector<v1::PartitionAssignment> out;
   if (server_ids.empty()) return out;
+  const size_t n = server_ids.size();
+  const size_t copies = std::min<size_t>(std::max<uint32_t>(replication, 1), n);
   out.reserve(num_partitions);
   for (uint32_t p = 0; p < num_partitions; ++p) {
+    const size_t i = p % n;
     v1::PartitionAssignment assignment;
     assignment.set_partition(p);
-    assignment.set_primary(server_ids[p % server_ids.size()]);
+    assignment.set_primary(server_ids[i]);
+    assignment.set_group(server_ids[i]);
+    for (size_t k = 1; k < copies; ++k) assignment.add_backups(server_ids[(i + k) % n]);
     out.push_back(std::move(assignment));
   }
   return out;

@@ -1,5 +1,6 @@
 // Pure functions that turn membership into a cairn.v1.PartitionMap: the
-// round-robin placement of partitions on servers, and the map's member lists.
+// round-robin placement of partitions in replica groups, and the map's
+// member lists. Failover (changing a frozen placement) is in failover.h.
 // No state and no locking; CoordinatorState decides when to call them and
 // owns the version.
 #ifndef CAIRN_SERVER_COORDINATOR_PARTITION_MAP_BUILDER_H_
@@ -15,12 +16,16 @@
 
 namespace cairn {
 
-// Places `num_partitions` partitions on `server_ids` (ascending, unique):
-// partition p gets primary server_ids[p % n], no backups (replication comes
-// later). Returns one assignment per partition, indexed by partition; empty
-// when `server_ids` is empty.
+// Places `num_partitions` partitions on `server_ids` (ascending, unique; n of
+// them) in replica groups: partition p gets primary server_ids[p % n] and
+// group = that primary; the group's backups are the next
+// min(replication, n) - 1 servers after it in `server_ids`, cyclically. So
+// every partition of a group has the same primary and backups. Returns one
+// assignment per partition, indexed by partition; empty when `server_ids` is
+// empty. replication >= 1.
 std::vector<v1::PartitionAssignment> AssignRoundRobin(uint32_t num_partitions,
-                                                      absl::Span<const uint32_t> server_ids);
+                                                      absl::Span<const uint32_t> server_ids,
+                                                      uint32_t replication = 1);
 
 // The member as the wire shows it. lease_age_ms = now - last_renewal, in
 // milliseconds (0 when `now` is absl::InfinitePast(), as in maps, whose

@@ -144,10 +144,46 @@ TEST_CASE("B20: bad coordinator addresses fail at validation naming the key",
              Contains("`metrics.port` must be an integer in [0, 65535]; got 65536"));
 }
 
-TEST_CASE("B01: replication beyond 1 is refused at start-up", "[config][B01]") {
+TEST_CASE("B01: replication is 1 by default, accepted up to the number of servers, and more "
+          "is refused naming both numbers",
+          "[config][B01]") {
+  CHECK(ParseOk("cluster: {servers: 3}\n").cluster.replication == 1);
+  CHECK(ToJobSpec(ParseOk("cluster: {servers: 3}\n")).replication() == 1);
+  const JobConfig three = ParseOk("cluster: {servers: 3, replication: 3}\n");
+  CHECK(three.cluster.replication == 3);
+  CHECK(ToJobSpec(three).replication() == 3);
+  CHECK_THAT(DescribeConfig(three), Contains("\ncluster.replication: 3\n"));
+  CHECK(ParseOk("cluster: {servers: 2, replication: 2}\n").cluster.replication == 2);
   CHECK_THAT(ParseError("cluster: {replication: 2}\n"),
-             StartsWith("job.yaml:1:24: cluster.replication: 2 is not supported yet"));
-  CHECK(ParseOk("cluster: {replication: 1}\n").cluster.replication == 1);
+             Equals("job.yaml:1:24: `cluster.replication` (2) is more than `cluster.servers` (1): "
+                    "each copy of a partition needs a server of its own"));
+  CHECK_THAT(ParseError("cluster: {servers: 2, replication: 3}\n"),
+             Contains("`cluster.replication` (3) is more than `cluster.servers` (2)"));
+  CHECK_THAT(ParseError("cluster: {servers: 2, replication: 0}\n"),
+             Contains("`cluster.replication` must be an integer"));
+}
+
+TEST_CASE("cluster.state_dir defaults to <checkpoint.dir>/coordinator, else none", "[config]") {
+  const JobConfig plain = ParseOk("cluster: {servers: 1}\n");
+  CHECK(plain.cluster.state_dir.empty());
+  CHECK_THAT(DescribeConfig(plain), Contains("\ncluster.state_dir: none\n"));
+
+  const JobConfig with_checkpoints = ParseOk("checkpoint: {dir: /data/ckpt}\n");
+  CHECK(with_checkpoints.cluster.state_dir == "/data/ckpt/coordinator");
+  CHECK_THAT(DescribeConfig(with_checkpoints),
+             Contains("\ncluster.state_dir: /data/ckpt/coordinator\n"));
+
+  const JobConfig own = ParseOk("cluster: {state_dir: /data/coord}\ncheckpoint: {dir: /data/ckpt}\n");
+  CHECK(own.cluster.state_dir == "/data/coord");
+  CHECK(ParseOk("cluster: {state_dir: /data/coord}\n").cluster.state_dir == "/data/coord");
+
+  const JobConfig off = ParseOk("cluster: {state_dir: none}\ncheckpoint: {dir: /data/ckpt}\n");
+  CHECK(off.cluster.state_dir.empty());
+  CHECK_THAT(DescribeConfig(off), Contains("\ncluster.state_dir: none\n"));
+
+  CHECK_THAT(ParseError("cluster: {state_dir: \"\"}\n"), Contains("cluster.state_dir"));
+  CHECK(ParseOk("cluster: {servers: 1}\n", {"cluster.state_dir=/tmp/x"}).cluster.state_dir ==
+        "/tmp/x");
 }
 
 TEST_CASE("empty, non-map and malformed files are rejected", "[config]") {

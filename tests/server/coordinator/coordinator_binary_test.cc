@@ -6,8 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "cairn/v1/coordinator.grpc.pb.h"
 #include "common/grpc_util.h"
+#include "server/coordinator/coordinator_store.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/process.h"
 
@@ -191,6 +193,125 @@ TEST_CASE("the job fails with exit 4 when the start-up barrier times out, naming
   CHECK_THAT(process->ReadStderr(),
              Catch::Matchers::Contains("missing server ids []") &&
                  Catch::Matchers::Contains("missing worker ids [0, 1]"));
+}
+
+// The "config.hash: <hex>" the coordinator logs at start.
+std::string LoggedHash(Subprocess& process) {
+  const std::string err = process.ReadStderr();
+  const size_t at = err.find("config.hash: ");
+  REQUIRE(at != std::string::npos);
+  return err.substr(at + 13, 16);
+}
+
+grpc::Status Call(v1::Coordinator::Stub& stub, const char* what, int id) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (std::string(what) == "register-worker") {
+    v1::RegisterWorkerRequest request;
+    request.set_requested_id(id);
+    v1::RegisterWorkerResponse response;
+    return stub.RegisterWorker(&context, request, &response);
+  }
+  if (std::string(what) == "heartbeat-worker") {
+    v1::HeartbeatRequest request;
+    request.set_role(v1::MEMBER_ROLE_WORKER);
+    request.set_id(id);
+    v1::HeartbeatResponse response;
+    return stub.Heartbeat(&context, request, &response);
+  }
+  v1::LeaveRequest request;
+  request.set_role(v1::MEMBER_ROLE_WORKER);
+  request.set_id(id);
+  v1::LeaveResponse response;
+  return stub.Leave(&context, request, &response);
+}
+
+bool StateStored(const std::string& dir) {
+  auto raw = CoordinatorStore::Peek(dir, kStateKey);
+  REQUIRE(raw.ok());
+  return raw->has_value();
+}
+
+TEST_CASE("B13: a graceful stop keeps the state while workers run; a restart resumes it; a "
+          "stop once the job is over removes it",
+          "[coordinator][process][restore]") {
+  const Job job = MakeJob();
+  const std::string state_dir = job.dir + "/state";
+  REQUIRE(testing::WriteFile(job.config, "cluster:\n  servers: 1\n  workers: 1\n  state_dir: " +
+                                             state_dir + "\n")
+              .ok());
+  uint64_t version = 0;
+  {
+    auto first = Start(job, {"--listen", "127.0.0.1:0"}, "first");
+    auto stub = Dial(Ports(job, *first).at("grpc"));
+    v1::RegisterServerResponse server;
+    REQUIRE(RegisterServer(*stub, &server).ok());
+    REQUIRE(Call(*stub, "register-worker", 0).ok());
+    REQUIRE(first->Signal(SIGTERM).ok());
+    CHECK(WaitEnd(*first).code == 0);
+    CHECK_THAT(first->ReadStderr(), Catch::Matchers::Contains("coordinator state kept in " +
+                                                              state_dir));
+    CHECK(StateStored(state_dir));
+    version = 3;  // server, worker (ready in the same change)
+  }
+  auto second = Start(job, {"--listen", "127.0.0.1:0"}, "second");
+  auto stub = Dial(Ports(job, *second).at("grpc"));
+  CHECK_THAT(second->ReadStderr(),
+             Catch::Matchers::Contains(absl::StrCat("map version ", version, " (ready)")));
+  // Until a member re-attaches, a registration is asked to retry.
+  CHECK(Call(*stub, "register-worker", -1).error_code() == grpc::StatusCode::UNAVAILABLE);
+  REQUIRE(Call(*stub, "heartbeat-worker", 0).ok());  // worker 0 re-attaches: no new id
+  REQUIRE(Call(*stub, "leave", 0).ok());             // and finishes: the job is over
+  REQUIRE(second->Signal(SIGTERM).ok());
+  CHECK(WaitEnd(*second).code == 0);
+  CHECK_THAT(second->ReadStderr(),
+             Catch::Matchers::Contains("the job is over: removed its coordinator state"));
+  CHECK_FALSE(StateStored(state_dir));
+}
+
+TEST_CASE("B13: another job's state is refused with exit 2 naming both hashes; --discard-state "
+          "starts afresh",
+          "[coordinator][process][restore]") {
+  const Job job = MakeJob();
+  const std::string state_dir = job.dir + "/state";
+  const std::string yaml = "cluster:\n  servers: 1\n  workers: 2\n  state_dir: " + state_dir + "\n";
+  REQUIRE(testing::WriteFile(job.config, yaml).ok());
+  auto first = Start(job, {"--listen", "127.0.0.1:0"}, "first");
+  auto stub = Dial(Ports(job, *first).at("grpc"));
+  v1::RegisterServerResponse server;
+  REQUIRE(RegisterServer(*stub, &server).ok());
+  const std::string first_hash = LoggedHash(*first);
+  CHECK(first->Kill().signal == SIGKILL);  // no goodbye: the state stays
+
+  const std::string other = job.dir + "/other.yaml";
+  REQUIRE(testing::WriteFile(other, yaml + "rpc: {deadline: 9s}\n").ok());
+  auto refused = Subprocess::Spawn(kBinary, {"--config", other, "--listen", "127.0.0.1:0"},
+                                   job.dir + "/refused");
+  REQUIRE(refused.ok());
+  CHECK(WaitEnd(**refused).code == 2);
+  const std::string err = (*refused)->ReadStderr();
+  const std::string other_hash = LoggedHash(**refused);
+  CHECK(first_hash != other_hash);
+  CHECK_THAT(err, Catch::Matchers::Contains(state_dir) &&
+                      Catch::Matchers::Contains("config hash " + first_hash) &&
+                      Catch::Matchers::Contains("this config's hash is " + other_hash) &&
+                      Catch::Matchers::Contains("--discard-state"));
+  CHECK(StateStored(state_dir));  // a refused start changes nothing
+
+  Job fresh_job = job;
+  fresh_job.port_file = job.dir + "/fresh.ports";  // the killed one's file is still there
+  auto fresh = Subprocess::Spawn(kBinary,
+                                 {"--config", other, "--listen", "127.0.0.1:0", "--port-file",
+                                  fresh_job.port_file, "--discard-state"},
+                                 job.dir + "/fresh");
+  REQUIRE(fresh.ok());
+  auto fresh_stub = Dial(Ports(fresh_job, **fresh).at("grpc"));
+  CHECK_THAT((*fresh)->ReadStderr(),
+             Catch::Matchers::Contains("dropping the coordinator state stored in " + state_dir));
+  v1::RegisterServerResponse again;
+  REQUIRE(RegisterServer(*fresh_stub, &again).ok());
+  CHECK(again.server_id() == 0);
+  CHECK(again.map().version() == 2);  // a new job
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ TEST_CASE("round-robin gives every partition exactly one primary, balanced",
     CHECK(assignments[p].partition() == p);
     CHECK(assignments[p].primary() == ids[p % num_servers]);
     CHECK(assignments[p].backups().empty());
+    CHECK(assignments[p].group() == assignments[p].primary());
     ++owned[assignments[p].primary()];
   }
   // Balanced: each server owns floor(P/n) or ceil(P/n) partitions.
@@ -42,6 +43,46 @@ TEST_CASE("8 partitions on 3 servers, by hand", "[coordinator][map]") {
   std::vector<uint32_t> primaries;
   for (const auto& a : assignments) primaries.push_back(a.primary());
   CHECK(primaries == std::vector<uint32_t>{0, 1, 2, 0, 1, 2, 0, 1});
+}
+
+TEST_CASE("replica groups: each partition's group is its first server, backups the next r-1 "
+          "servers cyclically, shared by the whole group",
+          "[coordinator][map][replication]") {
+  // Server ids need not be dense.
+  const std::vector<uint32_t> ids = {1, 4, 6};
+  const std::vector<v1::PartitionAssignment> a = AssignRoundRobin(7, ids, /*replication=*/2);
+  REQUIRE(a.size() == 7);
+  const std::vector<std::vector<uint32_t>> backups_of_group = {{4}, {6}, {1}};  // of 1, 4, 6
+  for (uint32_t p = 0; p < 7; ++p) {
+    CAPTURE(p);
+    CHECK(a[p].primary() == ids[p % 3]);
+    CHECK(a[p].group() == ids[p % 3]);
+    CHECK(std::vector<uint32_t>(a[p].backups().begin(), a[p].backups().end()) ==
+          backups_of_group[p % 3]);
+  }
+  const std::vector<v1::PartitionAssignment> three = AssignRoundRobin(4, ids, 3);
+  CHECK(std::vector<uint32_t>(three[2].backups().begin(), three[2].backups().end()) ==
+        std::vector<uint32_t>{1, 4});  // group 6: then 1, then 4
+  CHECK(std::vector<uint32_t>(three[3].backups().begin(), three[3].backups().end()) ==
+        std::vector<uint32_t>{4, 6});
+}
+
+TEST_CASE("replication 1 has no backups; more copies than servers stop at the servers there are",
+          "[coordinator][map][replication]") {
+  const std::vector<uint32_t> ids = {0, 1};
+  for (const v1::PartitionAssignment& a : AssignRoundRobin(4, ids, 1)) {
+    CHECK(a.backups().empty());
+    CHECK(a.group() == a.primary());
+  }
+  // Before the start-up barrier fewer servers than r may be up.
+  for (const v1::PartitionAssignment& a : AssignRoundRobin(4, ids, 3)) {
+    REQUIRE(a.backups_size() == 1);
+    CHECK(a.backups(0) != a.primary());
+  }
+  for (const v1::PartitionAssignment& a : AssignRoundRobin(3, std::vector<uint32_t>{5}, 2)) {
+    CHECK(a.primary() == 5);
+    CHECK(a.backups().empty());
+  }
 }
 
 TEST_CASE("no servers, no assignment", "[coordinator][map]") {

@@ -1,0 +1,140 @@
+#include "server/coordinator/failover.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace cairn {
+namespace {
+
+void RemoveBackup(uint32_t server, v1::PartitionAssignment* a) {
+  auto* backups = a->mutable_backups();
+  backups->erase(std::remove(backups->begin(), backups->end(), server), backups->end());
+  auto* joining = a->mutable_joining();
+  joining->erase(std::remove(joining->begin(), joining->end(), server), joining->end());
+}
+
+}  // namespace
+
+std::vector<GroupFailover> FailOver(uint32_t dead, const std::set<uint32_t>& alive_servers,
+                                    std::vector<v1::PartitionAssignment>* assignments) {
+  // The promotion of each group dead was primary of, decided once from the
+  // group's first partition, so every partition of the group moves alike.
+  std::map<uint32_t, GroupFailover> groups;
+  for (v1::PartitionAssignment& a : *assignments) {
+    if (a.primary() == dead) {
+      auto [it, added] = groups.try_emplace(a.group());
+      GroupFailover& g = it->second;
+      if (added) {
+        g.group = a.group();
+        g.dead = dead;
+        for (uint32_t backup : a.backups()) {
+          if (backup != dead && alive_servers.contains(backup)) {
+            g.promoted = true;
+            g.new_primary = backup;
+            break;
+          }
+        }
+      }
+      g.partitions.push_back(a.partition());
+      if (g.promoted) {
+        a.set_primary(g.new_primary);
+        RemoveBackup(g.new_primary, &a);
+      }
+    }
+    RemoveBackup(dead, &a);
+  }
+  std::vector<GroupFailover> out;
+  for (auto& [group, g] : groups) {
+    std::sort(g.partitions.begin(), g.partitions.end());
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+int CountUnderReplicated(const std::vector<v1::PartitionAssignment>& assignments,
+                         const std::set<uint32_t>& alive_servers, uint32_t replication) {
+  int count = 0;
+  for (const v1::PartitionAssignment& a : assignments) {
+    uint32_t alive = alive_servers.contains(a.primary()) ? 1 : 0;
+    for (uint32_t backup : a.backups()) alive += alive_servers.contains(backup) ? 1 : 0;
+    if (alive < replication) ++count;
+  }
+  return count;
+}
+
+std::string DescribeFailover(const GroupFailover& f) {
+  const std::string head = absl::StrCat("group ", f.group, " (partitions ",
+                                        absl::StrJoin(f.partitions, ","), "): server ", f.dead,
+                                        " DEAD, ");
+  if (f.promoted) return absl::StrCat(head, "server ", f.new_primary, " promoted to primary");
+  return absl::StrCat(head, "no live backup: its partitions stay on the dead server");
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> AssignJoiners(
+    const std::set<uint32_t>& alive_servers, uint32_t replication,
+    std::vector<v1::PartitionAssignment>* assignments) {
+  // Live replicas (primary, backups, joiners) per group, whether its primary
+  // lives, and how many groups each live server already replicates.
+  std::map<uint32_t, std::set<uint32_t>> replicas;
+  std::map<uint32_t, bool> primary_alive;
+  for (const v1::PartitionAssignment& a : *assignments) {
+    std::set<uint32_t>& r = replicas[a.group()];
+    primary_alive[a.group()] = alive_servers.contains(a.primary());
+    if (alive_servers.contains(a.primary())) r.insert(a.primary());
+    for (uint32_t b : a.backups()) {
+      if (alive_servers.contains(b)) r.insert(b);
+    }
+    for (uint32_t j : a.joining()) {
+      if (alive_servers.contains(j)) r.insert(j);
+    }
+  }
+  std::map<uint32_t, int> load;
+  for (uint32_t s : alive_servers) load[s] = 0;
+  for (const auto& [group, r] : replicas) {
+    for (uint32_t s : r) ++load[s];
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> added;
+  for (auto& [group, r] : replicas) {
+    // A group without a live primary has nobody to send its state.
+    if (!primary_alive[group]) continue;
+    while (r.size() < replication) {
+      uint32_t best = 0;
+      int best_load = -1;
+      for (const auto& [s, l] : load) {
+        if (r.contains(s)) continue;
+        if (best_load < 0 || l < best_load) {
+          best = s;
+          best_load = l;
+        }
+      }
+      if (best_load < 0) break;  // no server left to take a copy
+      r.insert(best);
+      ++load[best];
+      for (v1::PartitionAssignment& a : *assignments) {
+        if (a.group() == group) a.add_joining(best);
+      }
+      added.emplace_back(group, best);
+    }
+  }
+  return added;
+}
+
+bool PromoteJoiner(uint32_t server, uint32_t group,
+                   std::vector<v1::PartitionAssignment>* assignments) {
+  bool moved = false;
+  for (v1::PartitionAssignment& a : *assignments) {
+    if (a.group() != group) continue;
+    auto* joining = a.mutable_joining();
+    auto it = std::find(joining->begin(), joining->end(), server);
+    if (it == joining->end()) continue;
+    joining->erase(it);
+    a.add_backups(server);
+    moved = true;
+  }
+  return moved;
+}
+
+}  // namespace cairn

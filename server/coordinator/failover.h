@@ -1,0 +1,65 @@
+// Failover of replica groups (DESIGN.md, Failure and recovery), as pure
+// functions over a frozen placement (partition_map_builder.h): when a server
+// is declared DEAD, each group it is primary of gets its first live backup
+// as primary, and the dead server leaves every backups list. A group with no
+// live backup (always so with replication 1) keeps the dead primary: its
+// partitions wait for a restore.
+#ifndef CAIRN_SERVER_COORDINATOR_FAILOVER_H_
+#define CAIRN_SERVER_COORDINATOR_FAILOVER_H_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cairn/v1/types.pb.h"
+
+namespace cairn {
+
+// What FailOver did to one replica group.
+struct GroupFailover {
+  uint32_t group = 0;
+  uint32_t dead = 0;                 // the primary that died
+  bool promoted = false;             // false: no live backup, the primary stays `dead`
+  uint32_t new_primary = 0;          // when promoted
+  std::vector<uint32_t> partitions;  // the group's partitions, ascending
+};
+
+// Applies the death of server `dead` to `assignments` (indexed by partition):
+// for every group whose primary is `dead`, the first backup in
+// `alive_servers` becomes primary and leaves the backups; `dead` is removed
+// from every backups list. Returns one entry per group `dead` was primary
+// of, by group id. Partitions of one group must share primary and backups
+// (AssignRoundRobin's placement); they stay so.
+std::vector<GroupFailover> FailOver(uint32_t dead, const std::set<uint32_t>& alive_servers,
+                                    std::vector<v1::PartitionAssignment>* assignments);
+
+// Re-replication: every group with a live primary and fewer than
+// `replication` live replicas (primary, backups, joiners) gets joiners from
+// `alive_servers` not yet in it, least loaded first (a server that just
+// registered holds nothing), until it has `replication` or no server is
+// left; every partition of the group lists them in `joining`. Returns the
+// (group, server) pairs added.
+std::vector<std::pair<uint32_t, uint32_t>> AssignJoiners(
+    const std::set<uint32_t>& alive_servers, uint32_t replication,
+    std::vector<v1::PartitionAssignment>* assignments);
+
+// The joiner `server` holds group `group`'s state now: it moves from
+// `joining` to `backups` in every partition of the group. False when it was
+// not joining the group.
+bool PromoteJoiner(uint32_t server, uint32_t group,
+                   std::vector<v1::PartitionAssignment>* assignments);
+
+// Partitions whose primary and backups together hold fewer than
+// `replication` servers in `alive_servers`.
+int CountUnderReplicated(const std::vector<v1::PartitionAssignment>& assignments,
+                         const std::set<uint32_t>& alive_servers, uint32_t replication);
+
+// "group 1 (partitions 1,3,5): server 1 DEAD, server 2 promoted to primary",
+// or "..., no live backup: its partitions stay on the dead server".
+std::string DescribeFailover(const GroupFailover& failover);
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_COORDINATOR_FAILOVER_H_

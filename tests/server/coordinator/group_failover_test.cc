@@ -1,0 +1,94 @@
+// Failover of replica groups as pure functions (server/coordinator/failover.h):
+// promotion of the first live backup, removal of the dead server from every
+// backups list, groups kept whole, and the under-replicated count.
+#include "server/coordinator/failover.h"
+
+#include <catch2/catch.hpp>
+
+#include "server/coordinator/partition_map_builder.h"
+
+namespace cairn {
+namespace {
+
+std::vector<uint32_t> Backups(const v1::PartitionAssignment& a) {
+  return {a.backups().begin(), a.backups().end()};
+}
+
+TEST_CASE("a dead primary's group gets its first live backup as primary, all partitions alike",
+          "[coordinator][failover]") {
+  // 3 servers, r = 2, 6 partitions: group 0 = {0, 3} backup 1, group 1 = {1, 4}
+  // backup 2, group 2 = {2, 5} backup 0.
+  std::vector<v1::PartitionAssignment> a = AssignRoundRobin(6, std::vector<uint32_t>{0, 1, 2}, 2);
+  const std::vector<GroupFailover> done = FailOver(1, {0, 2}, &a);
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].group == 1);
+  CHECK(done[0].dead == 1);
+  CHECK(done[0].promoted);
+  CHECK(done[0].new_primary == 2);
+  CHECK(done[0].partitions == std::vector<uint32_t>{1, 4});
+  CHECK(DescribeFailover(done[0]) ==
+        "group 1 (partitions 1,4): server 1 DEAD, server 2 promoted to primary");
+  for (uint32_t p : {1u, 4u}) {
+    CHECK(a[p].primary() == 2);
+    CHECK(a[p].group() == 1);  // the group keeps its name
+    CHECK(Backups(a[p]).empty());
+  }
+  // Group 0 had server 1 as its backup: removed, primary unchanged.
+  for (uint32_t p : {0u, 3u}) {
+    CHECK(a[p].primary() == 0);
+    CHECK(Backups(a[p]).empty());
+  }
+  for (uint32_t p : {2u, 5u}) {
+    CHECK(a[p].primary() == 2);
+    CHECK(Backups(a[p]) == std::vector<uint32_t>{0});
+  }
+  // Partitions whose live copies are now fewer than 2: groups 0 and 1.
+  CHECK(CountUnderReplicated(a, {0, 2}, 2) == 4);
+}
+
+TEST_CASE("a dead backup is skipped: the first ALIVE one is promoted", "[coordinator][failover]") {
+  std::vector<v1::PartitionAssignment> a =
+      AssignRoundRobin(4, std::vector<uint32_t>{0, 1, 2, 3}, 3);  // group 0 backups 1, 2
+  // Servers 0 and 1 died in the same round: 1 is no longer alive.
+  std::vector<GroupFailover> done = FailOver(0, {2, 3}, &a);
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].new_primary == 2);
+  CHECK(a[0].primary() == 2);
+  CHECK(Backups(a[0]) == std::vector<uint32_t>{1});
+  done = FailOver(1, {2, 3}, &a);
+  REQUIRE(done.size() == 1);  // group 1 (backups 2, 3): 2 promoted
+  CHECK(done[0].group == 1);
+  CHECK(done[0].new_primary == 2);
+  CHECK(Backups(a[0]).empty());
+  CHECK(Backups(a[1]) == std::vector<uint32_t>{3});
+  CHECK(Backups(a[2]) == std::vector<uint32_t>{3});  // group 2 had backups 3, 0
+  CHECK(Backups(a[3]).empty());                      // group 3 had backups 0, 1
+  CHECK(CountUnderReplicated(a, {2, 3}, 3) == 4);
+}
+
+TEST_CASE("with no live backup (replication 1) the partitions stay on the dead primary",
+          "[coordinator][failover]") {
+  std::vector<v1::PartitionAssignment> a = AssignRoundRobin(4, std::vector<uint32_t>{0, 1}, 1);
+  const std::vector<v1::PartitionAssignment> before = a;
+  CHECK(CountUnderReplicated(a, {0, 1}, 1) == 0);
+  const std::vector<GroupFailover> done = FailOver(1, {0}, &a);
+  REQUIRE(done.size() == 1);
+  CHECK_FALSE(done[0].promoted);
+  CHECK(done[0].partitions == std::vector<uint32_t>{1, 3});
+  CHECK(DescribeFailover(done[0]) ==
+        "group 1 (partitions 1,3): server 1 DEAD, no live backup: its partitions stay on the "
+        "dead server");
+  for (size_t p = 0; p < a.size(); ++p) CHECK(a[p].primary() == before[p].primary());
+  CHECK(CountUnderReplicated(a, {0}, 1) == 2);
+}
+
+TEST_CASE("a server that is primary of nothing changes only backups lists",
+          "[coordinator][failover]") {
+  std::vector<v1::PartitionAssignment> a = AssignRoundRobin(2, std::vector<uint32_t>{0, 1}, 2);
+  CHECK(FailOver(7, {0, 1}, &a).empty());
+  CHECK(Backups(a[0]) == std::vector<uint32_t>{1});
+  CHECK(CountUnderReplicated(a, {0, 1}, 2) == 0);
+}
+
+}  // namespace
+}  // namespace cairn
