@@ -150,4 +150,14 @@ absl::StatusOr<v1::ListCheckpointsResponse> CoordinatorClient::ListCheckpoints(
   return response;
 }
 
+absl::StatusOr<v1::ReplicaReadyResponse> CoordinatorClient::ReplicaReady(
+    const v1::ReplicaReadyRequest& request, absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::ReplicaReadyResponse response;
+  grpc::Status s = stub_->ReplicaReady(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
 }  // namespace cairn

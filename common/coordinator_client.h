@@ -43,6 +43,9 @@ class CoordinatorClient {
   absl::StatusOr<v1::CheckpointResponse> Checkpoint(const v1::CheckpointRequest& request,
                                                     absl::Duration timeout);
   absl::StatusOr<v1::ListCheckpointsResponse> ListCheckpoints(absl::Duration timeout);
+  // A joining server caught up with a replica group (server/shard/replica_transfers.h).
+  absl::StatusOr<v1::ReplicaReadyResponse> ReplicaReady(const v1::ReplicaReadyRequest& request,
+                                                        absl::Duration timeout);
 
  private:
   const std::string address_;

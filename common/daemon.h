@@ -18,6 +18,7 @@ inline constexpr int kExitBadConfig = 2;       // bad flags or YAML
 inline constexpr int kExitPortTaken = 3;       // cannot listen
 inline constexpr int kExitUnreachable = 4;     // coordinator unreachable / start-up timeout
 inline constexpr int kExitLostCoordinator = 5; // coordinator gone for too long
+inline constexpr int kExitDeclaredDead = 7;    // server: the coordinator declared it dead (fenced)
 
 // Blocks SIGINT and SIGTERM in the calling thread and every thread it starts
 // afterwards; call first thing in main().

@@ -16,26 +16,45 @@ DenseTable::DenseTable(const v1::TableSpec& spec, uint32_t num_partitions,
       chunk_size_(static_cast<uint64_t>(spec.chunk_size())),
       num_chunks_(NumChunks(num_elements_, chunk_size_)),
       slots_per_element_(optimizer_->SlotsPerElement()),
-      chunk_block_(num_chunks_, -1) {
+      chunk_block_(num_chunks_) {
+  for (auto& b : chunk_block_) b.store(-1, std::memory_order_relaxed);
+  absl::MutexLock lock(&mu_);
+  blocks_.reserve(num_partitions);
   for (uint32_t p = 0; p < num_partitions; ++p) {
     if (!owned[p]) continue;
     const KeyRange range = DensePartitionRange(num_chunks_, num_partitions, p);
     if (range.size() == 0) continue;
-    Block block;
-    block.chunks = range;
-    block.first_element = range.begin * chunk_size_;
-    const uint64_t end_element = std::min(range.end * chunk_size_, num_elements_);
-    block.values.resize(end_element - block.first_element);
-    InitDenseElements(spec_, block.first_element, absl::MakeSpan(block.values));
-    block.slots.resize(block.values.size() * slots_per_element_);
-    // Slots are slot-major within each chunk (the optimizer's block).
+    blocks_.push_back(MakeBlock(range));
     for (Key c = range.begin; c < range.end; ++c) {
-      const uint64_t off = (c * chunk_size_ - block.first_element) * slots_per_element_;
-      optimizer_->InitSlots(block.slots.data() + off, ChunkLength(c));
+      chunk_block_[c].store(static_cast<int32_t>(blocks_.size() - 1), std::memory_order_release);
     }
-    block.steps.assign(range.size(), 0);
-    for (Key c = range.begin; c < range.end; ++c) chunk_block_[c] = static_cast<int32_t>(blocks_.size());
-    blocks_.push_back(std::move(block));
+  }
+}
+
+DenseTable::Block DenseTable::MakeBlock(const KeyRange& range) const {
+  Block block;
+  block.chunks = range;
+  block.first_element = range.begin * chunk_size_;
+  const uint64_t end_element = std::min(range.end * chunk_size_, num_elements_);
+  block.values.resize(end_element - block.first_element);
+  InitDenseElements(spec_, block.first_element, absl::MakeSpan(block.values));
+  block.slots.resize(block.values.size() * slots_per_element_);
+  // Slots are slot-major within each chunk (the optimizer's block).
+  for (Key c = range.begin; c < range.end; ++c) {
+    const uint64_t off = (c * chunk_size_ - block.first_element) * slots_per_element_;
+    optimizer_->InitSlots(block.slots.data() + off, ChunkLength(c));
+  }
+  block.steps.assign(range.size(), 0);
+  return block;
+}
+
+void DenseTable::AddPartition(uint32_t partition) {
+  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition);
+  if (range.size() == 0 || BlockOf(range.begin) >= 0) return;
+  absl::MutexLock lock(&mu_);
+  blocks_.push_back(MakeBlock(range));  // within the reserved capacity
+  for (Key c = range.begin; c < range.end; ++c) {
+    chunk_block_[c].store(static_cast<int32_t>(blocks_.size() - 1), std::memory_order_release);
   }
 }
 
@@ -54,7 +73,7 @@ absl::StatusOr<uint64_t> DenseTable::CheckKeys(const std::string& keys, size_t n
           absl::StrJoin(spec_.shape(), ","), "] has ", num_chunks_, " chunks (keys 0..",
           num_chunks_ - 1, ")"));
     }
-    if (chunk_block_[k] < 0) {
+    if (BlockOf(k) < 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "table ", spec_.name(), ": key ", k, " is in partition ",
           DensePartition(k, num_chunks_, num_partitions_),
@@ -69,7 +88,7 @@ void DenseTable::Read(const std::string& keys, size_t n, std::string* out) const
   absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);
-    const Block& b = blocks_[chunk_block_[k]];
+    const Block& b = blocks_[BlockOf(k)];
     const float* src = b.values.data() + (k * chunk_size_ - b.first_element);
     out->append(reinterpret_cast<const char*>(src), ChunkLength(k) * sizeof(float));
   }
@@ -89,7 +108,7 @@ void DenseTable::Gather(const std::string& keys, size_t n, const std::string& va
 void DenseTable::Apply(const GradBuffer& grads) {
   absl::MutexLock lock(&mu_);
   for (const GradBuffer::Row& row : grads.rows()) {
-    Block& b = blocks_[chunk_block_[row.key]];
+    Block& b = blocks_[BlockOf(row.key)];
     const uint64_t off = row.key * chunk_size_ - b.first_element;
     int64_t& step = b.steps[row.key - b.chunks.begin];
     ++step;
@@ -100,7 +119,7 @@ void DenseTable::Apply(const GradBuffer& grads) {
 
 uint64_t DenseTable::NumKeys() const {
   uint64_t n = 0;
-  for (int32_t b : chunk_block_) n += b >= 0;
+  for (const auto& b : chunk_block_) n += b.load(std::memory_order_acquire) >= 0;
   return n;
 }
 
@@ -124,12 +143,12 @@ absl::StatusOr<PartitionRows> DenseTable::ExportPartition(uint32_t partition) co
   }
   const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition);
   if (range.size() == 0) return rows;
-  if (chunk_block_[range.begin] < 0) {
+  if (BlockOf(range.begin) < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
   }
   absl::ReaderMutexLock lock(&mu_);
-  const Block& b = blocks_[chunk_block_[range.begin]];
+  const Block& b = blocks_[BlockOf(range.begin)];
   for (Key c = range.begin; c < range.end; ++c) {
     rows.keys.push_back(c);
     rows.lengths.push_back(ChunkLength(c));
@@ -146,7 +165,7 @@ absl::Status DenseTable::ImportPartition(uint32_t partition, const PartitionRows
                                                    partition, " of ", num_partitions_));
   }
   const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition);
-  if (range.size() > 0 && chunk_block_[range.begin] < 0) {
+  if (range.size() > 0 && BlockOf(range.begin) < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
   }
@@ -167,7 +186,7 @@ absl::Status DenseTable::ImportPartition(uint32_t partition, const PartitionRows
   }
   if (range.size() == 0) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  Block& b = blocks_[chunk_block_[range.begin]];
+  Block& b = blocks_[BlockOf(range.begin)];
   b.steps = rows.steps;
   b.values = rows.values;
   b.slots = rows.slots;

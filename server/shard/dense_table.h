@@ -2,6 +2,7 @@
 #ifndef CAIRN_SERVER_SHARD_DENSE_TABLE_H_
 #define CAIRN_SERVER_SHARD_DENSE_TABLE_H_
 
+#include <atomic>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -29,6 +30,7 @@ class DenseTable final : public Table {
   absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) override
       ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumValueBytes() const override;
+  void AddPartition(uint32_t partition) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Block {
@@ -40,16 +42,25 @@ class DenseTable final : public Table {
   };
   // Floats in chunk `chunk`.
   uint32_t ChunkLength(Key chunk) const;
+  // The block holding `chunk`, -1 when not held.
+  int32_t BlockOf(Key chunk) const { return chunk_block_[chunk].load(std::memory_order_acquire); }
+  // A block of `range`'s chunks from the table's initializer.
+  Block MakeBlock(const KeyRange& range) const;
 
   // Constant after construction.
   const uint64_t num_elements_;
   const uint64_t chunk_size_;
   const uint64_t num_chunks_;
   const int slots_per_element_;
-  std::vector<int32_t> chunk_block_;  // chunk -> index in blocks_, -1: not held
+  // chunk -> index in blocks_, -1: not held. Set once per chunk (at
+  // construction or by AddPartition, after its block exists); read without
+  // the lock.
+  std::vector<std::atomic<int32_t>> chunk_block_;
 
   mutable absl::Mutex mu_;
-  std::vector<Block> blocks_ ABSL_GUARDED_BY(mu_);  // shape fixed after construction
+  // Capacity reserved for every partition at construction, so AddPartition
+  // never moves a block.
+  std::vector<Block> blocks_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn

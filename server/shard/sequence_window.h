@@ -8,6 +8,7 @@
 #define CAIRN_SERVER_SHARD_SEQUENCE_WINDOW_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 
@@ -36,6 +37,15 @@ class SequenceWindow {
   }
 
   uint64_t floor() const { return floor_; }
+  const absl::flat_hash_set<uint64_t>& held() const { return held_; }
+
+  // A window as another replica recorded it (state transfer).
+  static SequenceWindow FromParts(uint64_t floor, const std::vector<uint64_t>& held) {
+    SequenceWindow w;
+    w.floor_ = floor;
+    w.held_.insert(held.begin(), held.end());
+    return w;
+  }
 
  private:
   uint64_t floor_ = 1;  // sequences start at 1; 0 is never valid

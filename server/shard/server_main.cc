@@ -23,6 +23,8 @@
 #include "server/shard/checkpoint_agent.h"
 #include "server/shard/initial_rows.h"
 #include "server/shard/rpc/parameter_service.h"
+#include "server/shard/replica_transfers.h"
+#include "server/shard/rpc/replica_forwarder.h"
 #include "server/shard/shard.h"
 #include "server/shard/shard_metrics.h"
 
@@ -69,6 +71,8 @@ int Run(const Flags& flags) {
   }
   ShardMetrics metrics((*metrics_server)->registry());
   ParameterService service(&metrics, config->rpc.deadline);
+  ReplicaForwarder forwarder(config->rpc.max_message_bytes, config->rpc.deadline);
+  service.SetForwarder(&forwarder);
 
   GrpcServerOptions options;
   options.address = flags.listen;
@@ -101,8 +105,9 @@ int Run(const Flags& flags) {
   reg.set_address(address);
   reg.set_metrics_address((*metrics_server)->address());
   reg.set_requested_id(flags.server_id);
+  const absl::Time registering = absl::Now();
   absl::StatusOr<v1::RegisterServerResponse> registered =
-      coordinator.RegisterServer(reg, absl::Now() + config->cluster.startup_timeout);
+      coordinator.RegisterServer(reg, registering + config->cluster.startup_timeout);
   if (!registered.ok()) {
     std::cerr << "cairn-server: " << registered.status().message() << "\n";
     return kExitUnreachable;
@@ -112,6 +117,14 @@ int Run(const Flags& flags) {
            config->cluster.coordinator);
   const v1::JobSpec& job = registered->job();
   Shard shard(server_id, job, &metrics);
+  // Fencing: this server stops serving a quarter of a lease before the
+  // coordinator could declare it dead and promote a backup; each renewal
+  // moves the deadline on, counted from when the renewal was sent.
+  // With one copy no backup can take over, so a server never fences itself
+  // (a coordinator outage must not stop the data path).
+  const bool fencing = job.replication() > 1;
+  const absl::Duration fence = absl::Milliseconds(job.lease_timeout_ms()) * 3 / 4;
+  if (fencing) shard.SetLeaseDeadline(registering + fence);
   std::unique_ptr<CheckpointAgent> agent;
   if (!job.checkpoint().dir().empty()) {
     absl::StatusOr<std::vector<checkpoint::TableShape>> shapes = checkpoint::JobTableShapes(job);
@@ -130,6 +143,12 @@ int Run(const Flags& flags) {
       a->Submit(std::move(s));
     });
   }
+  ReplicaTransfers transfers(server_id, &shard, &coordinator, config->rpc.max_message_bytes,
+                             config->rpc.deadline);
+  shard.SetJoinerSink([&transfers](uint32_t group, uint32_t joiner) {
+    transfers.SendTo(group, joiner);
+  });
+  service.SetOnReplicaInstalled([&transfers](uint32_t group) { transfers.ReportReady(group); });
   absl::StatusOr<std::optional<InitialState>> initial = MakeInitialState(job);
   if (!initial.ok()) {
     std::cerr << "cairn-server: " << initial.status().message() << "\n";
@@ -153,6 +172,7 @@ int Run(const Flags& flags) {
   std::atomic<bool> stop{false};
   std::atomic<bool> lost{false};    // the coordinator
   std::atomic<bool> failed{false};  // the first ready map could not be installed
+  std::atomic<bool> fenced{false};  // the coordinator declared this server dead
   std::atomic<bool> must_stop{false};
   const absl::Duration heartbeat = absl::Milliseconds(registered->job().heartbeat_interval_ms());
   const absl::Duration lease = absl::Milliseconds(registered->job().lease_timeout_ms());
@@ -165,9 +185,20 @@ int Run(const Flags& flags) {
       hb.set_role(v1::MEMBER_ROLE_SERVER);
       hb.set_id(server_id);
       hb.set_map_version(shard.map_version());
+      const absl::Time sent = absl::Now();
       absl::StatusOr<v1::HeartbeatResponse> r = coordinator.Heartbeat(hb, heartbeat);
       if (r.ok()) {
         last_ok = absl::Now();
+        if (fencing) shard.SetLeaseDeadline(sent + fence);
+      } else if (absl::IsNotFound(r.status())) {
+        // Declared dead (its lease ran out): a backup may serve its
+        // partitions now. Never serve again; a restart rejoins afresh.
+        LOG_ERROR("the coordinator declared server {} dead ({}); exiting", server_id,
+                  r.status().message());
+        shard.SetLeaseDeadline(absl::InfinitePast());
+        fenced.store(true);
+        must_stop.store(true);
+        return;
       } else if (absl::Now() - last_ok > loss_timeout) {
         LOG_ERROR("lost the coordinator at {}: no heartbeat answered for {}",
                   config->cluster.coordinator, absl::FormatDuration(loss_timeout));
@@ -214,8 +245,12 @@ int Run(const Flags& flags) {
   heartbeats.join();
   watcher.join();
   expirer.join();
+  transfers.Stop();
   if (agent != nullptr) agent->Stop();  // finishes the checkpoints already taken
-  const int code = failed.load() ? kExitFailure : lost.load() ? kExitLostCoordinator : kExitOk;
+  const int code = failed.load()   ? kExitFailure
+                   : fenced.load() ? kExitDeclaredDead
+                   : lost.load()   ? kExitLostCoordinator
+                                   : kExitOk;
   LOG_INFO("stopped (exit code {})", code);
   ExitNow(code);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -9,6 +10,7 @@
 #include "common/log.h"
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
+#include "server/shard/checkpoint/checkpoint_codec.h"
 #include "server/shard/shard_metrics.h"
 
 namespace cairn {
@@ -72,19 +74,30 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
   {
     absl::MutexLock lock(&mu_);
     if (map.version() <= map_version_) return absl::OkStatus();
+    std::map<uint32_t, Group> groups;
+    std::vector<bool> mine(map.num_partitions(), false);
+    std::vector<uint32_t> group_of(map.num_partitions(), 0);
+    for (const v1::PartitionAssignment& a : map.assignments()) {
+      group_of[a.partition()] = a.group();
+      Group& g = groups[a.group()];
+      g.primary = a.primary();
+      g.backups.assign(a.backups().begin(), a.backups().end());
+      g.joining.assign(a.joining().begin(), a.joining().end());
+      mine[a.partition()] = a.primary() == server_id_ ||
+                            std::find(a.backups().begin(), a.backups().end(), server_id_) !=
+                                a.backups().end() ||
+                            std::find(a.joining().begin(), a.joining().end(), server_id_) !=
+                                a.joining().end();
+    }
     if (!ready_) {
-      std::vector<bool> owned(map.num_partitions(), false);
       partitions_.clear();
-      for (const v1::PartitionAssignment& a : map.assignments()) {
-        if (a.primary() == server_id_) {
-          owned[a.partition()] = true;
-          partitions_.push_back(a.partition());
-        }
+      for (uint32_t p = 0; p < map.num_partitions(); ++p) {
+        if (mine[p]) partitions_.push_back(p);
       }
       std::vector<std::unique_ptr<Table>> tables;
       for (const v1::TableSpec& spec : job_.tables()) {
         ASSIGN_OR_RETURN(std::unique_ptr<Table> t,
-                         Table::Create(spec, map.num_partitions(), owned));
+                         Table::Create(spec, map.num_partitions(), mine));
         tables.push_back(std::move(t));
       }
       tables_ = std::move(tables);
@@ -96,7 +109,30 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
       }
       LOG_INFO("server {} holds {} of {} partitions (map version {})", server_id_,
                partitions_.size(), map.num_partitions(), map.version());
+    } else if (groups != groups_) {
+      // A failover: roles changed. Requests made under older maps are refused
+      // from now on (fencing), so a deposed primary's traffic cannot land.
+      assignment_version_ = map.version();
+      for (uint32_t p = 0; p < map.num_partitions(); ++p) {
+        if (mine[p] && !std::binary_search(partitions_.begin(), partitions_.end(), p)) {
+          // Joining the partition's group: its state comes by transfer.
+          for (const std::unique_ptr<Table>& t : tables_) t->AddPartition(p);
+          partitions_.insert(std::upper_bound(partitions_.begin(), partitions_.end(), p), p);
+        }
+      }
+      for (const auto& [id, g] : groups) {
+        auto old = groups_.find(id);
+        if (g.primary == server_id_ && (old == groups_.end() || old->second.primary != server_id_)) {
+          LOG_INFO("server {} is now primary of replica group {} (map version {})", server_id_,
+                   id, map.version());
+        }
+      }
     }
+    groups_ = std::move(groups);
+    group_of_ = std::move(group_of);
+    UpdateJoinersLocked();
+    addresses_.clear();
+    for (const v1::Member& m : map.servers()) addresses_[m.id()] = m.address();
     std::vector<ClockTracker::LiveWorker> live;
     for (const v1::Member& w : map.workers()) {
       if (w.state() == v1::MEMBER_STATE_ALIVE) live.push_back({w.id(), w.start_clock()});
@@ -120,7 +156,51 @@ absl::Status Shard::CheckVersion(uint64_t version) const {
         absl::StrCat("server ", server_id_, " has no ready partition map yet"));
   }
   if (version < assignment_version_) return MakeStaleMapError(version, map_version_);
+  if (absl::Now() >= lease_deadline_) {
+    return absl::UnavailableError(absl::StrCat(
+        "server ", server_id_, " could not renew its lease with the coordinator since ",
+        absl::FormatTime(lease_deadline_), ": not serving until it does"));
+  }
   return absl::OkStatus();
+}
+
+absl::Status Shard::CheckGroupRole(const v1::PushRequest& request) const {
+  auto it = groups_.find(request.group());
+  const bool primary = it != groups_.end() && it->second.primary == server_id_;
+  const bool backup = it != groups_.end() &&
+                      std::find(it->second.backups.begin(), it->second.backups.end(),
+                                server_id_) != it->second.backups.end();
+  const bool joining = it != groups_.end() &&
+                       std::find(it->second.joining.begin(), it->second.joining.end(),
+                                 server_id_) != it->second.joining.end();
+  if (request.forwarded() ? (primary || backup || joining) : primary) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "server ", server_id_, " does not hold replica group ", request.group(), " as ",
+      request.forwarded() ? "a replica" : "primary", " (map version ", map_version_, ")"));
+}
+
+std::vector<Shard::Replica> Shard::ForwardTargets(const v1::PushRequest& request,
+                                                  uint64_t* map_version) const {
+  absl::MutexLock lock(&mu_);
+  *map_version = map_version_;
+  std::vector<Replica> out;
+  if (request.forwarded()) return out;
+  auto it = groups_.find(request.group());
+  if (it == groups_.end() || it->second.primary != server_id_) return out;
+  std::vector<uint32_t> targets = it->second.backups;
+  auto joiners = joiners_.find(request.group());
+  if (joiners != joiners_.end()) targets.insert(targets.end(), joiners->second.begin(),
+                                                joiners->second.end());
+  for (uint32_t b : targets) {
+    auto a = addresses_.find(b);
+    out.push_back({b, a == addresses_.end() ? std::string() : a->second});
+  }
+  return out;
+}
+
+void Shard::SetLeaseDeadline(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  lease_deadline_ = deadline;
 }
 
 absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) const {
@@ -141,10 +221,20 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
     return absl::InvalidArgumentError("push: sequence must be >= 1");
   }
   // Validation and gathering need no shard lock: tables are fixed once ready.
+  const std::pair<uint32_t, uint32_t> window{request.group(), request.worker_id()};
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckVersion(request.map_version()));
-    if (applied_[request.worker_id()].Contains(request.sequence())) return true;
+    RETURN_IF_ERROR(CheckGroupRole(request));
+    if (request.forwarded()) {
+      auto receiving = receiving_.find(request.group());
+      if (receiving != receiving_.end()) {
+        // Joining: held until the group's state is installed, then applied.
+        receiving->second.push_back(request);
+        return false;
+      }
+    }
+    if (applied_[window].Contains(request.sequence())) return true;
   }
   std::vector<std::pair<Table*, GradBuffer>> grads;
   grads.reserve(request.tables_size());
@@ -184,7 +274,8 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
           " are already applied"));
     }
   }
-  if (!applied_[request.worker_id()].Insert(request.sequence())) return true;
+  RETURN_IF_ERROR(CheckGroupRole(request));
+  if (!applied_[window].Insert(request.sequence())) return true;
   for (auto& [table, buffer] : grads) {
     if (buffer.empty()) continue;
     if (table->spec().consistency() == v1::CONSISTENCY_BSP) {
@@ -433,8 +524,18 @@ absl::StatusOr<ShardSnapshot> Shard::SnapshotLocked() const {
   snap.closed_before = closed_before_;
   snap.min_clock = clocks_.MinClock();
   for (uint32_t w : clocks_.LiveIds()) snap.worker_clocks[w] = clocks_.ClockOf(w);
-  for (const auto& [worker, window] : applied_) snap.sequence_floors[worker] = window.floor();
-  std::vector<uint32_t> held = partitions_;
+  for (const auto& [key, window] : applied_) {
+    if (key.first == server_id_) snap.sequence_floors[key.second] = window.floor();
+  }
+  // Each partition is checkpointed once, by its primary.
+  std::vector<uint32_t> held;
+  std::set<uint32_t> primary_groups;
+  for (const auto& [id, g] : groups_) {
+    if (g.primary == server_id_) primary_groups.insert(id);
+  }
+  for (uint32_t p : partitions_) {
+    if (primary_groups.contains(group_of_[p])) held.push_back(p);
+  }
   std::sort(held.begin(), held.end());
   for (const std::unique_ptr<Table>& t : tables_) {
     for (uint32_t p : held) {
@@ -552,6 +653,191 @@ void Shard::AbortCheckpoint(uint64_t request_id) {
     released = ReleasedClock();
   }
   CompleteReady(&ready, released);
+}
+
+// --- State transfer ---------------------------------------------------------
+
+void Shard::SetJoinerSink(JoinerSink sink) { joiner_sink_ = std::move(sink); }
+
+void Shard::UpdateJoinersLocked() {
+  // Primary: announce new joiners once; forget ones the map dropped.
+  for (auto it = announced_.begin(); it != announced_.end();) {
+    auto g = groups_.find(it->first);
+    const bool still = g != groups_.end() && g->second.primary == server_id_ &&
+                       std::find(g->second.joining.begin(), g->second.joining.end(),
+                                 it->second) != g->second.joining.end();
+    const bool backup = g != groups_.end() &&
+                        std::find(g->second.backups.begin(), g->second.backups.end(),
+                                  it->second) != g->second.backups.end();
+    if (!still) {
+      // Dead, or a backup now (forwarded to as one): no longer a joiner.
+      (void)backup;
+      joiners_[it->first].erase(it->second);
+      it = announced_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [id, g] : groups_) {
+    if (g.primary == server_id_) {
+      for (uint32_t j : g.joining) {
+        if (announced_.emplace(id, j).second && joiner_sink_) joiner_sink_(id, j);
+      }
+    }
+    // Joiner: hold forwarded pushes of a group until its state arrives.
+    const bool joining = std::find(g.joining.begin(), g.joining.end(), server_id_) !=
+                         g.joining.end();
+    if (joining && !installed_.contains(id)) receiving_.try_emplace(id);
+  }
+}
+
+std::string Shard::AddressOf(uint32_t server) const {
+  absl::MutexLock lock(&mu_);
+  auto it = addresses_.find(server);
+  return it == addresses_.end() ? std::string() : it->second;
+}
+
+void Shard::DropJoiner(uint32_t group, uint32_t joiner) {
+  absl::MutexLock lock(&mu_);
+  joiners_[group].erase(joiner);
+  announced_.erase({group, joiner});
+}
+
+absl::StatusOr<std::vector<v1::ReplicaChunk>> Shard::ExportGroup(uint32_t group, uint32_t joiner) {
+  absl::MutexLock lock(&mu_);
+  auto g = groups_.find(group);
+  if (!ready_ || g == groups_.end() || g->second.primary != server_id_ ||
+      std::find(g->second.joining.begin(), g->second.joining.end(), joiner) ==
+          g->second.joining.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "server ", server_id_, ": no transfer of replica group ", group, " to server ", joiner,
+        " under map version ", map_version_));
+  }
+  std::vector<v1::ReplicaChunk> chunks;
+  auto chunk = [&] {
+    v1::ReplicaChunk c;
+    c.set_map_version(map_version_);
+    c.set_group(group);
+    return c;
+  };
+  for (const std::unique_ptr<Table>& t : tables_) {
+    for (uint32_t p : partitions_) {
+      if (group_of_[p] != group) continue;
+      ASSIGN_OR_RETURN(PartitionRows rows, t->ExportPartition(p));
+      v1::ReplicaChunk c = chunk();
+      c.mutable_rows()->set_table_id(t->spec().id());
+      c.mutable_rows()->set_partition(p);
+      c.mutable_rows()->set_rows(checkpoint::EncodeRows(rows));
+      chunks.push_back(std::move(c));
+    }
+  }
+  v1::ReplicaChunk end = chunk();
+  v1::ReplicaEnd* e = end.mutable_end();
+  e->set_closed_before(closed_before_);
+  for (const auto& [key, window] : applied_) {
+    if (key.first != group) continue;
+    v1::PushWindow* w = e->add_windows();
+    w->set_worker_id(key.second);
+    w->set_floor(window.floor());
+    for (uint64_t s : window.held()) w->add_held(s);
+  }
+  for (const auto& [iteration, by_table] : pending_) {
+    for (const auto& [table_id, by_worker] : by_table) {
+      const Table& table = *tables_[table_id];
+      for (const auto& [worker, buffer] : by_worker) {
+        v1::PendingGradients* pg = nullptr;
+        for (const GradBuffer::Row& row : buffer.rows()) {
+          if (group_of_[table.PartitionOf(row.key)] != group) continue;
+          if (pg == nullptr) {
+            pg = e->add_pending();
+            pg->set_iteration(iteration);
+            pg->set_table_id(table_id);
+            pg->set_worker_id(worker);
+          }
+          pg->mutable_keys()->append(reinterpret_cast<const char*>(&row.key), sizeof(Key));
+          pg->add_lengths(row.length);
+          pg->mutable_values()->append(reinterpret_cast<const char*>(buffer.RowData(row)),
+                                       row.length * sizeof(float));
+        }
+      }
+    }
+  }
+  chunks.push_back(std::move(end));
+  joiners_[group].insert(joiner);  // from now on its pushes reach the joiner too
+  return chunks;
+}
+
+absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
+  std::vector<v1::PushRequest> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_ || !ready_) {
+      return absl::UnavailableError(absl::StrCat("server ", server_id_, " is not serving"));
+    }
+    auto receiving = receiving_.find(chunk.group());
+    auto group = groups_.find(chunk.group());
+    // The map's own check: only the group's current primary sends its state
+    // (other groups' changes since do not matter).
+    if (receiving == receiving_.end() || group == groups_.end() ||
+        group->second.primary != chunk.primary()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "server ", server_id_, " is not joining replica group ", chunk.group(),
+          " from server ", chunk.primary(), " (map version ", map_version_, ")"));
+    }
+    Incoming& incoming = incoming_[chunk.group()];
+    if (incoming.transfer_id != chunk.transfer_id()) incoming = Incoming{chunk.transfer_id(), {}};
+    if (chunk.has_rows()) {
+      const v1::ReplicaRows& r = chunk.rows();
+      if (r.table_id() >= tables_.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("replica rows of unknown table id ",
+                                                       r.table_id()));
+      }
+      ASSIGN_OR_RETURN(PartitionRows rows,
+                       checkpoint::DecodeRows(r.rows(), absl::StrCat("replica of table ",
+                                                                     r.table_id(), " partition ",
+                                                                     r.partition())));
+      incoming.rows.push_back({r.table_id(), {r.partition(), std::move(rows)}});
+      return false;
+    }
+    for (const auto& [table_id, part] : incoming.rows) {
+      RETURN_IF_ERROR(tables_[table_id]->ImportPartition(part.first, part.second));
+    }
+    incoming_.erase(chunk.group());
+    const v1::ReplicaEnd& e = chunk.end();
+    for (const v1::PushWindow& w : e.windows()) {
+      applied_[{chunk.group(), w.worker_id()}] = SequenceWindow::FromParts(
+          w.floor(), std::vector<uint64_t>(w.held().begin(), w.held().end()));
+    }
+    for (const v1::PendingGradients& pg : e.pending()) {
+      if (pg.table_id() >= tables_.size()) continue;
+      GradBuffer& buffer = pending_[pg.iteration()][pg.table_id()][pg.worker_id()];
+      const Key* keys = reinterpret_cast<const Key*>(pg.keys().data());
+      const float* values = reinterpret_cast<const float*>(pg.values().data());
+      uint64_t offset = 0;
+      for (int i = 0; i < pg.lengths_size(); ++i) {
+        buffer.Add(keys[i], values + offset, pg.lengths(i));
+        offset += pg.lengths(i);
+      }
+    }
+    // The joiner's own boundary may lag the primary's (clock ticks in
+    // flight) or lead it; iterations it already closed get their gradients
+    // now, in order.
+    if (e.closed_before() > closed_before_) closed_before_ = e.closed_before();
+    ApplyBelow(closed_before_);
+    queued = std::move(receiving->second);
+    receiving_.erase(receiving);
+    installed_.insert(chunk.group());
+  }
+  for (const v1::PushRequest& r : queued) {
+    absl::StatusOr<bool> applied = Push(r);
+    if (!applied.ok()) {
+      LOG_WARN("replica group {}: a push forwarded during the transfer failed: {}", chunk.group(),
+               applied.status().message());
+    }
+  }
+  LOG_INFO("server {} holds replica group {} (boundary {}, {} pushes replayed)", server_id_,
+           chunk.group(), chunk.end().closed_before(), queued.size());
+  return true;
 }
 
 }  // namespace cairn

@@ -20,6 +20,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -65,6 +68,10 @@ using SnapshotSink = std::function<void(ShardSnapshot)>;
 using InitialRowsLoader = std::function<absl::StatusOr<PartitionRows>(
     const v1::TableSpec& table, uint32_t partition, int slots_per_element)>;
 
+// Told (under the shard lock: it must only queue) that `server` joins replica
+// group `group`, of which this server is primary, and needs its state.
+using JoinerSink = std::function<void(uint32_t group, uint32_t server)>;
+
 class Shard {
  public:
   // `metrics` may be null; it must outlive the shard.
@@ -99,15 +106,20 @@ class Shard {
   void AbortCheckpoint(uint64_t request_id) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Installs partition map `map`. The first ready map creates the tables for
-  // the partitions this server is primary of; later maps update the live
-  // worker set and the version (the assignment is fixed for the job until
-  // failover exists). InvalidArgument when the map does not fit the job.
+  // the partitions this server holds (as primary or as backup of their
+  // replica group); later maps update the live worker set, the version and
+  // the roles (a backup promoted to primary after a failover: requests under
+  // older maps are refused from then on; a group this server joins gets its
+  // partitions added, filled by the transfer from the group's primary).
+  // InvalidArgument when the map does not fit the job.
   absl::Status InstallMap(const v1::PartitionMap& map) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Validates and applies (SSP/ASP) or buffers (BSP) a push. Returns true when
-  // (worker_id, sequence) was applied before (nothing done now).
-  // Errors: Unavailable (no ready map yet), FailedPrecondition (stale map
-  // version, with the current one; key not held; iteration already closed),
+  // (worker_id, group, sequence) was applied before (nothing done now).
+  // A worker's push must come to the primary of its group, a forwarded one
+  // to a replica of it. Errors: Unavailable (no ready map yet; this server's
+  // lease ran out), FailedPrecondition (stale map version, with the current
+  // one; group or key not held in that role; iteration already closed),
   // NotFound (table), InvalidArgument (lengths, key range, non-finite values).
   absl::StatusOr<bool> Push(const v1::PushRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -135,6 +147,47 @@ class Shard {
 
   uint64_t map_version() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A backup a push must reach before the worker is acknowledged.
+  struct Replica {
+    uint32_t server_id = 0;
+    std::string address;
+  };
+  // The backups of `request`'s group when this server is its primary and the
+  // push came from a worker; empty otherwise. `map_version` receives the
+  // version to stamp the forwarded copies with.
+  std::vector<Replica> ForwardTargets(const v1::PushRequest& request, uint64_t* map_version) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // --- State transfer to a joining backup (shard.proto, ReplicaChunk) ---
+  // Primary side. Call before the first ready map.
+  void SetJoinerSink(JoinerSink sink);
+  // Copies the group's partitions, its push windows and its BSP gradients
+  // not yet applied, under the shard lock, and from that moment forwards
+  // the group's pushes to `joiner` as to a backup (so every push is in the
+  // copy, forwarded, or both: the joiner's windows drop the repeats).
+  // FailedPrecondition when this server is not the group's primary or the
+  // map no longer lists `joiner` as joining.
+  absl::StatusOr<std::vector<v1::ReplicaChunk>> ExportGroup(uint32_t group, uint32_t joiner)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Stops forwarding to a joiner whose transfer failed.
+  void DropJoiner(uint32_t group, uint32_t joiner) ABSL_LOCKS_EXCLUDED(mu_);
+  // The address of `server` in the current map ("" when unknown).
+  std::string AddressOf(uint32_t server) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Joiner side: applies one chunk. Rows go into the (empty) partitions; the
+  // end installs windows and gradients, moves the boundary up to the
+  // primary's, applies what is already closed, then the pushes forwarded
+  // meanwhile, and makes the group live here. Returns true at the end.
+  // FailedPrecondition when this server is not joining the group; the
+  // errors of Table::ImportPartition.
+  absl::StatusOr<bool> ReceiveReplica(const v1::ReplicaChunk& chunk) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Fencing (DESIGN.md, Failure and recovery): from `deadline` on, every
+  // request is refused with Unavailable until a later deadline is set. The
+  // server sets it from each renewed lease, shorter than the coordinator's
+  // own timeout, so it stops acknowledging before a backup can be promoted.
+  void SetLeaseDeadline(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Copies every partition held here of every table, with the worker clocks
   // and push sequence floors, under the shard lock: no push or iteration is
   // applied meanwhile, so the copy is one consistent state. Unavailable
@@ -161,6 +214,9 @@ class Shard {
   using IterationBuffer = std::map<uint32_t, std::map<uint32_t, GradBuffer>>;
 
   absl::Status CheckVersion(uint64_t version) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker's push must reach its group's primary; a forwarded one a replica.
+  absl::Status CheckGroupRole(const v1::PushRequest& request) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Table*> FindTable(uint32_t id, const std::string& name) const;
   // Min clock a pull of `request` needs, or INT64_MIN when it need not wait.
   int64_t RequiredClock(const v1::PullRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -177,6 +233,9 @@ class Shard {
   absl::StatusOr<ShardSnapshot> SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Snapshots at the current boundary into the sink (once per clock).
   void TakeCheckpointLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Announces new joiners of this server's primary groups (joiner_sink_) and
+  // starts holding forwarded pushes of groups this server joins.
+  void UpdateJoinersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills every held partition from loader_ (first ready map).
   absl::Status LoadInitialRowsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompleteReady(std::vector<Waiter>* ready, int64_t min_clock);
@@ -191,7 +250,32 @@ class Shard {
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t map_version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t assignment_version_ ABSL_GUARDED_BY(mu_) = 0;  // map version the tables follow
-  std::vector<uint32_t> partitions_ ABSL_GUARDED_BY(mu_);  // held here
+  std::vector<uint32_t> partitions_ ABSL_GUARDED_BY(mu_);  // held here (primary or backup)
+  struct Group {
+    uint32_t primary = 0;
+    std::vector<uint32_t> backups;
+    std::vector<uint32_t> joining;
+    bool operator==(const Group&) const = default;
+  };
+  std::map<uint32_t, Group> groups_ ABSL_GUARDED_BY(mu_);  // replica group -> replicas
+  std::vector<uint32_t> group_of_ ABSL_GUARDED_BY(mu_);     // partition -> replica group
+  std::map<uint32_t, std::string> addresses_ ABSL_GUARDED_BY(mu_);  // server -> address
+  absl::Time lease_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // Primary: joiners per group whose transfer started (forwarded to).
+  std::map<uint32_t, std::set<uint32_t>> joiners_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<uint32_t, uint32_t>> announced_ ABSL_GUARDED_BY(mu_);  // (group, joiner)
+  JoinerSink joiner_sink_;
+  // Joiner: groups this server joins and has not installed yet, with the
+  // forwarded pushes that arrived meanwhile.
+  std::map<uint32_t, std::vector<v1::PushRequest>> receiving_ ABSL_GUARDED_BY(mu_);
+  std::set<uint32_t> installed_ ABSL_GUARDED_BY(mu_);  // groups received by transfer
+  // Joiner: the rows of the transfer in progress per group, applied only at
+  // its end, so a transfer cut short leaves nothing behind.
+  struct Incoming {
+    uint64_t transfer_id = 0;
+    std::vector<std::pair<uint32_t, std::pair<uint32_t, PartitionRows>>> rows;  // table, (p, rows)
+  };
+  std::map<uint32_t, Incoming> incoming_ ABSL_GUARDED_BY(mu_);
   // Written once, under mu_, by the first ready InstallMap before ready_ is
   // set; read-only afterwards (each Table has its own lock for its values), so
   // readers that saw ready_ under mu_ may use it without mu_.
@@ -199,7 +283,8 @@ class Shard {
   ClockTracker clocks_ ABSL_GUARDED_BY(mu_);
   int64_t closed_before_ ABSL_GUARDED_BY(mu_) = 0;  // BSP iterations < this are applied
   std::map<int64_t, IterationBuffer> pending_ ABSL_GUARDED_BY(mu_);
-  std::map<uint32_t, SequenceWindow> applied_ ABSL_GUARDED_BY(mu_);
+  // (group, worker) -> applied push sequences
+  std::map<std::pair<uint32_t, uint32_t>, SequenceWindow> applied_ ABSL_GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   uint64_t pushes_applied_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t pulls_served_ ABSL_GUARDED_BY(mu_) = 0;

@@ -16,13 +16,19 @@ SparseTable::SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
     : Table(spec, num_partitions, std::move(optimizer)),
       width_(static_cast<uint32_t>(spec.width())),
       slots_per_element_(optimizer_->SlotsPerElement()),
-      owned_(owned) {}
+      owned_(owned.size()) {
+  for (size_t p = 0; p < owned.size(); ++p) owned_[p].store(owned[p], std::memory_order_relaxed);
+}
+
+void SparseTable::AddPartition(uint32_t partition) {
+  if (partition < owned_.size()) owned_[partition].store(true, std::memory_order_release);
+}
 
 absl::StatusOr<uint64_t> SparseTable::CheckKeys(const std::string& keys, size_t n) const {
   for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);
     const uint32_t p = SparsePartition(k, num_partitions_);
-    if (!owned_[p]) {
+    if (!owned_[p].load(std::memory_order_acquire)) {
       return absl::FailedPreconditionError(
           absl::StrCat("table ", spec_.name(), ": key ", k, " is in partition ", p,
                        ", which this server does not hold"));
@@ -93,7 +99,7 @@ uint64_t SparseTable::NumValueBytes() const {
 namespace cairn {
 
 absl::StatusOr<PartitionRows> SparseTable::ExportPartition(uint32_t partition) const {
-  if (partition >= num_partitions_ || !owned_[partition]) {
+  if (partition >= num_partitions_ || !owned_[partition].load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
   }
@@ -119,7 +125,7 @@ absl::StatusOr<PartitionRows> SparseTable::ExportPartition(uint32_t partition) c
 }
 
 absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRows& rows) {
-  if (partition >= num_partitions_ || !owned_[partition]) {
+  if (partition >= num_partitions_ || !owned_[partition].load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
   }

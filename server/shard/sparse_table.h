@@ -2,6 +2,7 @@
 #ifndef CAIRN_SERVER_SHARD_SPARSE_TABLE_H_
 #define CAIRN_SERVER_SHARD_SPARSE_TABLE_H_
 
+#include <atomic>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -29,6 +30,7 @@ class SparseTable final : public Table {
   absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) override
       ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumValueBytes() const override ABSL_LOCKS_EXCLUDED(mu_);
+  void AddPartition(uint32_t partition) override;
 
  private:
   // Slot of `key`, created from the initializer when absent.
@@ -37,7 +39,7 @@ class SparseTable final : public Table {
   // Constant after construction.
   const uint32_t width_;
   const int slots_per_element_;
-  const std::vector<bool> owned_;
+  std::vector<std::atomic<bool>> owned_;  // set once per partition; read without a lock
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<Key, uint32_t> index_ ABSL_GUARDED_BY(mu_);  // key -> row slot

@@ -76,6 +76,16 @@ class Table {
   // the table, key and the expected and found lengths.
   virtual absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) = 0;
 
+  // The partition of `key` (a dense chunk index < the chunk count, or any
+  // sparse key).
+  uint32_t PartitionOf(Key key) const;
+
+  // Starts holding partition `partition` (a server joining a replica group):
+  // dense chunks are created from the initializer, to be replaced by
+  // ImportPartition; a sparse partition starts empty. No-op when held.
+  // Thread-safe against every other call.
+  virtual void AddPartition(uint32_t partition) = 0;
+
   // Float32 slots per element of this table's optimizer.
   int SlotsPerElement() const { return optimizer_->SlotsPerElement(); }
 

@@ -25,6 +25,7 @@ absl::Status ClientImpl::JoinAtMinimum(absl::Time deadline) {
   std::shared_ptr<const Servers> servers = this->servers();
   int64_t start = clock_.load();
   for (const auto& [id, stub] : servers->stubs) {
+    if (!servers->alive.contains(id)) continue;  // a dead server takes no clocks
     while (true) {
       grpc::ClientContext context;
       context.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + options_.rpc_deadline)));

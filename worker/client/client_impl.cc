@@ -17,7 +17,12 @@
 namespace cairn {
 namespace {
 
-constexpr int kMaxAttempts = 4;
+// A retry waits 50 ms, doubling per attempt up to this.
+constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
+
+absl::Duration Backoff(int attempt) {
+  return std::min(kMaxBackoff, absl::Milliseconds(50) * (1 << std::min(attempt, 10)));
+}
 
 bool Retriable(const grpc::Status& s) {
   return StaleMapVersion(s).has_value() || s.error_code() == grpc::StatusCode::UNAVAILABLE ||
@@ -29,9 +34,10 @@ bool Retriable(const grpc::Status& s) {
 
 namespace {
 
-// One request to one server.
+// One request to one replica group's primary.
 struct Piece {
   std::shared_ptr<ClientImpl::Op> op;
+  uint32_t group = 0;
   uint32_t server = 0;
   std::vector<std::pair<size_t, std::vector<uint32_t>>> entries;  // input, indices
   grpc::ClientContext context;
@@ -182,6 +188,7 @@ absl::Status ClientImpl::InstallMap(const v1::PartitionMap& map) {
   std::shared_ptr<const Servers> old = this->servers();
   for (const v1::Member& m : map.servers()) {
     servers->addresses[m.id()] = m.address();
+    if (m.state() == v1::MEMBER_STATE_ALIVE) servers->alive.insert(m.id());
     if (old != nullptr) {
       // Same server at the same address: keep its warm channel.
       auto a = old->addresses.find(m.id());
@@ -210,9 +217,9 @@ std::shared_ptr<const ClientImpl::Servers> ClientImpl::servers() const {
   return servers_;
 }
 
-uint64_t ClientImpl::NextSequence(uint32_t server) {
+uint64_t ClientImpl::NextSequence(uint32_t group) {
   absl::MutexLock lock(&mu_);
-  return ++next_sequence_[server];
+  return ++next_sequence_[group];
 }
 
 void ClientImpl::Post(std::function<void()> task) {
@@ -281,9 +288,10 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
 
 
 void ClientImpl::Launch(const std::shared_ptr<Op>& op,
-                        const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only) {
+                        const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only,
+                        std::vector<v1::PushRequest> resend) {
   std::shared_ptr<const Servers> servers = this->servers();
-  // server -> list of (input, indices), in input order.
+  // group -> list of (input, indices), in input order.
   std::map<uint32_t, std::vector<std::pair<size_t, std::vector<uint32_t>>>> routed;
   auto route = [&](size_t i, const std::vector<uint32_t>* subset) {
     const TableInput& in = op->inputs[i];
@@ -311,7 +319,9 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       }
     }
   };
-  if (only == nullptr) {
+  if (!resend.empty()) {
+    // Retried pushes keep their requests: nothing to route.
+  } else if (only == nullptr) {
     for (size_t i = 0; i < op->inputs.size(); ++i) route(i, nullptr);
   } else {
     for (const auto& [i, idx] : *only) {
@@ -321,12 +331,18 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     }
   }
 
-  // Cut each server's share into pieces of about request_split_bytes.
+  // Cut each group's share into pieces of about request_split_bytes.
   const uint64_t split = std::max<int64_t>(job_.request_split_bytes(), 4096);
   std::vector<std::unique_ptr<Piece>> pieces;
-  for (auto& [server, entries] : routed) {
+  for (v1::PushRequest& r : resend) {
     auto piece = std::make_unique<Piece>();
-    piece->server = server;
+    piece->group = r.group();
+    piece->push = std::move(r);
+    pieces.push_back(std::move(piece));
+  }
+  for (auto& [group, entries] : routed) {
+    auto piece = std::make_unique<Piece>();
+    piece->group = group;
     uint64_t bytes = 0;
     for (auto& [input, idx] : entries) {
       std::vector<uint32_t> part;
@@ -337,7 +353,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
           part.clear();
           pieces.push_back(std::move(piece));
           piece = std::make_unique<Piece>();
-          piece->server = server;
+          piece->group = group;
           bytes = 0;
         }
         part.push_back(j);
@@ -357,11 +373,14 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     return;
   }
   const uint64_t version = servers->router.version();
+  const bool resending = !resend.empty();
   for (std::unique_ptr<Piece>& owned : pieces) {
     Piece* piece = owned.release();
     piece->op = op;
     piece->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
-    auto stub_it = servers->stubs.find(piece->server);
+    const bool known = servers->router.HasGroup(piece->group);
+    piece->server = known ? servers->router.GroupPrimary(piece->group) : 0;
+    auto stub_it = known ? servers->stubs.find(piece->server) : servers->stubs.end();
     auto finish = [this, piece](grpc::Status status) {
       std::shared_ptr<Op> op = piece->op;
       bool last;
@@ -391,8 +410,13 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
           }
         }
         if (!status.ok()) {
-          if (Retriable(status) && op->attempt + 1 < kMaxAttempts) {
-            for (auto& entry : piece->entries) op->retry.push_back(std::move(entry));
+          if (Retriable(status) && absl::Now() + Backoff(op->attempt) <
+                                       op->start + options_.rpc_deadline) {
+            if (op->is_push) {
+              op->push_retry.push_back(std::move(piece->push));
+            } else {
+              for (auto& entry : piece->entries) op->retry.push_back(std::move(entry));
+            }
             op->refresh = true;
           } else if (op->error.ok()) {
             op->error = Annotate(FromGrpcStatus(status),
@@ -405,17 +429,13 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       delete piece;
       if (last) OnOpDone(op);
     };
-    if (stub_it == servers->stubs.end()) {
-      finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          absl::StrCat("no address for server ", piece->server)));
-      continue;
-    }
-    if (op->is_push) {
+    if (op->is_push && !resending) {
+      // Built once: a retry sends these same bytes with the same sequence.
       v1::PushRequest& r = piece->push;
-      r.set_map_version(version);
       r.set_worker_id(worker_id_);
-      r.set_clock(clock_.load());
-      r.set_sequence(NextSequence(piece->server));
+      r.set_clock(op->clock);
+      r.set_group(piece->group);
+      r.set_sequence(NextSequence(piece->group));
       for (const auto& [input, idx] : piece->entries) {
         const TableInput& in = op->inputs[input];
         v1::TableValues* tv = r.add_tables();
@@ -423,6 +443,15 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         tv->set_table(in.spec->name());
         Encode(in, idx, tv->mutable_keys(), tv->mutable_values());
       }
+    }
+    if (stub_it == servers->stubs.end()) {
+      finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("no primary known for replica group ", piece->group)));
+      continue;
+    }
+    if (op->is_push) {
+      v1::PushRequest& r = piece->push;
+      r.set_map_version(version);
       stub_it->second->async()->Push(&piece->context, &r, &piece->push_response, finish);
     } else {
       v1::PullRequest& r = piece->pull;
@@ -443,13 +472,15 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
 
 void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
   std::vector<std::pair<size_t, std::vector<uint32_t>>> retry;
+  std::vector<v1::PushRequest> push_retry;
   absl::Status error;
   {
     absl::MutexLock lock(&op->mu);
     retry.swap(op->retry);
+    push_retry.swap(op->push_retry);
     error = op->error;
   }
-  if (!error.ok() || retry.empty()) {
+  if (!error.ok() || (retry.empty() && push_retry.empty())) {
     if (error.ok() && op->is_push) {
       // Again once applied: a pull that raced with this push may have cached
       // values without it.
@@ -459,18 +490,23 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
     op->promise.set_value(error);
     return;
   }
-  // Retry off the gRPC thread: refresh the map, back off, send again.
-  Post([this, op, retry = std::move(retry)]() mutable {
+  // Retry off the gRPC thread: refresh the map (a failover moves a group to
+  // a new primary), back off, send again.
+  Post([this, op, retry = std::move(retry), push_retry = std::move(push_retry)]() mutable {
+    absl::SleepFor(Backoff(op->attempt));
     ++op->attempt;
     if (absl::Status s = RefreshMap(); !s.ok()) {
       LOG_WARN("map refresh before retry failed: {}", s.message());
     }
-    absl::SleepFor(absl::Milliseconds(50) * (1 << op->attempt));
     {
       absl::MutexLock lock(&op->mu);
       op->refresh = false;
     }
-    Launch(op, &retry);
+    if (op->is_push) {
+      Launch(op, nullptr, std::move(push_retry));
+    } else {
+      Launch(op, &retry);
+    }
   });
 }
 
@@ -574,35 +610,55 @@ absl::Status ClientImpl::Clock() {
   }
   std::shared_ptr<const Servers> servers = this->servers();
   const int64_t next = clock_.load() + 1;
+  const absl::Time give_up = absl::Now() + options_.rpc_deadline;
+  for (uint32_t server : servers->alive) SendClock(server, next, 0, give_up);
+  clock_.store(next);
+  return absl::OkStatus();
+}
+
+void ClientImpl::SendClock(uint32_t server, int64_t clock, int attempt, absl::Time give_up) {
   struct Call {
     grpc::ClientContext context;
     v1::ClockRequest request;
     v1::ClockResponse response;
   };
-  for (const auto& [id, stub] : servers->stubs) {
-    auto* call = new Call;
-    call->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
-    call->request.set_map_version(servers->router.version());
-    call->request.set_worker_id(worker_id_);
-    call->request.set_clock(next);
-    {
-      absl::MutexLock lock(&clock_mu_);
-      ++clocks_in_flight_;
-    }
-    const uint32_t server = id;
-    stub->async()->Clock(&call->context, &call->request, &call->response,
-                         [this, call, server](grpc::Status s) {
-                           absl::MutexLock lock(&clock_mu_);
-                           if (!s.ok() && clock_error_.ok()) {
-                             clock_error_ = Annotate(FromGrpcStatus(s),
-                                                     absl::StrCat("clock to server ", server));
-                           }
-                           --clocks_in_flight_;
-                           delete call;
-                         });
+  std::shared_ptr<const Servers> servers = this->servers();
+  auto stub = servers->stubs.find(server);
+  if (stub == servers->stubs.end() || !servers->alive.contains(server)) return;  // gone
+  auto* call = new Call;
+  call->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
+  call->request.set_map_version(servers->router.version());
+  call->request.set_worker_id(worker_id_);
+  call->request.set_clock(clock);
+  {
+    absl::MutexLock lock(&clock_mu_);
+    ++clocks_in_flight_;
   }
-  clock_.store(next);
-  return absl::OkStatus();
+  stub->second->async()->Clock(
+      &call->context, &call->request, &call->response,
+      [this, call, server, clock, attempt, give_up](grpc::Status s) {
+        delete call;
+        if (!s.ok() && Retriable(s) && absl::Now() + Backoff(attempt) < give_up &&
+            !stop_.load()) {
+          // The server may be failing over: refresh the map and tick it
+          // again while it is alive (ticks are idempotent).
+          Post([this, server, clock, attempt, give_up] {
+            absl::SleepFor(Backoff(attempt));
+            if (absl::Status r = RefreshMap(); !r.ok()) {
+              LOG_WARN("map refresh before a clock retry failed: {}", r.message());
+            }
+            SendClock(server, clock, attempt + 1, give_up);
+            absl::MutexLock lock(&clock_mu_);
+            --clocks_in_flight_;
+          });
+          return;
+        }
+        absl::MutexLock lock(&clock_mu_);
+        if (!s.ok() && clock_error_.ok()) {
+          clock_error_ = Annotate(FromGrpcStatus(s), absl::StrCat("clock to server ", server));
+        }
+        --clocks_in_flight_;
+      });
 }
 
 absl::Status ClientImpl::DrainClocks() {
@@ -615,7 +671,9 @@ absl::Status ClientImpl::Finish() {
   if (finished_.exchange(true)) return absl::OkStatus();
   std::shared_ptr<const Servers> servers = this->servers();
   absl::Status first = DrainClocks();
+  servers = this->servers();  // a retried tick may have refreshed the map
   for (const auto& [id, stub] : servers->stubs) {
+    if (!servers->alive.contains(id)) continue;
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
     v1::ClockRequest request;

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 
@@ -61,6 +62,7 @@ class ClientImpl final : public Client {
     Router router;
     std::map<uint32_t, std::shared_ptr<v1::ParameterService::Stub>> stubs;
     std::map<uint32_t, std::string> addresses;
+    std::set<uint32_t> alive;  // servers the map shows ALIVE: clocks go to these
   };
 
   std::future<absl::Status> Run(bool is_push, std::vector<TableInput> inputs);
@@ -74,14 +76,20 @@ class ClientImpl final : public Client {
   // A worker joining after the start-up barrier: learns each server's min
   // clock (a Clock call at its own clock) and starts at the largest.
   absl::Status JoinAtMinimum(absl::Time deadline);
-  // Cuts `op`'s listed indices into pieces under the current map and sends them.
+  // Cuts `op`'s listed indices into pieces under the current map and sends
+  // them; `resend` (pushes only) are requests of an earlier attempt, sent
+  // again as they are to their group's current primary.
   void Launch(const std::shared_ptr<Op>& op,
-              const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only);
+              const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only,
+              std::vector<v1::PushRequest> resend = {});
+  // Sends clock tick `clock` to `server`; a retriable failure tries again
+  // (after a map refresh, while the server is alive) until `give_up`.
+  void SendClock(uint32_t server, int64_t clock, int attempt, absl::Time give_up);
   void OnOpDone(const std::shared_ptr<Op>& op);
   absl::Status InstallMap(const v1::PartitionMap& map) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status RefreshMap() ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<const Servers> servers() const ABSL_LOCKS_EXCLUDED(mu_);
-  uint64_t NextSequence(uint32_t server) ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t NextSequence(uint32_t group) ABSL_LOCKS_EXCLUDED(mu_);
   void Post(std::function<void()> task);
   void HeartbeatLoop();
   // Waits for every clock tick in flight; returns the first failure, if any.

@@ -18,6 +18,7 @@ absl::StatusOr<Router> Router::Create(const v1::PartitionMap& map) {
                                                    map.num_partitions(), " partitions"));
   }
   r.primary_.assign(r.num_partitions_, 0);
+  r.group_.assign(r.num_partitions_, 0);
   for (const v1::PartitionAssignment& a : map.assignments()) {
     if (a.partition() >= r.num_partitions_) {
       return absl::InvalidArgumentError(
@@ -25,6 +26,13 @@ absl::StatusOr<Router> Router::Create(const v1::PartitionMap& map) {
                        r.num_partitions_));
     }
     r.primary_[a.partition()] = a.primary();
+    r.group_[a.partition()] = a.group();
+    auto [it, added] = r.group_primary_.emplace(a.group(), a.primary());
+    if (!added && it->second != a.primary()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "partition map version ", map.version(), " gives replica group ", a.group(),
+          " two primaries (", it->second, " and ", a.primary(), ")"));
+    }
   }
   return r;
 }
@@ -39,7 +47,7 @@ std::map<uint32_t, std::vector<Key>> Router::RouteDense(uint64_t num_chunks) con
   for (uint32_t p = 0; p < num_partitions_; ++p) {
     const KeyRange range = DensePartitionRange(num_chunks, num_partitions_, p);
     if (range.size() == 0) continue;
-    std::vector<Key>& keys = out[primary_[p]];
+    std::vector<Key>& keys = out[group_[p]];
     for (Key k = range.begin; k < range.end; ++k) keys.push_back(k);
   }
   for (auto& [server, keys] : out) std::sort(keys.begin(), keys.end());
@@ -49,7 +57,7 @@ std::map<uint32_t, std::vector<Key>> Router::RouteDense(uint64_t num_chunks) con
 std::map<uint32_t, std::vector<uint32_t>> Router::RouteSparse(const Key* keys, size_t n) const {
   std::map<uint32_t, std::vector<uint32_t>> out;
   for (size_t i = 0; i < n; ++i) {
-    out[primary_[SparsePartition(keys[i], num_partitions_)]].push_back(static_cast<uint32_t>(i));
+    out[group_[SparsePartition(keys[i], num_partitions_)]].push_back(static_cast<uint32_t>(i));
   }
   return out;
 }

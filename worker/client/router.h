@@ -1,5 +1,8 @@
-// Routes a table's keys to the servers that hold them under one partition
-// map, and cuts each server's share into requests of bounded size.
+// Routes a table's keys to the replica groups that hold them under one
+// partition map (PartitionAssignment.group); a group's requests go to its
+// primary. Requests never mix groups: push sequence numbers are counted per
+// (worker, group), so a push retried after a failover, to the group's new
+// primary, keeps its identity.
 //
 // Immutable after construction; safe to share.
 #ifndef CAIRN_WORKER_CLIENT_ROUTER_H_
@@ -24,18 +27,23 @@ class Router {
   uint32_t num_partitions() const { return num_partitions_; }
   // Primary server of partition p.
   uint32_t Primary(uint32_t p) const { return primary_[p]; }
+  // Primary server of replica group g (a group of the map).
+  uint32_t GroupPrimary(uint32_t g) const { return group_primary_.at(g); }
+  bool HasGroup(uint32_t g) const { return group_primary_.count(g) > 0; }
   // Server ids with at least one partition.
   std::vector<uint32_t> Servers() const;
 
-  // Dense table: server -> its chunk keys, ascending.
+  // Dense table: group -> its chunk keys, ascending.
   std::map<uint32_t, std::vector<Key>> RouteDense(uint64_t num_chunks) const;
-  // Sparse table: server -> indices into `keys` of the keys it holds.
+  // Sparse table: group -> indices into `keys` of the keys it holds.
   std::map<uint32_t, std::vector<uint32_t>> RouteSparse(const Key* keys, size_t n) const;
 
  private:
   uint64_t version_ = 0;
   uint32_t num_partitions_ = 0;
   std::vector<uint32_t> primary_;
+  std::vector<uint32_t> group_;                 // partition -> group
+  std::map<uint32_t, uint32_t> group_primary_;  // group -> primary server
 };
 
 }  // namespace cairn

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_conversion.h"
+#include "server/shard/rpc/replica_forwarder.h"
 #include "server/shard/shard.h"
 #include "server/shard/shard_metrics.h"
 
@@ -77,11 +78,24 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   const absl::Time start = absl::Now();
   absl::StatusOr<bool> duplicate = shard->Push(*request);
   if (duplicate.ok()) response->set_duplicate(*duplicate);
-  if (metrics_ != nullptr) {
-    metrics_->Request(ShardMetrics::kPush, absl::StatusCodeToString(duplicate.status().code()),
-                      PushBytes(*request), 0, absl::ToDoubleSeconds(absl::Now() - start));
+  uint64_t version = 0;
+  std::vector<Shard::Replica> backups;
+  if (duplicate.ok()) backups = shard->ForwardTargets(*request, &version);
+  ShardMetrics* metrics = metrics_;
+  auto finish = [reactor, request, start, metrics](absl::Status status) {
+    if (metrics != nullptr) {
+      metrics->Request(ShardMetrics::kPush, absl::StatusCodeToString(status.code()),
+                       PushBytes(*request), 0, absl::ToDoubleSeconds(absl::Now() - start));
+    }
+    reactor->Finish(ToGrpcStatus(status));
+  };
+  if (!duplicate.ok() || backups.empty() || forwarder_ == nullptr) {
+    finish(duplicate.status());
+    return reactor;
   }
-  reactor->Finish(ToGrpcStatus(duplicate.status()));
+  // Also a duplicate goes to the backups: the first try may have reached the
+  // primary but not them. Replicas apply it once.
+  forwarder_->Forward(*request, version, backups, std::move(finish));
   return reactor;
 }
 
@@ -153,6 +167,21 @@ grpc::ServerUnaryReactor* ParameterService::Checkpoint(grpc::CallbackServerConte
           absl::StrCat("checkpoint: unknown phase ", static_cast<int>(request->phase())));
   }
   reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::Replicate(grpc::CallbackServerContext* context,
+                                                      const v1::ReplicaChunk* request,
+                                                      v1::ReplicaChunkResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Shard* shard = shard_.load(std::memory_order_acquire);
+  if (shard == nullptr) {
+    reactor->Finish(kNotReady);
+    return reactor;
+  }
+  absl::StatusOr<bool> done = shard->ReceiveReplica(*request);
+  if (done.ok() && *done && on_replica_installed_) on_replica_installed_(request->group());
+  reactor->Finish(ToGrpcStatus(done.status()));
   return reactor;
 }
 

@@ -6,12 +6,14 @@
 #define CAIRN_SERVER_SHARD_RPC_PARAMETER_SERVICE_H_
 
 #include <atomic>
+#include <functional>
 
 #include "absl/time/time.h"
 #include "cairn/v1/shard.grpc.pb.h"
 
 namespace cairn {
 
+class ReplicaForwarder;
 class Shard;
 class ShardMetrics;
 
@@ -25,6 +27,10 @@ class ParameterService final : public v1::ParameterService::CallbackService {
 
   // `shard` must outlive the service. Call once.
   void SetShard(Shard* shard) { shard_.store(shard, std::memory_order_release); }
+  // Replication of pushes to backups; `forwarder` must outlive the service.
+  // Without one (or a replication factor of 1) pushes are acknowledged once
+  // applied here. Call before serving.
+  void SetForwarder(ReplicaForwarder* forwarder) { forwarder_ = forwarder; }
 
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
                                  const v1::PullRequest* request,
@@ -42,9 +48,20 @@ class ParameterService final : public v1::ParameterService::CallbackService {
   grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
                                        const v1::ShardCheckpointRequest* request,
                                        v1::ShardCheckpointResponse* response) override;
+  // A chunk of a replica group's state from its primary (Shard::ReceiveReplica).
+  grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* context,
+                                      const v1::ReplicaChunk* request,
+                                      v1::ReplicaChunkResponse* response) override;
+  // Called (on a gRPC thread; it must only queue) once this server holds a
+  // group it joins. Call before serving.
+  void SetOnReplicaInstalled(std::function<void(uint32_t group)> f) {
+    on_replica_installed_ = std::move(f);
+  }
 
  private:
   std::atomic<Shard*> shard_{nullptr};
+  ReplicaForwarder* forwarder_ = nullptr;
+  std::function<void(uint32_t)> on_replica_installed_;
   ShardMetrics* const metrics_;
   const absl::Duration max_wait_;
 };

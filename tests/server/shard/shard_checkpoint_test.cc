@@ -48,6 +48,7 @@ v1::PartitionMap Map(uint32_t servers) {
     v1::PartitionAssignment* a = map.add_assignments();
     a->set_partition(p);
     a->set_primary(p % servers);
+    a->set_group(p % servers);  // each server's partitions are its replica group
   }
   v1::Member* m = map.add_workers();
   m->set_id(0);
@@ -94,6 +95,7 @@ void Train(std::vector<std::unique_ptr<Shard>>& servers, int steps) {
       v1::PushRequest r;
       r.set_map_version(1);
       r.set_worker_id(0);
+      r.set_group(s);
       r.set_sequence(static_cast<uint64_t>(step) + 1);
       r.set_clock(step);
       const std::vector<Key> dense = DenseKeys(s, n), sparse = SparseKeys(s, n);

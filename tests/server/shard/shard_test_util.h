@@ -55,6 +55,7 @@ inline v1::PartitionMap Map(uint32_t partitions, std::vector<uint32_t> workers,
     v1::PartitionAssignment* a = map.add_assignments();
     a->set_partition(p);
     a->set_primary(server);
+    a->set_group(server);
   }
   for (size_t i = 0; i < workers.size(); ++i) {
     v1::Member* m = map.add_workers();

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cairn/v1/shard.pb.h"
 #include "cairn/v1/types.pb.h"
 #include "worker/client/client_impl.h"
 
@@ -41,8 +42,11 @@ struct ClientImpl::Op {
   absl::Mutex mu;
   int outstanding ABSL_GUARDED_BY(mu) = 0;
   absl::Status error ABSL_GUARDED_BY(mu);
-  // (input index, indices) to send again after a map refresh.
+  // Pulls: (input index, indices) to send again after a map refresh.
   std::vector<std::pair<size_t, std::vector<uint32_t>>> retry ABSL_GUARDED_BY(mu);
+  // Pushes: requests to send again, unchanged but for the map version, to
+  // their group's primary then (same sequence: applied exactly once).
+  std::vector<v1::PushRequest> push_retry ABSL_GUARDED_BY(mu);
   bool refresh ABSL_GUARDED_BY(mu) = false;
   // Pulls: per input, the oldest server min clock its values reflect.
   std::vector<int64_t> oldest_min_clock ABSL_GUARDED_BY(mu);

@@ -1,0 +1,127 @@
+#include "server/shard/replica_transfers.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/coordinator_client.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/status_conversion.h"
+#include "common/status_macros.h"
+#include "server/shard/shard.h"
+
+namespace cairn {
+
+ReplicaTransfers::ReplicaTransfers(uint32_t server_id, Shard* shard,
+                                   CoordinatorClient* coordinator, int64_t max_message_bytes,
+                                   absl::Duration timeout)
+    : server_id_(server_id),
+      shard_(shard),
+      coordinator_(coordinator),
+      max_message_bytes_(max_message_bytes),
+      timeout_(timeout),
+      thread_([this] { Run(); }) {}
+
+ReplicaTransfers::~ReplicaTransfers() { Stop(); }
+
+void ReplicaTransfers::SendTo(uint32_t group, uint32_t joiner) {
+  absl::MutexLock lock(&mu_);
+  tasks_.push_back({true, group, joiner, absl::InfinitePast()});
+}
+
+void ReplicaTransfers::ReportReady(uint32_t group) {
+  absl::MutexLock lock(&mu_);
+  tasks_.push_back({false, group, 0, absl::InfinitePast()});
+}
+
+void ReplicaTransfers::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void ReplicaTransfers::Run() {
+  while (true) {
+    Task task;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(
+                               +[](ReplicaTransfers* t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                 return t->stopping_ || !t->tasks_.empty();
+                               },
+                               this),
+                           absl::Milliseconds(200));
+      if (stopping_) return;
+      if (tasks_.empty() || tasks_.front().not_before > absl::Now()) {
+        if (!tasks_.empty()) {  // not due yet: to the back
+          tasks_.push_back(tasks_.front());
+          tasks_.pop_front();
+        }
+        continue;
+      }
+      task = tasks_.front();
+      tasks_.pop_front();
+    }
+    absl::Status s = task.send ? Send(task.group, task.joiner) : Report(task.group);
+    if (s.ok()) continue;
+    if (task.send) shard_->DropJoiner(task.group, task.joiner);
+    if (absl::IsFailedPrecondition(s) && task.send) {
+      LOG_INFO("transfer of replica group {} to server {} dropped: {}", task.group, task.joiner,
+               s.message());
+      continue;  // the map moved on
+    }
+    LOG_WARN("{} of replica group {}{} failed: {}; trying again in 1s",
+             task.send ? "transfer" : "ready report", task.group,
+             task.send ? absl::StrCat(" to server ", task.joiner) : "", s.message());
+    task.not_before = absl::Now() + absl::Seconds(1);
+    absl::MutexLock lock(&mu_);
+    tasks_.push_back(task);
+  }
+}
+
+absl::Status ReplicaTransfers::Send(uint32_t group, uint32_t joiner) {
+  const std::string address = shard_->AddressOf(joiner);
+  if (address.empty()) {
+    return absl::UnavailableError(absl::StrCat("server ", joiner, " has no address in the map"));
+  }
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(std::vector<v1::ReplicaChunk> chunks, shard_->ExportGroup(group, joiner));
+  auto& stub = stubs_[address];
+  if (stub == nullptr) {
+    stub = v1::ParameterService::NewStub(MakeChannel(address, max_message_bytes_));
+  }
+  const uint64_t transfer_id = static_cast<uint64_t>(absl::ToUnixMicros(start));
+  uint64_t bytes = 0;
+  for (v1::ReplicaChunk& chunk : chunks) {
+    chunk.set_transfer_id(transfer_id);
+    chunk.set_primary(server_id_);
+    bytes += chunk.ByteSizeLong();
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+    v1::ReplicaChunkResponse response;
+    grpc::Status s = stub->Replicate(&context, chunk, &response);
+    if (!s.ok()) {
+      return Annotate(FromGrpcStatus(s), absl::StrCat("send replica group ", group,
+                                                      " to server ", joiner, " at ", address));
+    }
+  }
+  LOG_INFO("sent replica group {} to server {}: {} chunks, {} bytes in {}", group, joiner,
+           chunks.size(), bytes, absl::FormatDuration(absl::Now() - start));
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaTransfers::Report(uint32_t group) {
+  v1::ReplicaReadyRequest request;
+  request.set_server_id(server_id_);
+  request.set_group(group);
+  return coordinator_->ReplicaReady(request, timeout_).status();
+}
+
+}  // namespace cairn

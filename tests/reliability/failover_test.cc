@@ -1,0 +1,162 @@
+// Field case B01 and RELIABILITY.md T1 (one kill, ci tier): a server killed
+// with -9 under BSP training with replication 2. The coordinator promotes
+// the backups of its replica groups, the workers' pushes and pulls retry on
+// the new primaries, training finishes, and the exact-arithmetic oracle
+// finds every acknowledged push applied exactly once: lost = 0,
+// duplicates = 0, unexpected = 0.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/integration/test_cluster.h"
+#include "tests/reliability/checkpoint_job.h"
+#include "tests/reliability/history.h"
+#include "tests/reliability/oracle.h"
+#include "tests/testing/process.h"
+
+namespace cairn::reliability {
+namespace {
+
+using testing::TestCluster;
+
+std::string FailoverJobYaml(int servers, int replication) {
+  return absl::StrCat(R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: )", servers, R"(
+  workers: 2
+  partitions: 12
+  replication: )", replication, R"(
+  lease_timeout: 2s
+  heartbeat_interval: 200ms
+  startup_timeout: 30s
+rpc:
+  deadline: 20s
+consistency:
+  mode: bsp
+tables:
+  - name: dense
+    kind: dense
+    shape: [100000]
+    chunk_size: 5000
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+    aggregation: sum
+  - name: emb
+    kind: sparse
+    width: 4
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+    aggregation: sum
+)");
+}
+
+TEST_CASE("B01: a server killed with -9 under BSP with replication 2 loses no acknowledged push",
+          "[reliability][failover][cases]") {
+  constexpr int64_t kSteps = 1500;
+  auto dir = testing::MakeTempDir("failover_b01");
+  REQUIRE(dir.ok());
+  auto cluster = TestCluster::Start("failover_b01", FailoverJobYaml(3, 2), 3);
+  REQUIRE(cluster.ok());
+  auto workers = SpawnChaosWorkers(**cluster, kSteps, *dir);
+  REQUIRE(workers.ok());
+
+  // Kill server 1 once training runs (its histories have lines).
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline &&
+         testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() < 20000) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  const absl::Time killed = absl::Now();
+  (*cluster)->server(1).Kill();
+
+  for (auto& w : *workers) {
+    auto ended = w->Wait(absl::Seconds(120));
+    INFO(w->ReadStderr() << (*cluster)->Logs());
+    REQUIRE(ended.ok());
+    CHECK(ended->code == 0);
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - killed);
+  const std::string coordinator_log = (*cluster)->coordinator().ReadStderr();
+  INFO(coordinator_log);
+  CHECK(absl::StrContains(coordinator_log, "promoted"));
+
+  const Workload workload = CheckpointWorkload();
+  auto final_values = ReadFinalValues(**cluster, workload);
+  REQUIRE(final_values.ok());
+  auto history = ReadHistoryDir(*dir);
+  REQUIRE(history.ok());
+  const OracleReport report = Check(workload, *history, *final_values);
+  INFO(report.ToString());
+  CHECK(report.ok > 0);
+  CHECK(report.lost == 0);
+  CHECK(report.duplicates == 0);
+  CHECK(report.unexpected == 0);
+  CHECK(report.ok_all());
+  ExpectedStates expected(workload);
+  CHECK(BitwiseEqual(expected.At(kSteps), *final_values));
+  std::printf("B01 failover: %lld steps x 2 workers, server 1 killed; %lld pushes acknowledged, "
+              "lost %lld, duplicates %lld; workers done %.1f s after the kill\n",
+              static_cast<long long>(kSteps), static_cast<long long>(report.ok),
+              static_cast<long long>(report.lost), static_cast<long long>(report.duplicates),
+              seconds);
+}
+
+TEST_CASE("a replacement server joins the groups left with one copy, receives their state, and "
+          "takes over when the promoted primary dies too",
+          "[reliability][failover]") {
+  constexpr int64_t kSteps = 3000;
+  auto dir = testing::MakeTempDir("failover_rejoin");
+  REQUIRE(dir.ok());
+  auto cluster = TestCluster::Start("failover_rejoin", FailoverJobYaml(3, 2), 3);
+  REQUIRE(cluster.ok());
+  TestCluster& c = **cluster;
+  auto workers = SpawnChaosWorkers(c, kSteps, *dir);
+  REQUIRE(workers.ok());
+  auto wait_history = [&](size_t bytes) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    while (absl::Now() < deadline &&
+           testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() < bytes) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  };
+  wait_history(20000);
+  c.server(1).Kill();  // group 1 -> server 2
+  REQUIRE(c.StartServer().ok());  // server id 3: joins group 1 (and any other short one)
+  REQUIRE(c.coordinator()
+              .WaitForStderr("server 3 holds replica group 1 and backs it up now",
+                             absl::Seconds(60))
+              .ok());
+  // Server 2 is primary of group 1 now and of its own group 2; kill it: its
+  // groups' only other copies are on server 3 (group 1) and server 0 (group 2).
+  wait_history(testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() + 20000);
+  c.server(2).Kill();
+  for (auto& w : *workers) {
+    auto ended = w->Wait(absl::Seconds(180));
+    INFO(w->ReadStderr() << c.Logs());
+    REQUIRE(ended.ok());
+    CHECK(ended->code == 0);
+  }
+  const std::string log = c.coordinator().ReadStderr();
+  INFO(log);
+  CHECK(absl::StrContains(log, "server 3 promoted to primary"));
+  const Workload workload = CheckpointWorkload();
+  auto final_values = ReadFinalValues(c, workload);
+  REQUIRE(final_values.ok());
+  auto history = ReadHistoryDir(*dir);
+  REQUIRE(history.ok());
+  const OracleReport report = Check(workload, *history, *final_values);
+  INFO(report.ToString());
+  CHECK(report.lost == 0);
+  CHECK(report.duplicates == 0);
+  CHECK(report.unexpected == 0);
+  ExpectedStates expected(workload);
+  CHECK(BitwiseEqual(expected.At(kSteps), *final_values));
+}
+
+}  // namespace
+}  // namespace cairn::reliability
