@@ -55,6 +55,7 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
                                 ") must be shorter than lease_timeout (",
                                 FormatDurationForConfig(c->lease_timeout), ")"));
   }
+  c->replication = std::min(2, c->servers);  // default: a backup when there is a server for it
   RETURN_IF_ERROR(r.Int32("replication", 1, kMaxInt32, &c->replication));
   if (c->replication > c->servers) {
     return r.Error("replication",

@@ -41,7 +41,7 @@ struct ClusterConfig {
   // Copies of each partition (a primary and replication - 1 backups), in
   // 1..servers. Partitions are placed in replica groups; when a primary's
   // lease expires the coordinator promotes its first live backup.
-  int replication = 1;
+  int replication = 1;  // parsed default: min(2, servers)
   WorkerLossPolicy on_worker_loss = WorkerLossPolicy::kContinue;  // `continue` | `fail`
   // Where cairn-coordinator keeps its state (members, partition map) so a
   // restarted coordinator resumes the job: a RocksDB store. Resolved at

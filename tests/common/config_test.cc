@@ -144,11 +144,13 @@ TEST_CASE("B20: bad coordinator addresses fail at validation naming the key",
              Contains("`metrics.port` must be an integer in [0, 65535]; got 65536"));
 }
 
-TEST_CASE("B01: replication is 1 by default, accepted up to the number of servers, and more "
-          "is refused naming both numbers",
+TEST_CASE("B01: replication is 2 by default (1 with one server), accepted up to the number of "
+          "servers, and more is refused naming both numbers",
           "[config][B01]") {
-  CHECK(ParseOk("cluster: {servers: 3}\n").cluster.replication == 1);
-  CHECK(ToJobSpec(ParseOk("cluster: {servers: 3}\n")).replication() == 1);
+  CHECK(ParseOk("cluster: {servers: 3}\n").cluster.replication == 2);
+  CHECK(ToJobSpec(ParseOk("cluster: {servers: 3}\n")).replication() == 2);
+  CHECK(ParseOk("cluster: {servers: 1}\n").cluster.replication == 1);
+  CHECK(ParseOk("cluster: {servers: 3, replication: 1}\n").cluster.replication == 1);
   const JobConfig three = ParseOk("cluster: {servers: 3, replication: 3}\n");
   CHECK(three.cluster.replication == 3);
   CHECK(ToJobSpec(three).replication() == 3);

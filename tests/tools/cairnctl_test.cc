@@ -64,12 +64,16 @@ TEST_CASE("cairnctl status --json lists every process and every partition exactl
   CHECK(map["ready"] == true);
   CHECK(map["num_partitions"] == kPartitions);
   std::multiset<int> partitions;
-  std::map<int, std::set<int>> by_primary;
+  std::map<int, std::set<int>> by_primary;  // partitions each server holds: primary or backup
   for (const nlohmann::json& p : map["partitions"]) {
     partitions.insert(p["partition"].get<int>());
     const int primary = p["primary"].get<int>();
     CHECK(ids["server"].count(primary) == 1);
     by_primary[primary].insert(p["partition"].get<int>());
+    for (const nlohmann::json& b : p["backups"]) {
+      CHECK(b.get<int>() != primary);
+      by_primary[b.get<int>()].insert(p["partition"].get<int>());
+    }
   }
   std::multiset<int> expected;
   for (int p = 0; p < kPartitions; ++p) expected.insert(p);
