@@ -4,6 +4,8 @@
 // the new primaries, training finishes, and the exact-arithmetic oracle
 // finds every acknowledged push applied exactly once: lost = 0,
 // duplicates = 0, unexpected = 0.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -144,6 +146,57 @@ TEST_CASE("a replacement server joins the groups left with one copy, receives th
   const std::string log = c.coordinator().ReadStderr();
   INFO(log);
   CHECK(absl::StrContains(log, "server 3 promoted to primary"));
+  const Workload workload = CheckpointWorkload();
+  auto final_values = ReadFinalValues(c, workload);
+  REQUIRE(final_values.ok());
+  auto history = ReadHistoryDir(*dir);
+  REQUIRE(history.ok());
+  const OracleReport report = Check(workload, *history, *final_values);
+  INFO(report.ToString());
+  CHECK(report.lost == 0);
+  CHECK(report.duplicates == 0);
+  CHECK(report.unexpected == 0);
+  ExpectedStates expected(workload);
+  CHECK(BitwiseEqual(expected.At(kSteps), *final_values));
+}
+
+TEST_CASE("a server cut off for longer than its lease is declared dead, never serves again, "
+          "and the job loses nothing",
+          "[reliability][failover]") {
+  // The cut: SIGSTOP freezes the server (no heartbeat, no answer), as a
+  // network partition would for the coordinator and the workers; SIGCONT
+  // heals it. Its fence has passed by then, and the coordinator's answer to
+  // its next heartbeat is NOT_FOUND: it must refuse everything and exit 7.
+  constexpr int64_t kSteps = 2000;
+  auto dir = testing::MakeTempDir("failover_cut");
+  REQUIRE(dir.ok());
+  auto cluster = TestCluster::Start("failover_cut", FailoverJobYaml(3, 2), 3);
+  REQUIRE(cluster.ok());
+  TestCluster& c = **cluster;
+  auto workers = SpawnChaosWorkers(c, kSteps, *dir);
+  REQUIRE(workers.ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline &&
+         testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() < 20000) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  REQUIRE(c.server(1).Signal(SIGSTOP).ok());
+  REQUIRE(c.coordinator()
+              .WaitForStderr("server 1 DEAD, server 2 promoted to primary", absl::Seconds(30))
+              .ok());
+  absl::SleepFor(absl::Seconds(1));
+  REQUIRE(c.server(1).Signal(SIGCONT).ok());
+  auto ended = c.server(1).Wait(absl::Seconds(20));
+  INFO(c.server(1).ReadStderr());
+  REQUIRE(ended.ok());
+  CHECK(ended->code == 7);
+  CHECK_THAT(c.server(1).ReadStderr(), Catch::Contains("declared server 1 dead"));
+  for (auto& w : *workers) {
+    auto done = w->Wait(absl::Seconds(180));
+    INFO(w->ReadStderr() << c.Logs());
+    REQUIRE(done.ok());
+    CHECK(done->code == 0);
+  }
   const Workload workload = CheckpointWorkload();
   auto final_values = ReadFinalValues(c, workload);
   REQUIRE(final_values.ok());

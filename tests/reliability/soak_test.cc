@@ -1,7 +1,7 @@
 // RELIABILITY.md T1 (shard chaos) for replication 2, as the failover issue
 // asks: 3 servers, r = 2, 4 workers training Fashion-MNIST and 2 chaos
 // workers pushing the oracle's counters, under BSP. Every CAIRN_SOAK_EVERY
-// seconds (default 12) for CAIRN_SOAK_SECONDS (default 40; tools/soak runs
+// seconds (default 15) for CAIRN_SOAK_SECONDS (default 60; tools/soak runs
 // 180 with a kill every 20 s) one random server is killed with -9 and a new
 // one started; it joins the groups left with one replica. Training runs
 // CAIRN_SOAK_STEPS steps (default 90 per second of soak plus 10 s: about
@@ -163,8 +163,8 @@ std::vector<double> PromotionTimes(const std::string& log) {
 
 TEST_CASE("T1 soak: servers killed and replaced under BSP with replication 2 lose nothing",
           "[reliability][failover][soak]") {
-  const int seconds = EnvInt("CAIRN_SOAK_SECONDS", 40);
-  const int every = EnvInt("CAIRN_SOAK_EVERY", 12);
+  const int seconds = EnvInt("CAIRN_SOAK_SECONDS", 60);
+  const int every = EnvInt("CAIRN_SOAK_EVERY", 15);
   const int64_t steps = EnvInt("CAIRN_SOAK_STEPS", 90 * (seconds + 10));
   const uint64_t seed = static_cast<uint64_t>(EnvInt("CAIRN_SOAK_SEED", 7));
   std::printf("soak: %d s, a kill every %d s, %lld steps, seed %llu\n", seconds, every,
