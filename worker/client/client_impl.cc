@@ -244,6 +244,10 @@ void ClientImpl::ExecutorLoop() {
 
 void ClientImpl::HeartbeatLoop() {
   const absl::Duration interval = absl::Milliseconds(std::max<int64_t>(job_.heartbeat_interval_ms(), 50));
+  // As the servers: the coordinator gone this long means the job is gone.
+  const absl::Duration loss_timeout =
+      std::max(absl::Seconds(10), 4 * absl::Milliseconds(job_.lease_timeout_ms()));
+  absl::Time last_ok = absl::Now();
   while (!stop_.load()) {
     v1::HeartbeatRequest hb;
     hb.set_role(v1::MEMBER_ROLE_WORKER);
@@ -252,6 +256,23 @@ void ClientImpl::HeartbeatLoop() {
     std::shared_ptr<const Servers> s = servers();
     hb.set_map_version(s == nullptr ? 0 : s->router.version());
     absl::StatusOr<v1::HeartbeatResponse> r = coordinator_->Heartbeat(hb, interval * 2);
+    if (r.ok()) {
+      last_ok = absl::Now();
+    } else if (absl::IsNotFound(r.status()) || absl::Now() - last_ok > loss_timeout) {
+      // Declared dead (a zombie must not go on pushing), or the coordinator
+      // is gone: every later call fails and the worker ends (B13).
+      const absl::Status lost =
+          absl::IsNotFound(r.status())
+              ? absl::UnavailableError(absl::StrCat("the coordinator declared worker ", worker_id_,
+                                                    " dead: ", r.status().message()))
+              : absl::UnavailableError(absl::StrCat(
+                    "lost the coordinator at ", coordinator_->address(),
+                    ": no heartbeat answered for ", absl::FormatDuration(loss_timeout)));
+      LOG_ERROR("{}", lost.message());
+      absl::MutexLock lock(&clock_mu_);
+      if (lost_.ok()) lost_ = lost;
+      return;
+    }
     if (r.ok() && s != nullptr && r->map_version() > s->router.version()) {
       if (absl::Status st = RefreshMap(); !st.ok()) {
         LOG_WARN("cannot refresh the partition map: {}", st.message());
@@ -264,6 +285,14 @@ void ClientImpl::HeartbeatLoop() {
 }
 
 std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> inputs) {
+  {
+    absl::MutexLock lock(&clock_mu_);
+    if (!lost_.ok()) {
+      std::promise<absl::Status> p;
+      p.set_value(lost_);
+      return p.get_future();
+    }
+  }
   auto op = std::make_shared<Op>();
   op->is_push = is_push;
   op->inputs = std::move(inputs);
@@ -606,6 +635,7 @@ absl::Status ClientImpl::Clock() {
   if (finished_.load()) return absl::FailedPreconditionError("client already finished");
   {
     absl::MutexLock lock(&clock_mu_);
+    if (!lost_.ok()) return lost_;
     if (!clock_error_.ok()) return clock_error_;
   }
   std::shared_ptr<const Servers> servers = this->servers();

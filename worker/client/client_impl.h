@@ -126,6 +126,9 @@ class ClientImpl final : public Client {
   absl::Mutex clock_mu_;
   int clocks_in_flight_ ABSL_GUARDED_BY(clock_mu_) = 0;
   absl::Status clock_error_ ABSL_GUARDED_BY(clock_mu_);
+  // Set once the coordinator declared this worker dead or was lost: every
+  // later pull, push and clock fails with it.
+  absl::Status lost_ ABSL_GUARDED_BY(clock_mu_);
 
   // Work that must not run on a gRPC callback thread (map refresh, retries).
   absl::Mutex exec_mu_;

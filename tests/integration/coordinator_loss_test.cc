@@ -1,0 +1,77 @@
+// Field case B13, second half: the coordinator is killed and never comes
+// back. Every server and worker must end on its own, with a "lost the
+// coordinator" error, within max(10 s, 4 leases) plus a heartbeat: no orphan
+// process keeps running.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/integration/test_cluster.h"
+#include "worker/client/client.h"
+
+namespace cairn {
+namespace {
+
+using testing::TestCluster;
+
+TEST_CASE("B13: without the coordinator every server and worker ends within the loss timeout",
+          "[integration][cases][B13]") {
+  auto cluster = TestCluster::Start("b13_lost", R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 2
+  workers: 1
+  partitions: 4
+  replication: 1   # with one copy servers never fence: the data path outlives the coordinator
+  lease_timeout: 2s
+  heartbeat_interval: 200ms
+  startup_timeout: 30s
+rpc:
+  deadline: 3s
+consistency:
+  mode: asp
+tables:
+  - name: w
+    kind: dense
+    shape: [64]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+)", 2);
+  REQUIRE(cluster.ok());
+  ClientOptions options;
+  options.coordinator = (*cluster)->coordinator_address();
+  options.worker_id = 0;
+  options.rpc_deadline = absl::Seconds(3);
+  auto client = Client::Connect(options);
+  REQUIRE(client.ok());
+  std::vector<float> g(64, 1.0f);
+  REQUIRE((*client)->PushDense({{"w", absl::MakeConstSpan(g)}}).get().ok());
+  REQUIRE((*client)->Clock().ok());
+
+  (*cluster)->KillCoordinator();
+  const absl::Time killed = absl::Now();
+  // ASP: the data path goes on without the coordinator for a while.
+  REQUIRE((*client)->PushDense({{"w", absl::MakeConstSpan(g)}}).get().ok());
+  // Then the worker gives up: max(10 s, 4 x 2 s) = 10 s without an answer.
+  absl::Status status;
+  while (absl::Now() - killed < absl::Seconds(14)) {
+    status = (*client)->PushDense({{"w", absl::MakeConstSpan(g)}}).get();
+    if (!status.ok()) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  // The worker gave up on the coordinator, or found the servers gone (they
+  // give up after the same timeout): either way its calls fail.
+  INFO(status.message());
+  CHECK(absl::IsUnavailable(status));
+  CHECK(absl::Now() - killed >= absl::Seconds(9));
+  for (int i = 0; i < 2; ++i) {
+    auto ended = (*cluster)->server(i).Wait(absl::Seconds(6));
+    INFO((*cluster)->Logs());
+    REQUIRE(ended.ok());
+    CHECK(ended->code == 5);
+  }
+}
+
+}  // namespace
+}  // namespace cairn
