@@ -704,15 +704,23 @@ absl::Status ClientImpl::Finish() {
   servers = this->servers();  // a retried tick may have refreshed the map
   for (const auto& [id, stub] : servers->stubs) {
     if (!servers->alive.contains(id)) continue;
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
     v1::ClockRequest request;
     request.set_map_version(servers->router.version());
     request.set_worker_id(worker_id_);
     request.set_clock(clock_.load());
     request.set_leaving(true);
-    v1::ClockResponse response;
-    grpc::Status s = stub->Clock(&context, request, &response);
+    grpc::Status s;
+    // A server still starting (no ready map yet) or failing over answers
+    // UNAVAILABLE for a moment: try again within the deadline.
+    const absl::Time give_up = absl::Now() + options_.rpc_deadline;
+    for (int attempt = 0;; ++attempt) {
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(give_up));
+      v1::ClockResponse response;
+      s = stub->Clock(&context, request, &response);
+      if (s.ok() || !Retriable(s) || absl::Now() + Backoff(attempt) >= give_up) break;
+      absl::SleepFor(Backoff(attempt));
+    }
     if (!s.ok() && first.ok()) first = Annotate(FromGrpcStatus(s), absl::StrCat("leave server ", id));
   }
   v1::LeaveRequest leave;
