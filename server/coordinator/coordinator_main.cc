@@ -159,6 +159,20 @@ int Run(const Flags& flags) {
     LOG_INFO("coordinator state is not kept (cluster.state_dir: none): a restarted coordinator "
              "starts a new job");
   }
+  if (registry != nullptr) {
+    // A group that loses every copy comes back from this job's newest
+    // complete checkpoint: one recorded since this start, else the one it
+    // resumed from (older records may belong to another timeline).
+    const uint64_t start_id = registry->LatestId();
+    const v1::CheckpointRecord resumed = state.job().resume_from();
+    state.SetCheckpointSource([reg = registry.get(), start_id,
+                               resumed]() -> std::optional<v1::CheckpointRecord> {
+      std::vector<v1::CheckpointRecord> records = reg->List();
+      if (!records.empty() && records.back().id() > start_id) return records.back();
+      if (resumed.id() != 0) return resumed;
+      return std::nullopt;
+    });
+  }
   std::unique_ptr<CheckpointDriver> driver;
   if (registry != nullptr) {
     driver = std::make_unique<CheckpointDriver>(&state, registry.get(), &metrics,

@@ -78,6 +78,18 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry) {
                           .Register(registry);
   checkpoints_complete_ = &checkpoints.Add({{"result", "complete"}});
   checkpoints_failed_ = &checkpoints.Add({{"result", "failed"}});
+  restores_ = &prometheus::BuildCounter()
+                   .Name("cairn_coordinator_group_restores_total")
+                   .Help("Replica groups that lost every copy and were restored from the last "
+                         "complete checkpoint onto a live server.")
+                   .Register(registry)
+                   .Add({});
+  rolled_back_clocks_ = &prometheus::BuildCounter()
+                             .Name("cairn_coordinator_rolled_back_clocks_total")
+                             .Help("Clocks of updates lost by those restores (the workers' "
+                                   "minimum clock at the restore minus the checkpoint's).")
+                             .Register(registry)
+                             .Add({});
 }
 
 void CoordinatorMetrics::EnableCheckpoints(double unix_seconds) {
@@ -91,6 +103,11 @@ void CoordinatorMetrics::CheckpointCompleted(double unix_seconds) {
 }
 
 void CoordinatorMetrics::CheckpointFailed() { checkpoints_failed_->Increment(); }
+
+void CoordinatorMetrics::CountRestore(int64_t clocks) {
+  restores_->Increment();
+  rolled_back_clocks_->Increment(static_cast<double>(clocks));
+}
 
 void CoordinatorMetrics::SetMembers(const std::vector<MemberRecord>& members) {
   std::map<std::pair<int, int>, int> counts;

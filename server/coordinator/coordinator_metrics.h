@@ -72,12 +72,17 @@ class CoordinatorMetrics {
   // A checkpoint completed (`unix_seconds`: when) or failed.
   void CheckpointCompleted(double unix_seconds);
   void CheckpointFailed();
+  // A group that lost every copy came back from a checkpoint, losing about
+  // `clocks` clocks of updates.
+  void CountRestore(int64_t clocks);
 
  private:
   prometheus::Family<prometheus::Gauge>* last_checkpoint_family_ = nullptr;
   prometheus::Gauge* last_checkpoint_ = nullptr;
   prometheus::Counter* checkpoints_complete_ = nullptr;
   prometheus::Counter* checkpoints_failed_ = nullptr;
+  prometheus::Counter* restores_ = nullptr;
+  prometheus::Counter* rolled_back_clocks_ = nullptr;
   // Constant after construction; the pointees belong to the registry.
   std::map<std::pair<int, int>, prometheus::Gauge*> members_;  // (role, state)
   prometheus::Gauge* map_version_ = nullptr;

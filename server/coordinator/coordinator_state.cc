@@ -259,6 +259,7 @@ void CoordinatorState::FailOverLocked(const std::vector<MemberRecord>& expired) 
         done.emplace_back(std::move(f), record.lease_expiry);
       }
     }
+    RestoreLostGroupsLocked(&assignments);
     ReplicateLocked(&assignments);  // one version bump for failover and re-replication
   }
   for (const MemberRecord& record : expired) {
@@ -462,6 +463,55 @@ void CoordinatorState::ReplicateLocked(std::vector<v1::PartitionAssignment>* cha
     LOG_INFO("server {} joins replica group {}: a backup once the primary sent it the group's "
              "state; map version {}",
              server, group, map_.version());
+  }
+}
+
+void CoordinatorState::RestoreLostGroupsLocked(
+    std::vector<v1::PartitionAssignment>* assignments) {
+  const std::set<uint32_t> alive = AliveServers(leases_.Snapshot());
+  std::set<uint32_t> lost;  // groups with no live copy
+  for (const v1::PartitionAssignment& a : *assignments) {
+    bool live = alive.contains(a.primary());
+    for (uint32_t b : a.backups()) live |= alive.contains(b);
+    if (!live) lost.insert(a.group());
+  }
+  if (lost.empty() || alive.empty()) return;
+  const std::optional<v1::CheckpointRecord> record =
+      checkpoint_source_ ? checkpoint_source_() : std::nullopt;
+  if (!record.has_value()) {
+    LOG_ERROR("replica groups [{}] lost every copy and there is no complete checkpoint to "
+              "restore them from: their partitions stay on dead servers",
+              absl::StrJoin(lost, ", "));
+    return;
+  }
+  std::map<uint32_t, int> load;
+  for (uint32_t s : alive) load[s] = 0;
+  for (const v1::PartitionAssignment& a : *assignments) {
+    if (alive.contains(a.primary())) ++load[a.primary()];
+  }
+  const int64_t now_clock = MinLiveWorkerClockLocked(kMaxMemberId + 1);
+  for (uint32_t group : lost) {
+    uint32_t target = *alive.begin();
+    for (const auto& [s, l] : load) {
+      if (l < load[target]) target = s;
+    }
+    std::vector<uint32_t> partitions;
+    for (v1::PartitionAssignment& a : *assignments) {
+      if (a.group() != group) continue;
+      a.set_primary(target);
+      a.clear_backups();
+      a.clear_joining();
+      a.set_restore_record(record->id());
+      partitions.push_back(a.partition());
+      ++load[target];
+    }
+    const int64_t rolled_back = std::max<int64_t>(0, now_clock - record->clock());
+    LOG_ERROR("replica group {} (partitions {}) lost every copy: restored onto server {} from "
+              "the checkpoint at clock {} (record {}); updates of about {} clocks to these "
+              "partitions are lost",
+              group, absl::StrJoin(partitions, ","), target, record->clock(), record->id(),
+              rolled_back);
+    if (metrics_ != nullptr) metrics_->CountRestore(rolled_back);
   }
 }
 

@@ -39,6 +39,8 @@
 #define CAIRN_SERVER_COORDINATOR_COORDINATOR_STATE_H_
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -104,6 +106,13 @@ class CoordinatorState {
   // DEAD or LEFT: it must register again.
   absl::StatusOr<HeartbeatResult> Heartbeat(v1::MemberRole role, uint32_t id, int64_t clock,
                                             uint64_t map_version = 0) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Where a group that lost every copy comes back from: the newest complete
+  // checkpoint record, or nullopt. Called under the state's lock; must not
+  // call back. Set once, before serving.
+  void SetCheckpointSource(std::function<std::optional<v1::CheckpointRecord>()> source) {
+    checkpoint_source_ = std::move(source);
+  }
 
   // A server joining replica group `group` (it registered after the barrier
   // and was listed in `joining`) received the group's state: it becomes a
@@ -203,6 +212,11 @@ class CoordinatorState {
   // Forgets a restored state nobody came back to; starts afresh.
   void DropRestoredLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PersistLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves every group whose primary is dead and has no live copy onto the
+  // least loaded live server, to be loaded from the newest complete
+  // checkpoint (`restore_record`); logs and counts the clocks rolled back.
+  void RestoreLostGroupsLocked(std::vector<v1::PartitionAssignment>* assignments)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives replica groups short of copies joiners (failover.h AssignJoiners)
   // in `changed` (null: the current assignments) and publishes the map once.
   void ReplicateLocked(std::vector<v1::PartitionAssignment>* changed)
@@ -211,6 +225,7 @@ class CoordinatorState {
 
   // Constant after construction.
   const v1::JobSpec fresh_job_;  // the job as configured, for a dropped restore
+  std::function<std::optional<v1::CheckpointRecord>()> checkpoint_source_;  // set before serving
   TimeSource* const time_;
   CoordinatorMetrics* const metrics_;
   CoordinatorStore* const store_;

@@ -12,8 +12,6 @@
 #include "server/shard/optimizer/optimizer.h"
 
 namespace cairn {
-namespace {
-
 // Reads the partitions of one checkpoint record from the servers' stores.
 class RecordSource {
  public:
@@ -79,8 +77,6 @@ class RecordSource {
   std::map<std::pair<uint32_t, uint64_t>, std::unique_ptr<Store>> stores_;
 };
 
-}  // namespace
-
 absl::StatusOr<std::optional<InitialState>> MakeInitialState(const v1::JobSpec& job) {
   if (job.has_resume_from() && job.resume_from().id() != 0) {
     auto source = std::make_shared<RecordSource>(job.checkpoint().dir(), job.resume_from());
@@ -109,6 +105,22 @@ absl::StatusOr<std::optional<InitialState>> MakeInitialState(const v1::JobSpec& 
     return state;
   }
   return std::nullopt;
+}
+
+class CheckpointPartitionReader::Impl : public RecordSource {
+ public:
+  using RecordSource::RecordSource;
+};
+
+CheckpointPartitionReader::CheckpointPartitionReader(std::string dir) : dir_(std::move(dir)) {}
+CheckpointPartitionReader::~CheckpointPartitionReader() = default;
+
+absl::StatusOr<PartitionRows> CheckpointPartitionReader::Read(const v1::CheckpointRecord& record,
+                                                              const v1::TableSpec& table,
+                                                              uint32_t partition) {
+  auto& impl = by_record_[record.id()];
+  if (impl == nullptr) impl = std::make_unique<Impl>(dir_, record);
+  return impl->Read(table, partition);
 }
 
 }  // namespace cairn

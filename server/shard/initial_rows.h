@@ -5,7 +5,10 @@
 #ifndef CAIRN_SERVER_SHARD_INITIAL_ROWS_H_
 #define CAIRN_SERVER_SHARD_INITIAL_ROWS_H_
 
+#include <map>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "cairn/v1/types.pb.h"
@@ -26,6 +29,22 @@ struct InitialState {
 // here; errors name the file (and the table, with both shapes).
 // The loader is thread-compatible (the shard calls it under its lock).
 absl::StatusOr<std::optional<InitialState>> MakeInitialState(const v1::JobSpec& job);
+
+// Loads partitions of complete checkpoint records from the stores under
+// `dir`, as a resume does (checksums verified against store and record);
+// for a group restored while the job runs (replication 1). Thread-compatible.
+class CheckpointPartitionReader {
+ public:
+  explicit CheckpointPartitionReader(std::string dir);
+  ~CheckpointPartitionReader();
+  absl::StatusOr<PartitionRows> Read(const v1::CheckpointRecord& record,
+                                     const v1::TableSpec& table, uint32_t partition);
+
+ private:
+  class Impl;
+  const std::string dir_;
+  std::map<uint64_t, std::unique_ptr<Impl>> by_record_;
+};
 
 }  // namespace cairn
 

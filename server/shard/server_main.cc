@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/net.h"
+#include "common/status_macros.h"
 #include "server/shard/checkpoint/checkpoint_format.h"
 #include "server/shard/checkpoint/job_shapes.h"
 #include "server/shard/checkpoint_agent.h"
@@ -155,6 +156,21 @@ int Run(const Flags& flags) {
     return kExitBadConfig;
   }
   if (initial->has_value()) shard.SetInitialRows((*initial)->loader, (*initial)->start_clock);
+  std::unique_ptr<CheckpointPartitionReader> restore_reader;
+  if (!job.checkpoint().dir().empty()) {
+    restore_reader = std::make_unique<CheckpointPartitionReader>(job.checkpoint().dir());
+    shard.SetRestoreLoader([&coordinator, reader = restore_reader.get()](
+                               uint64_t record_id, const v1::TableSpec& table,
+                               uint32_t partition) -> absl::StatusOr<PartitionRows> {
+      ASSIGN_OR_RETURN(v1::ListCheckpointsResponse list,
+                       coordinator.ListCheckpoints(absl::Seconds(10)));
+      for (const v1::CheckpointRecord& r : list.records()) {
+        if (r.id() == record_id) return reader->Read(r, table, partition);
+      }
+      return absl::NotFoundError(
+          absl::StrCat("checkpoint record ", record_id, " is not among the coordinator's"));
+    });
+  }
   if (absl::Status s = shard.InstallMap(registered->map()); !s.ok()) {
     std::cerr << "cairn-server: " << s.message() << "\n";
     return kExitFailure;

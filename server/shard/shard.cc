@@ -77,8 +77,10 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
     std::map<uint32_t, Group> groups;
     std::vector<bool> mine(map.num_partitions(), false);
     std::vector<uint32_t> group_of(map.num_partitions(), 0);
+    std::vector<uint64_t> restore(map.num_partitions(), 0);
     for (const v1::PartitionAssignment& a : map.assignments()) {
       group_of[a.partition()] = a.group();
+      if (a.primary() == server_id_) restore[a.partition()] = a.restore_record();
       Group& g = groups[a.group()];
       g.primary = a.primary();
       g.backups.assign(a.backups().begin(), a.backups().end());
@@ -115,8 +117,22 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
       assignment_version_ = map.version();
       for (uint32_t p = 0; p < map.num_partitions(); ++p) {
         if (mine[p] && !std::binary_search(partitions_.begin(), partitions_.end(), p)) {
-          // Joining the partition's group: its state comes by transfer.
+          // Joining the partition's group: its state comes by transfer; or
+          // the group lost every copy and comes back from a checkpoint.
           for (const std::unique_ptr<Table>& t : tables_) t->AddPartition(p);
+          if (restore[p] != 0) {
+            if (!restore_loader_) {
+              return absl::FailedPreconditionError(absl::StrCat(
+                  "map version ", map.version(), " restores partition ", p,
+                  " from a checkpoint, and this server has no checkpoint directory"));
+            }
+            for (const std::unique_ptr<Table>& t : tables_) {
+              ASSIGN_OR_RETURN(PartitionRows rows, restore_loader_(restore[p], t->spec(), p));
+              RETURN_IF_ERROR(t->ImportPartition(p, rows));
+            }
+            LOG_WARN("server {} restored partition {} from checkpoint record {} (map version {})",
+                     server_id_, p, restore[p], map.version());
+          }
           partitions_.insert(std::upper_bound(partitions_.begin(), partitions_.end(), p), p);
         }
       }

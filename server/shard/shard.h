@@ -68,6 +68,12 @@ using SnapshotSink = std::function<void(ShardSnapshot)>;
 using InitialRowsLoader = std::function<absl::StatusOr<PartitionRows>(
     const v1::TableSpec& table, uint32_t partition, int slots_per_element)>;
 
+// Rows of (table, partition) in complete checkpoint record `record_id`, for
+// a replica group restored onto this server while the job runs
+// (PartitionAssignment.restore_record). Called under the shard lock.
+using RestoreLoader = std::function<absl::StatusOr<PartitionRows>(
+    uint64_t record_id, const v1::TableSpec& table, uint32_t partition)>;
+
 // Told (under the shard lock: it must only queue) that `server` joins replica
 // group `group`, of which this server is primary, and needs its state.
 using JoinerSink = std::function<void(uint32_t group, uint32_t server)>;
@@ -157,6 +163,10 @@ class Shard {
   // version to stamp the forwarded copies with.
   std::vector<Replica> ForwardTargets(const v1::PushRequest& request, uint64_t* map_version) const
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Where groups restored onto this server come from. Call before the first
+  // ready map.
+  void SetRestoreLoader(RestoreLoader loader) { restore_loader_ = std::move(loader); }
 
   // --- State transfer to a joining backup (shard.proto, ReplicaChunk) ---
   // Primary side. Call before the first ready map.
@@ -265,6 +275,7 @@ class Shard {
   std::map<uint32_t, std::set<uint32_t>> joiners_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<uint32_t, uint32_t>> announced_ ABSL_GUARDED_BY(mu_);  // (group, joiner)
   JoinerSink joiner_sink_;
+  RestoreLoader restore_loader_;
   // Joiner: groups this server joins and has not installed yet, with the
   // forwarded pushes that arrived meanwhile.
   std::map<uint32_t, std::vector<v1::PushRequest>> receiving_ ABSL_GUARDED_BY(mu_);

@@ -13,6 +13,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/partitioning.h"
 #include "absl/time/clock.h"
 #include "tests/integration/test_cluster.h"
 #include "tests/reliability/checkpoint_job.h"
@@ -209,6 +211,58 @@ TEST_CASE("a server cut off for longer than its lease is declared dead, never se
   CHECK(report.unexpected == 0);
   ExpectedStates expected(workload);
   CHECK(BitwiseEqual(expected.At(kSteps), *final_values));
+}
+
+TEST_CASE("replication 1: a dead server's groups come back from the last complete checkpoint "
+          "onto a live server and the job goes on; the loss is logged",
+          "[reliability][failover][checkpoint]") {
+  constexpr int64_t kSteps = 600;
+  constexpr uint32_t kPartitions = 12;
+  auto dir = testing::MakeTempDir("failover_r1");
+  REQUIRE(dir.ok());
+  std::string yaml = FailoverJobYaml(2, 1);
+  yaml += absl::StrCat("checkpoint:\n  dir: ", *dir, "/ckpt\n  every_clocks: 20\n");
+  yaml = absl::StrReplaceAll(yaml, {{"  startup_timeout: 30s\n",
+                                     "  startup_timeout: 30s\n  state_dir: none\n"}});
+  auto cluster = TestCluster::Start("failover_r1", yaml, 2);
+  REQUIRE(cluster.ok());
+  TestCluster& c = **cluster;
+  auto workers = SpawnChaosWorkers(c, kSteps, *dir);
+  REQUIRE(workers.ok());
+  REQUIRE(c.coordinator().WaitForStderr("checkpoint at clock 40 complete", absl::Seconds(60)).ok());
+  c.server(1).Kill();
+  for (auto& w : *workers) {
+    auto ended = w->Wait(absl::Seconds(180));
+    INFO(w->ReadStderr() << c.Logs());
+    REQUIRE(ended.ok());
+    CHECK(ended->code == 0);
+  }
+  const std::string log = c.coordinator().ReadStderr();
+  INFO(log);
+  CHECK(absl::StrContains(log, "lost every copy: restored onto server 0 from the checkpoint"));
+  const Workload workload = CheckpointWorkload();
+  auto final_values = ReadFinalValues(c, workload);
+  REQUIRE(final_values.ok());
+  ExpectedStates expected_states(workload);
+  const JobValues& expected = expected_states.At(kSteps);
+  // Group 0 (server 0's, the even partitions) lost nothing; group 1 came
+  // back from a checkpoint, so some of its updates are gone.
+  const TableValues& want = expected.at("dense");
+  const TableValues& got = final_values->at("dense");
+  REQUIRE(want.values.size() == got.values.size());
+  const uint64_t chunks = NumChunks(want.values.size(), 5000);
+  int64_t kept_same = 0, differ = 0;
+  for (size_t e = 0; e < want.values.size(); ++e) {
+    const uint32_t p = DensePartition(e / 5000, chunks, kPartitions);
+    if (p % 2 == 0) {
+      kept_same += want.values[e] == got.values[e];
+      if (want.values[e] != got.values[e]) FAIL_CHECK("group 0 element " << e << " differs");
+    } else {
+      differ += want.values[e] != got.values[e];
+    }
+  }
+  CHECK(kept_same > 0);
+  CHECK(differ > 0);
 }
 
 }  // namespace
