@@ -52,6 +52,23 @@ Workload CheckpointWorkload() {
   return w;
 }
 
+std::string WorkloadTablesYaml() {
+  return R"(  - name: dense
+    kind: dense
+    shape: [100000]
+    chunk_size: 5000
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+    aggregation: sum
+  - name: emb
+    kind: sparse
+    width: 4
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+    aggregation: sum
+)";
+}
+
 std::string CheckpointJobYaml(const CheckpointJobOptions& options) {
   return absl::StrCat(R"(
 cluster:
@@ -68,20 +85,7 @@ rpc:
 consistency:
   mode: bsp
 tables:
-  - name: dense
-    kind: dense
-    shape: [100000]
-    chunk_size: 5000
-    optimizer: {type: sgd, learning_rate: 1.0}
-    init: {type: zeros}
-    aggregation: sum
-  - name: emb
-    kind: sparse
-    width: 4
-    optimizer: {type: sgd, learning_rate: 1.0}
-    init: {type: zeros}
-    aggregation: sum
-checkpoint:
+)", WorkloadTablesYaml(), R"(checkpoint:
   dir: )", options.checkpoint_dir, R"(
   every_clocks: )", options.every_clocks, R"(
   keep: )", options.keep, R"(

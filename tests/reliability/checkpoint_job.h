@@ -36,6 +36,10 @@ constexpr int kObserverId = 2;
 // pushed per step; SGD, learning rate 1, zeros, aggregation sum.
 Workload CheckpointWorkload();
 
+// The `tables:` entries of CheckpointWorkload() (YAML list items, two-space
+// indented), for any job that runs chaos workers.
+std::string WorkloadTablesYaml();
+
 struct CheckpointJobOptions {
   std::string checkpoint_dir;
   int64_t every_clocks = 2;

@@ -43,20 +43,46 @@ rpc:
 consistency:
   mode: bsp
 tables:
-  - name: dense
-    kind: dense
-    shape: [100000]
-    chunk_size: 5000
-    optimizer: {type: sgd, learning_rate: 1.0}
-    init: {type: zeros}
-    aggregation: sum
-  - name: emb
-    kind: sparse
-    width: 4
-    optimizer: {type: sgd, learning_rate: 1.0}
-    init: {type: zeros}
-    aggregation: sum
-)");
+)", WorkloadTablesYaml());
+}
+
+// Waits (up to 60 s) until worker 0's history holds `bytes`: training runs.
+void WaitForHistory(const std::string& dir, size_t bytes) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline &&
+         testing::ReadFileOrEmpty(dir + "/worker-0.jsonl").size() < bytes) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+// Waits for every chaos worker to end; each must exit 0.
+void WaitForWorkers(std::vector<std::unique_ptr<testing::Subprocess>>& workers,
+                    const TestCluster& cluster) {
+  for (auto& w : workers) {
+    auto ended = w->Wait(absl::Seconds(180));
+    INFO(w->ReadStderr() << cluster.Logs());
+    REQUIRE(ended.ok());
+    CHECK(ended->code == 0);
+  }
+}
+
+// The oracle on the job's final values: nothing lost, doubled or
+// unexpected, and the values of `steps` clocks bit for bit.
+OracleReport CheckExact(const TestCluster& cluster, const std::string& dir, int64_t steps) {
+  const Workload workload = CheckpointWorkload();
+  auto final_values = ReadFinalValues(cluster, workload);
+  REQUIRE(final_values.ok());
+  auto history = ReadHistoryDir(dir);
+  REQUIRE(history.ok());
+  const OracleReport report = Check(workload, *history, *final_values);
+  INFO(report.ToString());
+  CHECK(report.lost == 0);
+  CHECK(report.duplicates == 0);
+  CHECK(report.unexpected == 0);
+  CHECK(report.ok_all());
+  ExpectedStates expected(workload);
+  CHECK(BitwiseEqual(expected.At(steps), *final_values));
+  return report;
 }
 
 TEST_CASE("B01: a server killed with -9 under BSP with replication 2 loses no acknowledged push",
@@ -69,40 +95,17 @@ TEST_CASE("B01: a server killed with -9 under BSP with replication 2 loses no ac
   auto workers = SpawnChaosWorkers(**cluster, kSteps, *dir);
   REQUIRE(workers.ok());
 
-  // Kill server 1 once training runs (its histories have lines).
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline &&
-         testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() < 20000) {
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  WaitForHistory(*dir, 20000);  // kill server 1 once training runs
   const absl::Time killed = absl::Now();
   (*cluster)->server(1).Kill();
-
-  for (auto& w : *workers) {
-    auto ended = w->Wait(absl::Seconds(120));
-    INFO(w->ReadStderr() << (*cluster)->Logs());
-    REQUIRE(ended.ok());
-    CHECK(ended->code == 0);
-  }
+  WaitForWorkers(*workers, **cluster);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - killed);
   const std::string coordinator_log = (*cluster)->coordinator().ReadStderr();
   INFO(coordinator_log);
   CHECK(absl::StrContains(coordinator_log, "promoted"));
 
-  const Workload workload = CheckpointWorkload();
-  auto final_values = ReadFinalValues(**cluster, workload);
-  REQUIRE(final_values.ok());
-  auto history = ReadHistoryDir(*dir);
-  REQUIRE(history.ok());
-  const OracleReport report = Check(workload, *history, *final_values);
-  INFO(report.ToString());
+  const OracleReport report = CheckExact(**cluster, *dir, kSteps);
   CHECK(report.ok > 0);
-  CHECK(report.lost == 0);
-  CHECK(report.duplicates == 0);
-  CHECK(report.unexpected == 0);
-  CHECK(report.ok_all());
-  ExpectedStates expected(workload);
-  CHECK(BitwiseEqual(expected.At(kSteps), *final_values));
   std::printf("B01 failover: %lld steps x 2 workers, server 1 killed; %lld pushes acknowledged, "
               "lost %lld, duplicates %lld; workers done %.1f s after the kill\n",
               static_cast<long long>(kSteps), static_cast<long long>(report.ok),
@@ -121,14 +124,7 @@ TEST_CASE("a replacement server joins the groups left with one copy, receives th
   TestCluster& c = **cluster;
   auto workers = SpawnChaosWorkers(c, kSteps, *dir);
   REQUIRE(workers.ok());
-  auto wait_history = [&](size_t bytes) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    while (absl::Now() < deadline &&
-           testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() < bytes) {
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-  };
-  wait_history(20000);
+  WaitForHistory(*dir, 20000);
   c.server(1).Kill();  // group 1 -> server 2
   REQUIRE(c.StartServer().ok());  // server id 3: joins group 1 (and any other short one)
   REQUIRE(c.coordinator()
@@ -137,29 +133,13 @@ TEST_CASE("a replacement server joins the groups left with one copy, receives th
               .ok());
   // Server 2 is primary of group 1 now and of its own group 2; kill it: its
   // groups' only other copies are on server 3 (group 1) and server 0 (group 2).
-  wait_history(testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() + 20000);
+  WaitForHistory(*dir, testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() + 20000);
   c.server(2).Kill();
-  for (auto& w : *workers) {
-    auto ended = w->Wait(absl::Seconds(180));
-    INFO(w->ReadStderr() << c.Logs());
-    REQUIRE(ended.ok());
-    CHECK(ended->code == 0);
-  }
+  WaitForWorkers(*workers, c);
   const std::string log = c.coordinator().ReadStderr();
   INFO(log);
   CHECK(absl::StrContains(log, "server 3 promoted to primary"));
-  const Workload workload = CheckpointWorkload();
-  auto final_values = ReadFinalValues(c, workload);
-  REQUIRE(final_values.ok());
-  auto history = ReadHistoryDir(*dir);
-  REQUIRE(history.ok());
-  const OracleReport report = Check(workload, *history, *final_values);
-  INFO(report.ToString());
-  CHECK(report.lost == 0);
-  CHECK(report.duplicates == 0);
-  CHECK(report.unexpected == 0);
-  ExpectedStates expected(workload);
-  CHECK(BitwiseEqual(expected.At(kSteps), *final_values));
+  CheckExact(c, *dir, kSteps);
 }
 
 TEST_CASE("a server cut off for longer than its lease is declared dead, never serves again, "
@@ -177,11 +157,7 @@ TEST_CASE("a server cut off for longer than its lease is declared dead, never se
   TestCluster& c = **cluster;
   auto workers = SpawnChaosWorkers(c, kSteps, *dir);
   REQUIRE(workers.ok());
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline &&
-         testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() < 20000) {
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  WaitForHistory(*dir, 20000);
   REQUIRE(c.server(1).Signal(SIGSTOP).ok());
   REQUIRE(c.coordinator()
               .WaitForStderr("server 1 DEAD, server 2 promoted to primary", absl::Seconds(30))
@@ -193,24 +169,8 @@ TEST_CASE("a server cut off for longer than its lease is declared dead, never se
   REQUIRE(ended.ok());
   CHECK(ended->code == 7);
   CHECK_THAT(c.server(1).ReadStderr(), Catch::Contains("declared server 1 dead"));
-  for (auto& w : *workers) {
-    auto done = w->Wait(absl::Seconds(180));
-    INFO(w->ReadStderr() << c.Logs());
-    REQUIRE(done.ok());
-    CHECK(done->code == 0);
-  }
-  const Workload workload = CheckpointWorkload();
-  auto final_values = ReadFinalValues(c, workload);
-  REQUIRE(final_values.ok());
-  auto history = ReadHistoryDir(*dir);
-  REQUIRE(history.ok());
-  const OracleReport report = Check(workload, *history, *final_values);
-  INFO(report.ToString());
-  CHECK(report.lost == 0);
-  CHECK(report.duplicates == 0);
-  CHECK(report.unexpected == 0);
-  ExpectedStates expected(workload);
-  CHECK(BitwiseEqual(expected.At(kSteps), *final_values));
+  WaitForWorkers(*workers, c);
+  CheckExact(c, *dir, kSteps);
 }
 
 TEST_CASE("replication 1: a dead server's groups come back from the last complete checkpoint "
@@ -231,12 +191,7 @@ TEST_CASE("replication 1: a dead server's groups come back from the last complet
   REQUIRE(workers.ok());
   REQUIRE(c.coordinator().WaitForStderr("checkpoint at clock 40 complete", absl::Seconds(60)).ok());
   c.server(1).Kill();
-  for (auto& w : *workers) {
-    auto ended = w->Wait(absl::Seconds(180));
-    INFO(w->ReadStderr() << c.Logs());
-    REQUIRE(ended.ok());
-    CHECK(ended->code == 0);
-  }
+  WaitForWorkers(*workers, c);
   const std::string log = c.coordinator().ReadStderr();
   INFO(log);
   CHECK(absl::StrContains(log, "lost every copy: restored onto server 0 from the checkpoint"));

@@ -65,20 +65,7 @@ rpc:
 consistency:
   mode: bsp
 tables:
-  - name: dense
-    kind: dense
-    shape: [100000]
-    chunk_size: 5000
-    optimizer: {type: sgd, learning_rate: 1.0}
-    init: {type: zeros}
-    aggregation: sum
-  - name: emb
-    kind: sparse
-    width: 4
-    optimizer: {type: sgd, learning_rate: 1.0}
-    init: {type: zeros}
-    aggregation: sum
-training:
+)", WorkloadTablesYaml(), R"(training:
   model: mlp
   layers: [784, 32, 10]
   batch_size: 32
