@@ -51,7 +51,7 @@ TEST_CASE("B25.2: a misspelt key is rejected with a suggestion", "[config][B25]"
              Equals("job.yaml:1:11: unknown key `metrics.bind` (known keys: host, port)"));
 }
 
-TEST_CASE("B25.3: durations need their unit; the effective value is printed", "[config][B25]") {
+TEST_CASE("B25.3: durations need their unit, the effective value is printed", "[config][B25]") {
   CHECK_THAT(ParseError("cluster:\n  lease_timeout: 3\n"),
              Equals("job.yaml:2:18: `cluster.lease_timeout` is not a valid duration: \"3\" has "
                     "no unit; durations need a unit: 500ms, 3s, 1.5s, 2m or 1h"));

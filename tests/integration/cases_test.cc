@@ -105,7 +105,7 @@ TEST_CASE("B05: keys at both ends of the 64-bit space belong to exactly one serv
   CHECK(clients[0]->Finish().ok());
 }
 
-TEST_CASE("B04: servers that hold no parameters do not stall BSP; results match one server",
+TEST_CASE("B04: servers that hold no parameters do not stall BSP, results match one server",
           "[integration][cases]") {
   const std::string tables = R"(
   - name: a
@@ -155,7 +155,7 @@ TEST_CASE("B04: servers that hold no parameters do not stall BSP; results match 
   CHECK(four[0] != 1.0f);
 }
 
-TEST_CASE("B08: values far above gRPC's 4 MiB default round-trip; the configured limit is in effect",
+TEST_CASE("B08: values far above gRPC's 4 MiB default round-trip, the configured limit is in effect",
           "[integration][cases]") {
   auto cluster = TestCluster::Start("b08", Yaml(1, 1, R"(
   - name: dense

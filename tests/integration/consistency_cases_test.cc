@@ -62,7 +62,7 @@ float Pull(Client& c) {
 
 }  // namespace
 
-TEST_CASE("B03: a worker that leaves cleanly mid-run shrinks the barrier; every push counts once",
+TEST_CASE("B03: a worker that leaves cleanly mid-run shrinks the barrier, every push counts once",
           "[integration][cases][membership]") {
   // 1 server, 3 workers, BSP, w = 0, lr 0.5, constant gradient 1. Workers 0
   // and 1 run 10 steps, worker 2 runs 7 and calls Finish().

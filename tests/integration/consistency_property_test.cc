@@ -142,7 +142,7 @@ void Work(Client& client, const std::vector<Run>& runs, int workers, int worker,
 
 }  // namespace
 
-TEST_CASE("no read misses an update its staleness bound requires; BSP reads are serial",
+TEST_CASE("no read misses an update its staleness bound requires, BSP reads are serial",
           "[integration][consistency][property]") {
   const int workers = GENERATE(2, 3, 4, 5);
   const uint64_t seed = 17 + static_cast<uint64_t>(workers);

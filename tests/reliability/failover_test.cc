@@ -174,7 +174,7 @@ TEST_CASE("a server cut off for longer than its lease is declared dead, never se
 }
 
 TEST_CASE("replication 1: a dead server's groups come back from the last complete checkpoint "
-          "onto a live server and the job goes on; the loss is logged",
+          "onto a live server and the job goes on, the loss is logged",
           "[reliability][failover][checkpoint]") {
   constexpr int64_t kSteps = 600;
   constexpr uint32_t kPartitions = 12;

@@ -44,7 +44,7 @@ TEST_CASE("a rendered progress line parses back to the same state", "[tools][lau
   CHECK(parsed->state.eta_seconds == 65);
 }
 
-TEST_CASE("progress lines without the optional fields parse; other lines do not",
+TEST_CASE("progress lines without the optional fields parse, other lines do not",
           "[tools][launch]") {
   const std::optional<ProgressLine> done = ParseProgressLine("done label=\"worker 1\" step=17");
   REQUIRE(done.has_value());

@@ -232,7 +232,7 @@ bool StateStored(const std::string& dir) {
   return raw->has_value();
 }
 
-TEST_CASE("B13: a graceful stop keeps the state while workers run; a restart resumes it; a "
+TEST_CASE("B13: a graceful stop keeps the state while workers run, a restart resumes it, a "
           "stop once the job is over removes it",
           "[coordinator][process][restore]") {
   const Job job = MakeJob();
@@ -269,7 +269,7 @@ TEST_CASE("B13: a graceful stop keeps the state while workers run; a restart res
   CHECK_FALSE(StateStored(state_dir));
 }
 
-TEST_CASE("B13: another job's state is refused with exit 2 naming both hashes; --discard-state "
+TEST_CASE("B13: another job's state is refused with exit 2 naming both hashes, --discard-state "
           "starts afresh",
           "[coordinator][process][restore]") {
   const Job job = MakeJob();

@@ -58,7 +58,7 @@ TEST_CASE("the stored state is restored for the same config hash, else refused o
         "elsewhere");
 }
 
-TEST_CASE("by default the state and the checkpoint records share one store; a second start "
+TEST_CASE("by default the state and the checkpoint records share one store, a second start "
           "restores, another config is refused while nothing changes",
           "[coordinator][restore]") {
   const std::string dir = NewDir();
@@ -118,7 +118,7 @@ TEST_CASE("by default the state and the checkpoint records share one store; a se
   CHECK_FALSE(raw->has_value());
 }
 
-TEST_CASE("a state_dir of its own is a store of its own; none keeps nothing",
+TEST_CASE("a state_dir of its own is a store of its own, none keeps nothing",
           "[coordinator][restore]") {
   const std::string dir = NewDir();
   const JobConfig config = Config("cluster: {state_dir: " + dir +

@@ -218,7 +218,7 @@ TEST_CASE("a restored coordinator goes on with the same ids, map version and rea
   }
 }
 
-TEST_CASE("a restored worker clock is the last one stored; a worker re-registering keeps its id",
+TEST_CASE("a restored worker clock is the last one stored, a worker re-registering keeps its id",
           "[coordinator][restore]") {
   StoredJob stored;
   const PersistedState persisted = ReadStored(stored.dir);
@@ -285,7 +285,7 @@ TEST_CASE("a stored state with no member alive starts afresh at once", "[coordin
   CHECK(state.RegisterServer(-1, Addr(0), "").ok());
 }
 
-TEST_CASE("JobOver once every worker left or died; Persist and ForgetStored",
+TEST_CASE("JobOver once every worker left or died, Persist and ForgetStored",
           "[coordinator][restore]") {
   const std::string dir = NewStoreDir();
   FakeTimeSource time;

@@ -97,7 +97,7 @@ TEST_CASE("a lease expires at lease_timeout after the last renewal, not before",
   CHECK(expired[0].clock == 4);
 }
 
-TEST_CASE("a dead member cannot heartbeat; registering again revives its id",
+TEST_CASE("a dead member cannot heartbeat, registering again revives its id",
           "[coordinator][lease]") {
   FakeTimeSource time;
   LeaseTable table(kLease);

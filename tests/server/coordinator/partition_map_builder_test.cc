@@ -67,7 +67,7 @@ TEST_CASE("replica groups: each partition's group is its first server, backups t
         std::vector<uint32_t>{4, 6});
 }
 
-TEST_CASE("replication 1 has no backups; more copies than servers stop at the servers there are",
+TEST_CASE("replication 1 has no backups, more copies than servers stop at the servers there are",
           "[coordinator][map][replication]") {
   const std::vector<uint32_t> ids = {0, 1};
   for (const v1::PartitionAssignment& a : AssignRoundRobin(4, ids, 1)) {
