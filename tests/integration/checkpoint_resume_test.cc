@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/coordinator_client.h"
+#include "tests/integration/launch_jobs.h"
 #include "tests/integration/test_cluster.h"
 #include "tests/testing/process.h"
 #include "worker/client/client.h"
@@ -39,36 +40,12 @@ std::string NewDir(const std::string& prefix) {
   return *dir;
 }
 
-// The main job's shape (Fashion-MNIST MLP, 2 servers, 2 workers, BSP, Adam)
-// for 200 steps with a checkpoint every 100 clocks into `ckpt`.
+// The small launcher job (launch_jobs.h: Fashion-MNIST MLP, 2 servers, 2
+// workers, BSP, SGD with momentum, whose slots a resume must bring back) for
+// 200 steps, with a checkpoint every 100 clocks into `ckpt`.
 std::string TrainingJob(const std::string& ckpt) {
-  return absl::StrCat(R"(
-cluster:
-  servers: 2
-  workers: 2
-  partitions: 8
-  lease_timeout: 5s
-  heartbeat_interval: 200ms
-  startup_timeout: 60s
-consistency:
-  mode: bsp
-training:
-  model: mlp
-  layers: [784, 32, 10]
-  batch_size: 64
-  epochs: 1
-  max_steps: 200
-  seed: 7
-  data_dir: /usr/share/datasets/fashion-mnist
-  device: cpu
-  optimizer:
-    type: adam
-    learning_rate: 0.001
-checkpoint:
-  dir: )", ckpt, R"(
-  every_clocks: 100
-  keep: 3
-)");
+  return TinyJob(200) + absl::StrCat("checkpoint:\n  dir: ", ckpt,
+                                     "\n  every_clocks: 100\n  keep: 3\n");
 }
 
 // Runs `cairnctl args...` to the end; returns its stdout, REQUIREs exit 0.
