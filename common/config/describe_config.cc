@@ -109,6 +109,7 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("cluster.heartbeat_interval", FormatDurationForConfig(c.cluster.heartbeat_interval));
   out.Add("cluster.startup_timeout", FormatDurationForConfig(c.cluster.startup_timeout));
   out.Add("cluster.replication", c.cluster.replication);
+  out.Add("cluster.rereplication_delay", FormatDurationForConfig(c.cluster.rereplication_delay));
   out.Add("cluster.on_worker_loss", WorkerLossPolicyName(c.cluster.on_worker_loss));
   out.Add("cluster.state_dir", c.cluster.state_dir.empty() ? kNoStateDir : c.cluster.state_dir);
   out.Add("rpc.max_message_size", FormatSizeForConfig(c.rpc.max_message_bytes));

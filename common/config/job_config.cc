@@ -36,7 +36,8 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
                    MapReader::Open(node, "cluster",
                                    {"coordinator", "servers", "workers", "partitions",
                                     "lease_timeout", "heartbeat_interval", "startup_timeout",
-                                    "replication", "on_worker_loss", "state_dir"}));
+                                    "replication", "rereplication_delay", "on_worker_loss",
+                                    "state_dir"}));
   RETURN_IF_ERROR(r.String("coordinator", /*non_empty=*/true, &c->coordinator));
   if (r.Has("coordinator")) {
     absl::StatusOr<HostPort> hp = ParseHostPort(c->coordinator, r.Path("coordinator"));
@@ -63,6 +64,8 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
                                 c->servers,
                                 "): each copy of a partition needs a server of its own"));
   }
+  RETURN_IF_ERROR(
+      r.Duration("rereplication_delay", -absl::InfiniteDuration(), &c->rereplication_delay));
   RETURN_IF_ERROR(r.String("state_dir", /*non_empty=*/true, &c->state_dir));
   c->state_dir_set = r.Has("state_dir");
   std::string loss = WorkerLossPolicyName(c->on_worker_loss);
@@ -285,6 +288,7 @@ v1::JobSpec ToJobSpec(const JobConfig& config) {
   spec.set_lease_timeout_ms(absl::ToInt64Milliseconds(config.cluster.lease_timeout));
   spec.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(config.cluster.heartbeat_interval));
   spec.set_replication(static_cast<uint32_t>(config.cluster.replication));
+  spec.set_rereplication_delay_ms(absl::ToInt64Milliseconds(config.cluster.rereplication_delay));
   spec.mutable_checkpoint()->set_dir(config.checkpoint.dir);
   spec.mutable_checkpoint()->set_every_clocks(config.checkpoint.every_clocks);
   spec.mutable_checkpoint()->set_every_ms(absl::ToInt64Milliseconds(config.checkpoint.every));

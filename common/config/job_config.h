@@ -42,6 +42,11 @@ struct ClusterConfig {
   // 1..servers. Partitions are placed in replica groups; when a primary's
   // lease expires the coordinator promotes its first live backup.
   int replication = 1;  // parsed default: min(2, servers)
+  // How long a replica group left short of copies by a dead server waits
+  // for an empty server (a replacement, or the dead one rejoining after a
+  // cut) before a server that already holds other groups takes the copy.
+  // An empty server takes it at once.
+  absl::Duration rereplication_delay = absl::Seconds(30);
   WorkerLossPolicy on_worker_loss = WorkerLossPolicy::kContinue;  // `continue` | `fail`
   // Where cairn-coordinator keeps its state (members, partition map) so a
   // restarted coordinator resumes the job: a RocksDB store. Resolved at

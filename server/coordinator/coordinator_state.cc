@@ -235,7 +235,12 @@ std::vector<MemberRecord> CoordinatorState::ExpireLeases() {
     return {};
   }
   std::vector<MemberRecord> expired = leases_.ExpireLeases(now);
-  if (expired.empty()) return expired;
+  if (expired.empty()) {
+    const uint64_t version = map_.version();
+    ReplicateLocked(nullptr);  // groups whose rereplication_delay ran out
+    if (map_.version() != version) PersistLocked();
+    return expired;
+  }
   for (const MemberRecord& record : expired) {
     restoring_.absent.erase({record.role, record.id});
     if (record.role == v1::MEMBER_ROLE_SERVER) pending_failovers_.erase(record.id);
@@ -455,7 +460,22 @@ void CoordinatorState::ReplicateLocked(std::vector<v1::PartitionAssignment>* cha
                                                                 map_.assignments().end());
   std::vector<std::pair<uint32_t, uint32_t>> added;
   if (ready_ && !assignments.empty()) {
-    added = AssignJoiners(AliveServers(leases_.Snapshot()), ReplicationLocked(), &assignments);
+    const std::set<uint32_t> alive = AliveServers(leases_.Snapshot());
+    const absl::Time now = time_->Now();
+    const absl::Duration delay = absl::Milliseconds(job_.rereplication_delay_ms());
+    // When each group short of copies became short; a group waits `delay`
+    // for an empty server before the others may take its copies.
+    const std::set<uint32_t> short_groups = ShortGroups(alive, ReplicationLocked(), assignments);
+    std::set<uint32_t> overdue;
+    for (auto it = short_since_.begin(); it != short_since_.end();) {
+      it = short_groups.contains(it->first) ? std::next(it) : short_since_.erase(it);
+    }
+    for (uint32_t g : short_groups) {
+      const absl::Time since = short_since_.try_emplace(g, now).first->second;
+      if (now - since >= delay) overdue.insert(g);
+    }
+    added = AssignJoiners(alive, ReplicationLocked(), overdue, &assignments);
+    for (const auto& [group, server] : added) short_since_.erase(group);
   }
   if (added.empty() && changed == nullptr) return;
   RefreshMapLocked(&assignments);

@@ -218,7 +218,10 @@ class CoordinatorState {
   void RestoreLostGroupsLocked(std::vector<v1::PartitionAssignment>* assignments)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives replica groups short of copies joiners (failover.h AssignJoiners)
-  // in `changed` (null: the current assignments) and publishes the map once.
+  // in `changed` (null: the current assignments) and publishes the map once
+  // (with `changed`, also when no joiner was added). Servers that already
+  // hold groups are candidates only for groups short for at least the job's
+  // rereplication_delay; called at every lease tick for those.
   void ReplicateLocked(std::vector<v1::PartitionAssignment>* changed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint32_t ReplicationLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -238,6 +241,8 @@ class CoordinatorState {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   Restoring restoring_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, PendingFailover> pending_failovers_ ABSL_GUARDED_BY(mu_);  // by promoted id
+  // Replica groups short of copies, and since when (rereplication_delay).
+  std::map<uint32_t, absl::Time> short_since_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn

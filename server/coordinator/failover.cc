@@ -73,16 +73,21 @@ std::string DescribeFailover(const GroupFailover& f) {
   return absl::StrCat(head, "no live backup: its partitions stay on the dead server");
 }
 
-std::vector<std::pair<uint32_t, uint32_t>> AssignJoiners(
-    const std::set<uint32_t>& alive_servers, uint32_t replication,
-    std::vector<v1::PartitionAssignment>* assignments) {
-  // Live replicas (primary, backups, joiners) per group, whether its primary
-  // lives, and how many groups each live server already replicates.
+namespace {
+
+// Live replicas (primary, backups, joiners) per group, and whether the
+// group's primary lives.
+struct GroupReplicas {
   std::map<uint32_t, std::set<uint32_t>> replicas;
   std::map<uint32_t, bool> primary_alive;
-  for (const v1::PartitionAssignment& a : *assignments) {
-    std::set<uint32_t>& r = replicas[a.group()];
-    primary_alive[a.group()] = alive_servers.contains(a.primary());
+};
+
+GroupReplicas LiveReplicas(const std::set<uint32_t>& alive_servers,
+                           const std::vector<v1::PartitionAssignment>& assignments) {
+  GroupReplicas out;
+  for (const v1::PartitionAssignment& a : assignments) {
+    std::set<uint32_t>& r = out.replicas[a.group()];
+    out.primary_alive[a.group()] = alive_servers.contains(a.primary());
     if (alive_servers.contains(a.primary())) r.insert(a.primary());
     for (uint32_t b : a.backups()) {
       if (alive_servers.contains(b)) r.insert(b);
@@ -91,20 +96,46 @@ std::vector<std::pair<uint32_t, uint32_t>> AssignJoiners(
       if (alive_servers.contains(j)) r.insert(j);
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::set<uint32_t> ShortGroups(const std::set<uint32_t>& alive_servers, uint32_t replication,
+                               const std::vector<v1::PartitionAssignment>& assignments) {
+  const GroupReplicas live = LiveReplicas(alive_servers, assignments);
+  std::set<uint32_t> groups;
+  for (const auto& [group, r] : live.replicas) {
+    if (live.primary_alive.at(group) && r.size() < replication) groups.insert(group);
+  }
+  return groups;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> AssignJoiners(
+    const std::set<uint32_t>& alive_servers, uint32_t replication,
+    const std::set<uint32_t>& overdue, std::vector<v1::PartitionAssignment>* assignments) {
+  GroupReplicas live = LiveReplicas(alive_servers, *assignments);
+  // How many groups each live server replicates; a server empty at the
+  // start of this round may take copies of any short group.
   std::map<uint32_t, int> load;
   for (uint32_t s : alive_servers) load[s] = 0;
-  for (const auto& [group, r] : replicas) {
+  for (const auto& [group, r] : live.replicas) {
     for (uint32_t s : r) ++load[s];
   }
+  std::set<uint32_t> empty;
+  for (const auto& [s, l] : load) {
+    if (l == 0) empty.insert(s);
+  }
   std::vector<std::pair<uint32_t, uint32_t>> added;
-  for (auto& [group, r] : replicas) {
+  for (auto& [group, r] : live.replicas) {
     // A group without a live primary has nobody to send its state.
-    if (!primary_alive[group]) continue;
+    if (!live.primary_alive[group]) continue;
+    const bool any_server = overdue.contains(group);
     while (r.size() < replication) {
       uint32_t best = 0;
       int best_load = -1;
       for (const auto& [s, l] : load) {
-        if (r.contains(s)) continue;
+        if (r.contains(s) || (!any_server && !empty.contains(s))) continue;
         if (best_load < 0 || l < best_load) {
           best = s;
           best_load = l;

@@ -35,15 +35,23 @@ struct GroupFailover {
 std::vector<GroupFailover> FailOver(uint32_t dead, const std::set<uint32_t>& alive_servers,
                                     std::vector<v1::PartitionAssignment>* assignments);
 
-// Re-replication: every group with a live primary and fewer than
-// `replication` live replicas (primary, backups, joiners) gets joiners from
-// `alive_servers` not yet in it, least loaded first (a server that just
-// registered holds nothing), until it has `replication` or no server is
-// left; every partition of the group lists them in `joining`. Returns the
-// (group, server) pairs added.
+// The groups with a live primary and fewer than `replication` live replicas
+// (primary, backups, joiners) in `alive_servers`.
+std::set<uint32_t> ShortGroups(const std::set<uint32_t>& alive_servers, uint32_t replication,
+                               const std::vector<v1::PartitionAssignment>& assignments);
+
+// Re-replication: every short group (ShortGroups) gets joiners from
+// `alive_servers` not yet in it, least loaded first, until it has
+// `replication` or no server is left; every partition of the group lists
+// them in `joining`. Only a group in `overdue` (short for longer than the
+// job's rereplication_delay) takes servers that already replicate other
+// groups; any short group takes empty ones (one that just registered: a
+// replacement, or a server rejoining after it was declared dead), so a
+// server that comes back soon gets the copies it lost instead of the
+// survivors copying them twice. Returns the (group, server) pairs added.
 std::vector<std::pair<uint32_t, uint32_t>> AssignJoiners(
     const std::set<uint32_t>& alive_servers, uint32_t replication,
-    std::vector<v1::PartitionAssignment>* assignments);
+    const std::set<uint32_t>& overdue, std::vector<v1::PartitionAssignment>* assignments);
 
 // The joiner `server` holds group `group`'s state now: it moves from
 // `joining` to `backups` in every partition of the group. False when it was

@@ -256,7 +256,7 @@ TEST_CASE("ModelTables builds weight and bias per layer", "[config][training]") 
 TEST_CASE("ToJobSpec carries what every process must agree on", "[config]") {
   const std::string yaml =
       "cluster: {servers: 3, workers: 4, partitions: 16, lease_timeout: 3s, "
-      "heartbeat_interval: 250ms}\n"
+      "heartbeat_interval: 250ms, rereplication_delay: 1m}\n"
       "rpc: {max_message_size: 64MiB, request_split_size: 512KiB, deadline: 5s}\n" +
       std::string(kTwoTables).substr(std::string(kTwoTables).find("tables:"));
   const JobConfig c = ParseOk(yaml);
@@ -271,6 +271,7 @@ TEST_CASE("ToJobSpec carries what every process must agree on", "[config]") {
   CHECK(spec.pull_deadline_ms() == 5000);
   CHECK(spec.lease_timeout_ms() == 3000);
   CHECK(spec.heartbeat_interval_ms() == 250);
+  CHECK(spec.rereplication_delay_ms() == 60000);
   CHECK(spec.config_hash() == ConfigHash(yaml, {}));
   CHECK(spec.config_hash().size() == 16);
   // A different file hashes differently; an override changes the hash too.
@@ -290,7 +291,8 @@ TEST_CASE("DescribeConfig prints every effective value, one per line", "[config]
        {"config.path: job.yaml", "cluster.coordinator: 127.0.0.1:7070", "cluster.servers: 1",
         "cluster.partitions: 64", "cluster.lease_timeout: 5s",
         "cluster.heartbeat_interval: 500ms", "cluster.startup_timeout: 1m",
-        "cluster.replication: 1", "rpc.max_message_size: 256MiB",
+        "cluster.replication: 1", "cluster.rereplication_delay: 30s",
+        "rpc.max_message_size: 256MiB",
         "rpc.request_split_size: 1MiB", "rpc.deadline: 1m", "consistency.mode: ssp",
         "consistency.staleness: 3", "tables[0].name: emb_user", "tables[0].width: 16",
         "tables[0].optimizer.type: adagrad", "tables[0].optimizer.learning_rate: 0.05",

@@ -57,6 +57,11 @@ TEST_CASE("B25.3: durations need their unit, the effective value is printed", "[
                     "no unit; durations need a unit: 500ms, 3s, 1.5s, 2m or 1h"));
   CHECK_THAT(ParseError("cluster: {lease_timeout: 3 s}\n"),
              StartsWith("job.yaml:1:26: `cluster.lease_timeout` is not a valid duration"));
+  // rereplication_delay may be 0 (re-replicate at once), never without a unit.
+  CHECK(ParseOk("cluster: {rereplication_delay: 0s}\n").cluster.rereplication_delay ==
+        absl::ZeroDuration());
+  CHECK_THAT(ParseError("cluster:\n  servers: 2\n  rereplication_delay: 10\n"),
+             StartsWith("job.yaml:3:24: `cluster.rereplication_delay` is not a valid duration"));
   for (const char* text : {"cluster: {lease_timeout: \"3s\"}\n", "cluster: {lease_timeout: 3s}\n",
                            "cluster: {lease_timeout: 3000ms}\n"}) {
     INFO(text);

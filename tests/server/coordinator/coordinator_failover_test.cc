@@ -12,8 +12,10 @@ namespace {
 
 constexpr absl::Duration kLease = absl::Seconds(3);
 
-v1::JobSpec Job(uint32_t servers, uint32_t partitions, uint32_t replication) {
+v1::JobSpec Job(uint32_t servers, uint32_t partitions, uint32_t replication,
+               absl::Duration rereplication_delay = absl::ZeroDuration()) {
   v1::JobSpec job;
+  job.set_rereplication_delay_ms(absl::ToInt64Milliseconds(rereplication_delay));
   job.set_num_servers(servers);
   job.set_num_workers(1);
   job.set_num_partitions(partitions);
@@ -53,9 +55,10 @@ struct Job3 {
   FakeTimeSource time;
   prometheus::Registry registry;
   CoordinatorMetrics metrics{registry};
-  CoordinatorState state{Job(3, 6, 2), &time, &metrics};
+  CoordinatorState state;
 
-  Job3() {
+  explicit Job3(absl::Duration rereplication_delay = absl::ZeroDuration())
+      : state(Job(3, 6, 2, rereplication_delay), &time, &metrics) {
     for (int i = 0; i < 3; ++i) REQUIRE(state.RegisterServer(-1, Addr(i), "").ok());
     REQUIRE(state.RegisterWorker(-1, "").ok());
     REQUIRE(state.ready());
@@ -180,6 +183,47 @@ TEST_CASE("with replication 1 a dead server keeps its partitions and they count 
   for (uint32_t p = 0; p < 4; ++p) CHECK(map.assignments(p).primary() == p % 2);
   CHECK(Value(registry, "cairn_coordinator_failovers_total") == 0);
   CHECK(Value(registry, "cairn_coordinator_partitions_under_replicated") == 2);
+}
+
+// The servers listed as joining partition `p`.
+std::vector<uint32_t> Joining(const v1::PartitionMap& map, uint32_t p) {
+  return {map.assignments(p).joining().begin(), map.assignments(p).joining().end()};
+}
+
+TEST_CASE("within rereplication_delay a short group waits for an empty server; after it a "
+          "survivor takes the copy",
+          "[coordinator][failover]") {
+  Job3 job(absl::Seconds(10));
+  REQUIRE(job.Silence(1).size() == 1);
+  // Groups 0 {0, 3} (lost its backup) and 1 {1, 4} (lost its primary) are
+  // short; the survivors hold groups already, so nobody joins yet.
+  for (uint32_t p = 0; p < 6; ++p) CHECK(Joining(job.state.Map(), p).empty());
+  CHECK(Value(job.registry, "cairn_coordinator_partitions_under_replicated") == 4);
+
+  SECTION("an empty server registering within the delay takes both copies at once") {
+    job.time.Advance(absl::Seconds(2));
+    auto reg = job.state.RegisterServer(-1, Addr(3), "");
+    REQUIRE(reg.ok());
+    CHECK(reg->id == 3);
+    for (uint32_t p : {0u, 1u, 3u, 4u}) CHECK(Joining(job.state.Map(), p) == std::vector<uint32_t>{3});
+    CHECK(Joining(job.state.Map(), 2).empty());
+  }
+  SECTION("with nobody new, the least loaded survivor joins once the delay has passed") {
+    for (int tick = 0; tick < 9; ++tick) {
+      job.time.Advance(absl::Seconds(1));
+      for (uint32_t id : {0u, 2u}) REQUIRE(job.state.Heartbeat(v1::MEMBER_ROLE_SERVER, id, -1).ok());
+      REQUIRE(job.state.Heartbeat(v1::MEMBER_ROLE_WORKER, 0, 1).ok());
+      job.state.ExpireLeases();
+    }
+    for (uint32_t p = 0; p < 6; ++p) CHECK(Joining(job.state.Map(), p).empty());  // 9 s
+    job.time.Advance(absl::Seconds(1));
+    for (uint32_t id : {0u, 2u}) REQUIRE(job.state.Heartbeat(v1::MEMBER_ROLE_SERVER, id, -1).ok());
+    REQUIRE(job.state.Heartbeat(v1::MEMBER_ROLE_WORKER, 0, 1).ok());
+    job.state.ExpireLeases();  // 10 s: overdue
+    // Group 0 (primary 0) gets server 2, group 1 (primary 2 now) server 0.
+    CHECK(Joining(job.state.Map(), 0) == std::vector<uint32_t>{2});
+    CHECK(Joining(job.state.Map(), 1) == std::vector<uint32_t>{0});
+  }
 }
 
 }  // namespace

@@ -90,5 +90,32 @@ TEST_CASE("a server that is primary of nothing changes only backups lists",
   CHECK(CountUnderReplicated(a, {0, 1}, 2) == 0);
 }
 
+TEST_CASE("a short group takes an empty server at once and a busy one only once overdue",
+          "[coordinator][failover]") {
+  // 3 servers, r = 2; server 1 dies: groups 0 (lost backup 1) and 1 (primary
+  // 1, backup 2 promoted) are short, group 2 (2, backup 0) is not.
+  std::vector<v1::PartitionAssignment> a = AssignRoundRobin(6, std::vector<uint32_t>{0, 1, 2}, 2);
+  FailOver(1, {0, 2}, &a);
+  CHECK(ShortGroups({0, 2}, 2, a) == std::set<uint32_t>{0, 1});
+  // Within rereplication_delay the survivors, which hold groups, wait.
+  std::vector<v1::PartitionAssignment> waiting = a;
+  CHECK(AssignJoiners({0, 2}, 2, {}, &waiting).empty());
+  // Server 3 registers empty (a replacement, or server 1 rejoining under a
+  // new id): it takes both copies at once.
+  std::vector<v1::PartitionAssignment> rejoined = a;
+  const auto added = AssignJoiners({0, 2, 3}, 2, {}, &rejoined);
+  CHECK(added == std::vector<std::pair<uint32_t, uint32_t>>{{0, 3}, {1, 3}});
+  for (uint32_t p : {0u, 1u, 3u, 4u}) {
+    REQUIRE(rejoined[p].joining_size() == 1);
+    CHECK(rejoined[p].joining(0) == 3);
+  }
+  CHECK(ShortGroups({0, 2, 3}, 2, rejoined).empty());
+  // Once a group is overdue, the least loaded survivor takes it.
+  std::vector<v1::PartitionAssignment> overdue = a;
+  const auto late = AssignJoiners({0, 2}, 2, {0}, &overdue);
+  CHECK(late == std::vector<std::pair<uint32_t, uint32_t>>{{0, 2}});
+  CHECK(ShortGroups({0, 2}, 2, overdue) == std::set<uint32_t>{1});
+}
+
 }  // namespace
 }  // namespace cairn
