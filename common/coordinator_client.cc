@@ -41,9 +41,10 @@ auto WithRetry(const std::string& address, absl::Time deadline, Call call)
 
 }  // namespace
 
-CoordinatorClient::CoordinatorClient(const std::string& address, int64_t max_message_bytes)
+CoordinatorClient::CoordinatorClient(const std::string& address, int64_t max_message_bytes,
+                                     absl::Duration dead_after)
     : address_(address),
-      stub_(v1::Coordinator::NewStub(MakeChannel(address, max_message_bytes))) {}
+      stub_(v1::Coordinator::NewStub(MakeChannel(address, max_message_bytes, dead_after))) {}
 
 absl::StatusOr<v1::RegisterServerResponse> CoordinatorClient::RegisterServer(
     const v1::RegisterServerRequest& request, absl::Time deadline) {

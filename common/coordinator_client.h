@@ -16,7 +16,11 @@ namespace cairn {
 // Thread-safe (gRPC stubs are).
 class CoordinatorClient {
  public:
-  CoordinatorClient(const std::string& address, int64_t max_message_bytes);
+  // `dead_after` > 0: the channel's keepalive (MakeChannel), so a connection
+  // cut silently is replaced within about `dead_after`; the members pass
+  // the lease timeout.
+  CoordinatorClient(const std::string& address, int64_t max_message_bytes,
+                    absl::Duration dead_after = absl::ZeroDuration());
 
   const std::string& address() const { return address_; }
 

@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace cairn {
@@ -32,14 +34,17 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options) 
   return out;
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
-                                           int64_t max_message_bytes) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int64_t max_message_bytes,
+                                           absl::Duration dead_after) {
   grpc::ChannelArguments args;
   const int limit = static_cast<int>(std::min<int64_t>(max_message_bytes, INT32_MAX));
   args.SetMaxReceiveMessageSize(limit);
   args.SetMaxSendMessageSize(limit);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kClientKeepaliveMs);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
+  const int half = static_cast<int>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(dead_after / 2), 100, kClientKeepaliveMs));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, dead_after > absl::ZeroDuration() ? half
+                                                                             : kClientKeepaliveMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, dead_after > absl::ZeroDuration() ? half : 20000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // Reconnect quickly after a peer restarts.

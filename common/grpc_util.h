@@ -42,9 +42,14 @@ struct StartedServer {
 // taken or the address cannot be bound.
 absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options);
 
-// An insecure channel to `address` with Cairn's limits and keepalive.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
-                                           int64_t max_message_bytes);
+// An insecure channel to `address` with Cairn's limits and keepalive. With
+// `dead_after` > 0 (the data path: the job's lease_timeout) the channel pings
+// every dead_after / 2 and drops a connection whose ping is not answered
+// within dead_after / 2, failing its calls with UNAVAILABLE: a peer cut off
+// silently (no reset) is noticed within about a lease, as the coordinator
+// notices it, instead of at each call's deadline.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int64_t max_message_bytes,
+                                           absl::Duration dead_after = absl::ZeroDuration());
 
 // Waits up to `timeout` for the channel to connect. Unavailable naming
 // `address` and `what` ("coordinator") when it does not.

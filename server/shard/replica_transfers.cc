@@ -18,12 +18,13 @@ namespace cairn {
 
 ReplicaTransfers::ReplicaTransfers(uint32_t server_id, Shard* shard,
                                    CoordinatorClient* coordinator, int64_t max_message_bytes,
-                                   absl::Duration timeout)
+                                   absl::Duration timeout, absl::Duration dead_after)
     : server_id_(server_id),
       shard_(shard),
       coordinator_(coordinator),
       max_message_bytes_(max_message_bytes),
       timeout_(timeout),
+      dead_after_(dead_after),
       thread_([this] { Run(); }) {}
 
 ReplicaTransfers::~ReplicaTransfers() { Stop(); }
@@ -95,7 +96,7 @@ absl::Status ReplicaTransfers::Send(uint32_t group, uint32_t joiner) {
   ASSIGN_OR_RETURN(std::vector<v1::ReplicaChunk> chunks, shard_->ExportGroup(group, joiner));
   auto& stub = stubs_[address];
   if (stub == nullptr) {
-    stub = v1::ParameterService::NewStub(MakeChannel(address, max_message_bytes_));
+    stub = v1::ParameterService::NewStub(MakeChannel(address, max_message_bytes_, dead_after_));
   }
   const uint64_t transfer_id = static_cast<uint64_t>(absl::ToUnixMicros(start));
   uint64_t bytes = 0;

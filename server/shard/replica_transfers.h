@@ -31,9 +31,10 @@ class Shard;
 // Thread-safe.
 class ReplicaTransfers {
  public:
-  // `shard` and `coordinator` must outlive this. `timeout`: each call's deadline.
+  // `shard` and `coordinator` must outlive this. `timeout`: each call's
+  // deadline; `dead_after`: the channels' keepalive (MakeChannel).
   ReplicaTransfers(uint32_t server_id, Shard* shard, CoordinatorClient* coordinator,
-                   int64_t max_message_bytes, absl::Duration timeout);
+                   int64_t max_message_bytes, absl::Duration timeout, absl::Duration dead_after);
   ~ReplicaTransfers();  // Stop()
 
   // Queue: send group `group`'s state to `joiner` (Shard's JoinerSink).
@@ -58,6 +59,7 @@ class ReplicaTransfers {
   CoordinatorClient* const coordinator_;
   const int64_t max_message_bytes_;
   const absl::Duration timeout_;
+  const absl::Duration dead_after_;
 
   absl::Mutex mu_;
   std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);

@@ -1,13 +1,13 @@
 // cairn-server: holds partitions of a job's tables and serves Pull, Push,
 // Clock and Stats. Registers with the coordinator, learns the job and the
-// partition map from it, renews its lease, and follows map changes.
+// partition map from it, renews its lease, and follows map changes. Declared
+// dead by the coordinator (a cut longer than its lease), it drops what it
+// held and registers again, empty (server/shard/incarnation.h).
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <memory>
-#include <optional>
 #include <iostream>
-#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -19,14 +19,9 @@
 #include "common/metrics.h"
 #include "common/net.h"
 #include "common/status_macros.h"
-#include "server/shard/checkpoint/checkpoint_format.h"
-#include "server/shard/checkpoint/job_shapes.h"
-#include "server/shard/checkpoint_agent.h"
-#include "server/shard/initial_rows.h"
+#include "server/shard/incarnation.h"
 #include "server/shard/rpc/parameter_service.h"
-#include "server/shard/replica_transfers.h"
 #include "server/shard/rpc/replica_forwarder.h"
-#include "server/shard/shard.h"
 #include "server/shard/shard_metrics.h"
 
 namespace cairn {
@@ -42,6 +37,7 @@ struct Flags {
   std::string port_file;
   std::string log_level = "info";
   std::vector<std::string> overrides;  // --set key.path=value, in order
+  std::string on_declared_dead = "rejoin";
 };
 
 int Run(const Flags& flags) {
@@ -72,7 +68,8 @@ int Run(const Flags& flags) {
   }
   ShardMetrics metrics((*metrics_server)->registry());
   ParameterService service(&metrics, config->rpc.deadline);
-  ReplicaForwarder forwarder(config->rpc.max_message_bytes, config->rpc.deadline);
+  ReplicaForwarder forwarder(config->rpc.max_message_bytes, config->rpc.deadline,
+                             config->cluster.lease_timeout);
   service.SetForwarder(&forwarder);
 
   GrpcServerOptions options;
@@ -101,172 +98,74 @@ int Run(const Flags& flags) {
   LOG_INFO("serving ParameterService on {} (max message {} bytes), /metrics on {}", address,
            config->rpc.max_message_bytes, (*metrics_server)->address());
 
-  CoordinatorClient coordinator(config->cluster.coordinator, config->rpc.max_message_bytes);
+  CoordinatorClient coordinator(config->cluster.coordinator, config->rpc.max_message_bytes,
+                                config->cluster.lease_timeout);
   v1::RegisterServerRequest reg;
   reg.set_address(address);
   reg.set_metrics_address((*metrics_server)->address());
   reg.set_requested_id(flags.server_id);
-  const absl::Time registering = absl::Now();
-  absl::StatusOr<v1::RegisterServerResponse> registered =
-      coordinator.RegisterServer(reg, registering + config->cluster.startup_timeout);
-  if (!registered.ok()) {
-    std::cerr << "cairn-server: " << registered.status().message() << "\n";
-    return kExitUnreachable;
-  }
-  const uint32_t server_id = registered->server_id();
-  LOG_INFO("registered as server {} with the coordinator at {}", server_id,
-           config->cluster.coordinator);
-  const v1::JobSpec& job = registered->job();
-  Shard shard(server_id, job, &metrics);
-  // Fencing: this server stops serving a quarter of a lease before the
-  // coordinator could declare it dead and promote a backup; each renewal
-  // moves the deadline on, counted from when the renewal was sent.
-  // With one copy no backup can take over, so a server never fences itself
-  // (a coordinator outage must not stop the data path).
-  const bool fencing = job.replication() > 1;
-  const absl::Duration fence = absl::Milliseconds(job.lease_timeout_ms()) * 3 / 4;
-  if (fencing) shard.SetLeaseDeadline(registering + fence);
-  std::unique_ptr<CheckpointAgent> agent;
-  if (!job.checkpoint().dir().empty()) {
-    absl::StatusOr<std::vector<checkpoint::TableShape>> shapes = checkpoint::JobTableShapes(job);
-    absl::StatusOr<std::unique_ptr<CheckpointAgent>> started_agent =
-        shapes.ok() ? CheckpointAgent::Start(
-                          {checkpoint::ServerStoreDir(job.checkpoint().dir(), server_id),
-                           server_id, job.num_partitions(), *shapes},
-                          &coordinator, &metrics)
-                    : shapes.status();
-    if (!started_agent.ok()) {
-      std::cerr << "cairn-server: " << started_agent.status().message() << "\n";
-      return kExitBadConfig;
-    }
-    agent = *std::move(started_agent);
-    shard.SetCheckpointSink(job.checkpoint().every_clocks(), [a = agent.get()](ShardSnapshot s) {
-      a->Submit(std::move(s));
-    });
-  }
-  ReplicaTransfers transfers(server_id, &shard, &coordinator, config->rpc.max_message_bytes,
-                             config->rpc.deadline);
-  shard.SetJoinerSink([&transfers](uint32_t group, uint32_t joiner) {
-    transfers.SendTo(group, joiner);
-  });
-  service.SetOnReplicaInstalled([&transfers](uint32_t group) { transfers.ReportReady(group); });
-  absl::StatusOr<std::optional<InitialState>> initial = MakeInitialState(job);
-  if (!initial.ok()) {
-    std::cerr << "cairn-server: " << initial.status().message() << "\n";
-    return kExitBadConfig;
-  }
-  if (initial->has_value()) shard.SetInitialRows((*initial)->loader, (*initial)->start_clock);
-  std::unique_ptr<CheckpointPartitionReader> restore_reader;
-  if (!job.checkpoint().dir().empty()) {
-    restore_reader = std::make_unique<CheckpointPartitionReader>(job.checkpoint().dir());
-    shard.SetRestoreLoader([&coordinator, reader = restore_reader.get()](
-                               uint64_t record_id, const v1::TableSpec& table,
-                               uint32_t partition) -> absl::StatusOr<PartitionRows> {
-      ASSIGN_OR_RETURN(v1::ListCheckpointsResponse list,
-                       coordinator.ListCheckpoints(absl::Seconds(10)));
-      for (const v1::CheckpointRecord& r : list.records()) {
-        if (r.id() == record_id) return reader->Read(r, table, partition);
-      }
-      return absl::NotFoundError(
-          absl::StrCat("checkpoint record ", record_id, " is not among the coordinator's"));
-    });
-  }
-  if (absl::Status s = shard.InstallMap(registered->map()); !s.ok()) {
-    std::cerr << "cairn-server: " << s.message() << "\n";
-    return kExitFailure;
-  }
-  service.SetShard(&shard);
-  if (!flags.port_file.empty()) {
-    const int mport = std::stoi((*metrics_server)->address().substr(
-        (*metrics_server)->address().rfind(':') + 1));
-    if (absl::Status s = WritePortFile(flags.port_file, started->port, mport); !s.ok()) {
-      std::cerr << "cairn-server: " << s.message() << "\n";
-      return kExitFailure;
-    }
-  }
-
-  std::atomic<bool> stop{false};
-  std::atomic<bool> lost{false};    // the coordinator
-  std::atomic<bool> failed{false};  // the first ready map could not be installed
-  std::atomic<bool> fenced{false};  // the coordinator declared this server dead
+  const Incarnation::Context context{&*config, &coordinator, &metrics, &service};
   std::atomic<bool> must_stop{false};
-  const absl::Duration heartbeat = absl::Milliseconds(registered->job().heartbeat_interval_ms());
-  const absl::Duration lease = absl::Milliseconds(registered->job().lease_timeout_ms());
-  const absl::Duration loss_timeout = std::max(absl::Seconds(10), 4 * lease);
-
-  std::thread heartbeats([&] {
-    absl::Time last_ok = absl::Now();
-    while (!stop.load()) {
-      v1::HeartbeatRequest hb;
-      hb.set_role(v1::MEMBER_ROLE_SERVER);
-      hb.set_id(server_id);
-      hb.set_map_version(shard.map_version());
-      const absl::Time sent = absl::Now();
-      absl::StatusOr<v1::HeartbeatResponse> r = coordinator.Heartbeat(hb, heartbeat);
-      if (r.ok()) {
-        last_ok = absl::Now();
-        if (fencing) shard.SetLeaseDeadline(sent + fence);
-      } else if (absl::IsNotFound(r.status())) {
-        // Declared dead (its lease ran out): a backup may serve its
-        // partitions now. Never serve again; a restart rejoins afresh.
-        LOG_ERROR("the coordinator declared server {} dead ({}); exiting", server_id,
-                  r.status().message());
-        shard.SetLeaseDeadline(absl::InfinitePast());
-        fenced.store(true);
-        must_stop.store(true);
-        return;
-      } else if (absl::Now() - last_ok > loss_timeout) {
-        LOG_ERROR("lost the coordinator at {}: no heartbeat answered for {}",
-                  config->cluster.coordinator, absl::FormatDuration(loss_timeout));
-        lost.store(true);
-        must_stop.store(true);
-        return;
-      }
-      for (absl::Duration slept; slept < heartbeat && !stop.load();
-           slept += absl::Milliseconds(20)) {
-        absl::SleepFor(absl::Milliseconds(20));
+  int code = kExitOk;
+  for (bool first = true;; first = false) {
+    const absl::Time registering = absl::Now();
+    absl::StatusOr<v1::RegisterServerResponse> registered =
+        coordinator.RegisterServer(reg, registering + config->cluster.startup_timeout);
+    if (!registered.ok()) {
+      std::cerr << "cairn-server: " << registered.status().message() << "\n";
+      code = kExitUnreachable;
+      break;
+    }
+    LOG_INFO("registered as server {} with the coordinator at {}", registered->server_id(),
+             config->cluster.coordinator);
+    absl::StatusOr<std::unique_ptr<Incarnation>> incarnation =
+        Incarnation::Create(context, *registered, registering);
+    if (!incarnation.ok()) {
+      std::cerr << "cairn-server: " << incarnation.status().message() << "\n";
+      code = kExitBadConfig;
+      break;
+    }
+    if (absl::Status s = (*incarnation)->Begin(&must_stop); !s.ok()) {
+      std::cerr << "cairn-server: " << s.message() << "\n";
+      code = kExitFailure;
+      break;
+    }
+    if (first && !flags.port_file.empty()) {
+      const int mport = std::stoi((*metrics_server)->address().substr(
+          (*metrics_server)->address().rfind(':') + 1));
+      if (absl::Status s = WritePortFile(flags.port_file, started->port, mport); !s.ok()) {
+        std::cerr << "cairn-server: " << s.message() << "\n";
+        code = kExitFailure;
+        break;
       }
     }
-  });
-  std::thread watcher([&] {
-    while (!stop.load()) {
-      absl::StatusOr<v1::GetPartitionMapResponse> r =
-          coordinator.WatchPartitionMap(shard.map_version(), absl::Seconds(1));
-      if (!r.ok()) {
-        absl::SleepFor(absl::Milliseconds(200));
-        continue;
-      }
-      if (absl::Status s = shard.InstallMap(r->map()); !s.ok()) {
-        LOG_ERROR("cannot install partition map version {}: {}", r->map().version(), s.message());
-        if (r->map().ready() && shard.map_version() == 0) {  // no state to serve: give up
-          failed.store(true);
-          must_stop.store(true);
-          return;
-        }
-      }
+    const int sig = WaitForTermination(&must_stop);
+    if (sig != 0) LOG_INFO("signal {}: shutting down", sig);
+    absl::StatusOr<IncarnationEnd> end = (*incarnation)->Stop();
+    if (!end.ok()) {
+      LOG_ERROR("{}", end.status().message());
+      code = kExitFailure;
+      break;
     }
-  });
-  std::thread expirer([&] {
-    while (!stop.load()) {
-      shard.ExpireWaiters(absl::Now());
-      absl::SleepFor(absl::Milliseconds(50));
+    if (*end == IncarnationEnd::kDeclaredDead && flags.on_declared_dead == "rejoin") {
+      // Whatever it held may be behind a promoted backup: it went with the
+      // incarnation. Register again, empty, under a new id, so that no map
+      // can name this process for a group it held before.
+      LOG_WARN("server {} dropped every value it held and registers again, empty, under a new "
+               "id, to back up the replica groups the coordinator gives it",
+               (*incarnation)->server_id());
+      metrics.Rejoined();
+      reg.set_requested_id(-1);
+      must_stop.store(false);
+      continue;
     }
-  });
-
-  const int sig = WaitForTermination(&must_stop);
-  stop.store(true);
-  if (sig != 0) LOG_INFO("signal {}: shutting down", sig);
-  shard.Shutdown();  // parked pulls answer UNAVAILABLE now, so Shutdown is quick
+    code = *end == IncarnationEnd::kFailed          ? kExitFailure
+           : *end == IncarnationEnd::kDeclaredDead    ? kExitDeclaredDead
+           : *end == IncarnationEnd::kLostCoordinator ? kExitLostCoordinator
+                                                      : kExitOk;
+    break;
+  }
   started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  heartbeats.join();
-  watcher.join();
-  expirer.join();
-  transfers.Stop();
-  if (agent != nullptr) agent->Stop();  // finishes the checkpoints already taken
-  const int code = failed.load()   ? kExitFailure
-                   : fenced.load() ? kExitDeclaredDead
-                   : lost.load()   ? kExitLostCoordinator
-                                   : kExitOk;
   LOG_INFO("stopped (exit code {})", code);
   ExitNow(code);
 }
@@ -291,6 +190,12 @@ int main(int argc, char** argv) {
   app.add_option("--port-file", flags.port_file,
                  "write 'grpc=PORT' and 'metrics=PORT' here once serving");
   app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
+      ->capture_default_str();
+  app.add_option("--on-declared-dead", flags.on_declared_dead,
+                 "when the coordinator declares this server dead (a lease that ran out): "
+                 "'rejoin' drops every value held and registers again, empty; 'exit' ends "
+                 "the process with code 7, for a supervisor to restart")
+      ->check(CLI::IsMember({"rejoin", "exit"}))
       ->capture_default_str();
   app.add_option("--set", flags.overrides,
                  "config override key.path=value, applied on top of the file (repeatable)")

@@ -19,6 +19,12 @@ ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
                    .Name("cairn_shard_requests_total")
                    .Help("RPCs served by the shard server, by method and gRPC code.")
                    .Register(registry);
+  rejoins_ = &prometheus::BuildCounter()
+                  .Name("cairn_shard_rejoins_total")
+                  .Help("Times the coordinator declared this server dead (a lease that ran out: "
+                        "a cut or a stall) and it dropped what it held and registered again.")
+                  .Register(registry)
+                  .Add({});
   nonfinite_ = &prometheus::BuildCounter()
                     .Name("cairn_shard_nonfinite_rejected_total")
                     .Help("Pushes rejected for NaN or Inf gradients, by table.")
@@ -124,5 +130,7 @@ void ShardMetrics::Checkpoint(const std::string& result, double seconds, uint64_
     checkpoint_bytes_->Set(static_cast<double>(bytes));
   }
 }
+
+void ShardMetrics::Rejoined() { rejoins_->Increment(); }
 
 }  // namespace cairn

@@ -43,6 +43,9 @@ class ShardMetrics {
   // `seconds`, `bytes` encoded), "failed" (store or report error) or
   // "dropped" (the previous ones were still being written).
   void Checkpoint(const std::string& result, double seconds, uint64_t bytes);
+  // The coordinator declared this server dead and it registered again,
+  // empty (server/shard/incarnation.h).
+  void Rejoined();
 
  private:
   prometheus::Family<prometheus::Counter>* checkpoints_;
@@ -59,6 +62,7 @@ class ShardMetrics {
   prometheus::Counter* push_bytes_;
   prometheus::Gauge* min_clock_;
   prometheus::Gauge* clock_spread_;
+  prometheus::Counter* rejoins_;
 };
 
 }  // namespace cairn

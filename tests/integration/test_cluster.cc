@@ -10,36 +10,46 @@
 namespace cairn::testing {
 namespace {
 
-// Spawns `binary` directly, or through env(1) when `env` adds variables (env
-// execs the binary, so the pid stays the binary's).
+// Spawns `binary` directly, or through env(1) when `env` adds variables, or
+// through `prefix` (whose first element is the program to run). env and the
+// prefixes used (nsenter) exec the binary, so the pid stays the binary's.
 absl::StatusOr<std::unique_ptr<Subprocess>> SpawnWithEnv(const std::string& binary,
                                                          const std::vector<std::string>& args,
                                                          const std::vector<std::string>& env,
-                                                         const std::string& log_prefix) {
-  if (env.empty()) return Subprocess::Spawn(binary, args, log_prefix);
-  std::vector<std::string> env_args = env;
-  env_args.push_back(binary);
-  env_args.insert(env_args.end(), args.begin(), args.end());
-  return Subprocess::Spawn("/usr/bin/env", env_args, log_prefix);
+                                                         const std::string& log_prefix,
+                                                         const std::vector<std::string>& prefix = {}) {
+  if (env.empty() && prefix.empty()) return Subprocess::Spawn(binary, args, log_prefix);
+  std::vector<std::string> argv(prefix.begin(), prefix.end());
+  if (!env.empty()) {
+    argv.push_back("/usr/bin/env");
+    argv.insert(argv.end(), env.begin(), env.end());
+  }
+  argv.push_back(binary);
+  argv.insert(argv.end(), args.begin(), args.end());
+  const std::string program = argv.front();
+  argv.erase(argv.begin());
+  return Subprocess::Spawn(program, argv, log_prefix);
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(const std::string& name,
                                                                 const std::string& yaml,
-                                                                int num_servers, const Env& env) {
+                                                                int num_servers, const Env& env,
+                                                                const std::string& host) {
   auto cluster = std::make_unique<TestCluster>();
+  cluster->host_ = host;
   ASSIGN_OR_RETURN(cluster->dir_, MakeTempDir(name));
   cluster->config_ = cluster->dir_ + "/job.yaml";
   RETURN_IF_ERROR(WriteFile(cluster->config_, yaml));
   ASSIGN_OR_RETURN(cluster->coordinator_,
                    SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-coordinator",
-                                {"--config", cluster->config_, "--listen", "127.0.0.1:0",
+                                {"--config", cluster->config_, "--listen", host + ":0",
                                  "--port-file", cluster->dir_ + "/coordinator.ports"},
                                 env.coordinator, cluster->dir_ + "/coordinator"));
   ASSIGN_OR_RETURN(auto ports, ReadPortFile(cluster->dir_ + "/coordinator.ports",
                                             absl::Seconds(30), cluster->coordinator_.get()));
-  cluster->coordinator_address_ = absl::StrCat("127.0.0.1:", ports["grpc"]);
+  cluster->coordinator_address_ = absl::StrCat(host, ":", ports["grpc"]);
   cluster->coordinator_metrics_port_ = ports["metrics"];
   for (int i = 0; i < num_servers; ++i) {
     RETURN_IF_ERROR(cluster->StartServer(i < static_cast<int>(env.servers.size())
@@ -49,17 +59,21 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(const std::strin
   return cluster;
 }
 
-absl::Status TestCluster::StartServer(const std::vector<std::string>& env) {
+absl::Status TestCluster::StartServer(const std::vector<std::string>& env,
+                                      const std::vector<std::string>& command_prefix,
+                                      const std::string& host) {
   const int i = static_cast<int>(servers_.size());
+  const std::string listen_host = host.empty() ? host_ : host;
   const std::string port_file = absl::StrCat(dir_, "/server", i, ".ports");
   ASSIGN_OR_RETURN(auto server,
                    SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-server",
                                 {"--config", config_, "--coordinator", coordinator_address_,
-                                 "--listen", "127.0.0.1:0", "--port-file", port_file},
-                                env, absl::StrCat(dir_, "/server", i)));
+                                 "--listen", listen_host + ":0", "--port-file", port_file},
+                                env, absl::StrCat(dir_, "/server", i), command_prefix));
   servers_.push_back(std::move(server));
   ASSIGN_OR_RETURN(auto ports, ReadPortFile(port_file, absl::Seconds(30), servers_.back().get()));
   server_metrics_ports_.push_back(ports["metrics"]);
+  server_addresses_.push_back(absl::StrCat(listen_host, ":", ports["grpc"]));
   return absl::OkStatus();
 }
 

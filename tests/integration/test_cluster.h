@@ -29,10 +29,13 @@ class TestCluster {
   // `num_servers` servers from it; returns once every server wrote its port
   // file. The YAML's cluster.servers should equal num_servers. Servers start
   // one at a time, so the i-th registers as server id i in a fresh job.
+  // The coordinator and the servers listen on and advertise `host` (a
+  // loopback address by default; tests/testing/netns.h gives a routable one).
   static absl::StatusOr<std::unique_ptr<TestCluster>> Start(const std::string& name,
                                                             const std::string& yaml,
                                                             int num_servers,
-                                                            const Env& env = {});
+                                                            const Env& env = {},
+                                                            const std::string& host = "127.0.0.1");
 
   const std::string& dir() const { return dir_; }
   const std::string& config_path() const { return config_; }
@@ -42,8 +45,13 @@ class TestCluster {
   int num_servers() const { return static_cast<int>(servers_.size()); }
 
   // Starts one more server process (a late or restarted one), with `env`
-  // ("NAME=value") added to its environment.
-  absl::Status StartServer(const std::vector<std::string>& env = {});
+  // ("NAME=value") added to its environment. A non-empty `command_prefix`
+  // runs it through another program that execs it, e.g. nsenter into a
+  // network namespace (NetnsPeer::EnterCommand); `host` (default: the
+  // cluster's) is the address it listens on and advertises.
+  absl::Status StartServer(const std::vector<std::string>& env = {},
+                           const std::vector<std::string>& command_prefix = {},
+                           const std::string& host = "");
 
   // Kills the coordinator with SIGKILL (kill -9) and returns how it ended.
   ExitStatus KillCoordinator();
@@ -61,6 +69,8 @@ class TestCluster {
   // Ports of /metrics.
   int coordinator_metrics_port() const { return coordinator_metrics_port_; }
   int server_metrics_port(int i) const { return server_metrics_ports_[i]; }
+  // The gRPC address (host:port) the i-th server started listens on.
+  const std::string& server_address(int i) const { return server_addresses_[i]; }
 
   // The tail of every process's stderr, for failure messages.
   std::string Logs() const;
@@ -74,6 +84,8 @@ class TestCluster {
   std::vector<std::unique_ptr<Subprocess>> servers_;
   int coordinator_metrics_port_ = 0;
   std::vector<int> server_metrics_ports_;
+  std::vector<std::string> server_addresses_;
+  std::string host_;
 };
 
 // The body of http://127.0.0.1:port/path (tests/testing/http_get.h).

@@ -198,7 +198,8 @@ absl::Status ClientImpl::InstallMap(const v1::PartitionMap& map) {
       }
     }
     servers->stubs[m.id()] =
-        v1::ParameterService::NewStub(MakeChannel(m.address(), job_.max_message_bytes()));
+        v1::ParameterService::NewStub(MakeChannel(m.address(), job_.max_message_bytes(),
+                                                  absl::Milliseconds(job_.lease_timeout_ms())));
   }
   absl::MutexLock lock(&mu_);
   if (servers_ != nullptr && servers_->router.version() >= map.version()) return absl::OkStatus();

@@ -33,27 +33,39 @@ uint64_t PushBytes(const v1::PushRequest& r) {
 ParameterService::ParameterService(ShardMetrics* metrics, absl::Duration max_wait)
     : metrics_(metrics), max_wait_(max_wait) {}
 
+void ParameterService::Attach(std::shared_ptr<const Attached> attached) {
+  absl::MutexLock lock(&mu_);
+  attached_ = std::move(attached);
+}
+
+std::shared_ptr<const ParameterService::Attached> ParameterService::Current() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return attached_;
+}
+
 namespace {
 const grpc::Status kNotReady(grpc::StatusCode::UNAVAILABLE,
-                             "server has not registered with the coordinator yet");
+                             "server is not registered with the coordinator (not yet, or it "
+                             "is registering again after being declared dead)");
 }  // namespace
 
 grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* context,
                                                  const v1::PullRequest* request,
                                                  v1::PullResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Shard* shard = shard_.load(std::memory_order_acquire);
-  if (shard == nullptr) {
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
     reactor->Finish(kNotReady);
     return reactor;
   }
+  Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
   absl::Time deadline = start + max_wait_;
   const absl::Time client_deadline = absl::FromChrono(context->deadline());
   if (client_deadline < deadline) deadline = client_deadline;
   ShardMetrics* metrics = metrics_;
   shard->Pull(request, response, deadline,
-               [reactor, request, response, start, metrics](absl::Status status) {
+               [reactor, request, response, start, metrics, attached](absl::Status status) {
                  if (metrics != nullptr) {
                    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
                    if (status.ok()) metrics->PullWait(seconds);
@@ -70,11 +82,12 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
                                                  const v1::PushRequest* request,
                                                  v1::PushResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Shard* shard = shard_.load(std::memory_order_acquire);
-  if (shard == nullptr) {
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
     reactor->Finish(kNotReady);
     return reactor;
   }
+  Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
   absl::StatusOr<bool> duplicate = shard->Push(*request);
   if (duplicate.ok()) response->set_duplicate(*duplicate);
@@ -103,11 +116,12 @@ grpc::ServerUnaryReactor* ParameterService::Clock(grpc::CallbackServerContext* c
                                                   const v1::ClockRequest* request,
                                                   v1::ClockResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Shard* shard = shard_.load(std::memory_order_acquire);
-  if (shard == nullptr) {
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
     reactor->Finish(kNotReady);
     return reactor;
   }
+  Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
   absl::StatusOr<int64_t> min_clock = shard->Clock(*request);
   if (min_clock.ok()) response->set_min_clock(*min_clock);
@@ -123,11 +137,12 @@ grpc::ServerUnaryReactor* ParameterService::Stats(grpc::CallbackServerContext* c
                                                   const v1::StatsRequest* request,
                                                   v1::StatsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Shard* shard = shard_.load(std::memory_order_acquire);
-  if (shard == nullptr) {
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
     reactor->Finish(kNotReady);
     return reactor;
   }
+  Shard* shard = attached->shard.get();
   shard->Stats(response);
   if (metrics_ != nullptr) {
     for (const auto& t : response->tables()) metrics_->Keys(t.table(), t.num_keys());
@@ -141,11 +156,12 @@ grpc::ServerUnaryReactor* ParameterService::Checkpoint(grpc::CallbackServerConte
                                                        const v1::ShardCheckpointRequest* request,
                                                        v1::ShardCheckpointResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Shard* shard = shard_.load(std::memory_order_acquire);
-  if (shard == nullptr) {
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
     reactor->Finish(kNotReady);
     return reactor;
   }
+  Shard* shard = attached->shard.get();
   absl::Status status;
   switch (request->phase()) {
     case v1::CHECKPOINT_PHASE_PREPARE: {
@@ -174,13 +190,16 @@ grpc::ServerUnaryReactor* ParameterService::Replicate(grpc::CallbackServerContex
                                                       const v1::ReplicaChunk* request,
                                                       v1::ReplicaChunkResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Shard* shard = shard_.load(std::memory_order_acquire);
-  if (shard == nullptr) {
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
     reactor->Finish(kNotReady);
     return reactor;
   }
+  Shard* shard = attached->shard.get();
   absl::StatusOr<bool> done = shard->ReceiveReplica(*request);
-  if (done.ok() && *done && on_replica_installed_) on_replica_installed_(request->group());
+  if (done.ok() && *done && attached->on_replica_installed) {
+    attached->on_replica_installed(request->group());
+  }
   reactor->Finish(ToGrpcStatus(done.status()));
   return reactor;
 }

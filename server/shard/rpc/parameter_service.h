@@ -5,9 +5,11 @@
 #ifndef CAIRN_SERVER_SHARD_RPC_PARAMETER_SERVICE_H_
 #define CAIRN_SERVER_SHARD_RPC_PARAMETER_SERVICE_H_
 
-#include <atomic>
 #include <functional>
+#include <memory>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/v1/shard.grpc.pb.h"
 
@@ -17,16 +19,27 @@ class ReplicaForwarder;
 class Shard;
 class ShardMetrics;
 
-// Thread-safe. `shard` and `metrics` (may be null) must outlive the service.
+// Thread-safe. `metrics` (may be null) must outlive the service.
 class ParameterService final : public v1::ParameterService::CallbackService {
  public:
   // `max_wait` caps a pull's wait when the caller set no earlier deadline.
-  // Until SetShard() is called every request gets UNAVAILABLE (the server
+  // Until Attach() is called every request gets UNAVAILABLE (the server
   // listens before it has registered and learned the job).
   ParameterService(ShardMetrics* metrics, absl::Duration max_wait);
 
-  // `shard` must outlive the service. Call once.
-  void SetShard(Shard* shard) { shard_.store(shard, std::memory_order_release); }
+  // What requests are served from: one registration's shard, and what to
+  // call (on a gRPC thread; it must only queue) once this server holds a
+  // replica group it joins.
+  struct Attached {
+    std::shared_ptr<Shard> shard;
+    std::function<void(uint32_t group)> on_replica_installed;
+  };
+  // Serves requests from `attached` from now on, or refuses them all with
+  // UNAVAILABLE when it is null (a server between two registrations, see
+  // server/shard/incarnation.h). A request already running keeps the one it
+  // started with: it holds a reference to `attached` until it is answered, a
+  // parked pull included, so `attached.use_count()` tells when none is left.
+  void Attach(std::shared_ptr<const Attached> attached) ABSL_LOCKS_EXCLUDED(mu_);
   // Replication of pushes to backups; `forwarder` must outlive the service.
   // Without one (or a replication factor of 1) pushes are acknowledged once
   // applied here. Call before serving.
@@ -52,16 +65,13 @@ class ParameterService final : public v1::ParameterService::CallbackService {
   grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* context,
                                       const v1::ReplicaChunk* request,
                                       v1::ReplicaChunkResponse* response) override;
-  // Called (on a gRPC thread; it must only queue) once this server holds a
-  // group it joins. Call before serving.
-  void SetOnReplicaInstalled(std::function<void(uint32_t group)> f) {
-    on_replica_installed_ = std::move(f);
-  }
 
  private:
-  std::atomic<Shard*> shard_{nullptr};
+  std::shared_ptr<const Attached> Current() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const Attached> attached_ ABSL_GUARDED_BY(mu_);
   ReplicaForwarder* forwarder_ = nullptr;
-  std::function<void(uint32_t)> on_replica_installed_;
   ShardMetrics* const metrics_;
   const absl::Duration max_wait_;
 };

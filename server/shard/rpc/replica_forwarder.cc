@@ -30,14 +30,15 @@ struct Copy {
 
 }  // namespace
 
-ReplicaForwarder::ReplicaForwarder(int64_t max_message_bytes, absl::Duration timeout)
-    : max_message_bytes_(max_message_bytes), timeout_(timeout) {}
+ReplicaForwarder::ReplicaForwarder(int64_t max_message_bytes, absl::Duration timeout,
+                                   absl::Duration dead_after)
+    : max_message_bytes_(max_message_bytes), timeout_(timeout), dead_after_(dead_after) {}
 
 v1::ParameterService::Stub* ReplicaForwarder::StubFor(const std::string& address) {
   absl::MutexLock lock(&mu_);
   auto& stub = stubs_[address];
   if (stub == nullptr) {
-    stub = v1::ParameterService::NewStub(MakeChannel(address, max_message_bytes_));
+    stub = v1::ParameterService::NewStub(MakeChannel(address, max_message_bytes_, dead_after_));
   }
   return stub.get();
 }

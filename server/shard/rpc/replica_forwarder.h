@@ -31,8 +31,9 @@ namespace cairn {
 class ReplicaForwarder {
  public:
   // `max_message_bytes`: the channels' send/receive limit; `timeout`: each
-  // forwarded call's deadline.
-  ReplicaForwarder(int64_t max_message_bytes, absl::Duration timeout);
+  // forwarded call's deadline; `dead_after`: the channels' keepalive
+  // (MakeChannel), so a backup cut off fails its forwards within about a lease.
+  ReplicaForwarder(int64_t max_message_bytes, absl::Duration timeout, absl::Duration dead_after);
 
   // Sends a copy of `request` (marked forwarded, stamped `map_version`) to
   // every replica in `to`, in parallel; calls `done` once with OK when all
@@ -47,6 +48,7 @@ class ReplicaForwarder {
 
   const int64_t max_message_bytes_;
   const absl::Duration timeout_;
+  const absl::Duration dead_after_;
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<v1::ParameterService::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
 };

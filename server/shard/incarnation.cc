@@ -1,0 +1,199 @@
+#include "server/shard/incarnation.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/config/job_config.h"
+#include "common/coordinator_client.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "server/shard/checkpoint/checkpoint_format.h"
+#include "server/shard/checkpoint/job_shapes.h"
+#include "server/shard/checkpoint_agent.h"
+#include "server/shard/initial_rows.h"
+#include "server/shard/replica_transfers.h"
+#include "server/shard/shard.h"
+
+namespace cairn {
+namespace {
+
+// Sleeps `d` in steps of 20 ms, returning early once `stop` is set.
+void SleepUnlessStopped(absl::Duration d, const std::atomic<bool>& stop) {
+  for (absl::Duration slept; slept < d && !stop.load(); slept += absl::Milliseconds(20)) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+}  // namespace
+
+Incarnation::Incarnation(const Context& context, const v1::RegisterServerResponse& registered,
+                         absl::Time registering)
+    : context_(context),
+      registered_(registered),
+      server_id_(registered.server_id()),
+      registering_(registering) {}
+
+absl::StatusOr<std::unique_ptr<Incarnation>> Incarnation::Create(
+    const Context& context, const v1::RegisterServerResponse& registered,
+    absl::Time registering) {
+  std::unique_ptr<Incarnation> self(new Incarnation(context, registered, registering));
+  const v1::JobSpec& job = registered.job();
+  const uint32_t id = self->server_id_;
+  self->shard_ = std::make_shared<Shard>(id, job, context.metrics);
+  Shard& shard = *self->shard_;
+  // Fencing: this server stops serving a quarter of a lease before the
+  // coordinator could declare it dead and promote a backup; each renewal
+  // moves the deadline on, counted from when the renewal was sent. With one
+  // copy no backup can take over, so a server never fences itself (a
+  // coordinator outage must not stop the data path).
+  if (job.replication() > 1) {
+    shard.SetLeaseDeadline(registering + absl::Milliseconds(job.lease_timeout_ms()) * 3 / 4);
+  }
+  if (!job.checkpoint().dir().empty()) {
+    ASSIGN_OR_RETURN(std::vector<checkpoint::TableShape> shapes, checkpoint::JobTableShapes(job));
+    ASSIGN_OR_RETURN(std::unique_ptr<CheckpointAgent> agent,
+                     CheckpointAgent::Start({checkpoint::ServerStoreDir(job.checkpoint().dir(), id),
+                                             id, job.num_partitions(), std::move(shapes)},
+                                            context.coordinator, context.metrics));
+    self->agent_ = std::move(agent);
+    shard.SetCheckpointSink(job.checkpoint().every_clocks(),
+                            [agent = self->agent_](ShardSnapshot s) { agent->Submit(std::move(s)); });
+  }
+  self->transfers_ = std::make_shared<ReplicaTransfers>(
+      id, &shard, context.coordinator, context.config->rpc.max_message_bytes,
+      context.config->rpc.deadline, context.config->cluster.lease_timeout);
+  shard.SetJoinerSink([transfers = self->transfers_](uint32_t group, uint32_t joiner) {
+    transfers->SendTo(group, joiner);
+  });
+  ASSIGN_OR_RETURN(std::optional<InitialState> initial, MakeInitialState(job));
+  if (initial.has_value()) shard.SetInitialRows(initial->loader, initial->start_clock);
+  if (!job.checkpoint().dir().empty()) {
+    self->restore_reader_ = std::make_shared<CheckpointPartitionReader>(job.checkpoint().dir());
+    shard.SetRestoreLoader([coordinator = context.coordinator, reader = self->restore_reader_](
+                               uint64_t record_id, const v1::TableSpec& table,
+                               uint32_t partition) -> absl::StatusOr<PartitionRows> {
+      ASSIGN_OR_RETURN(v1::ListCheckpointsResponse list,
+                       coordinator->ListCheckpoints(absl::Seconds(10)));
+      for (const v1::CheckpointRecord& r : list.records()) {
+        if (r.id() == record_id) return reader->Read(r, table, partition);
+      }
+      return absl::NotFoundError(
+          absl::StrCat("checkpoint record ", record_id, " is not among the coordinator's"));
+    });
+  }
+  return self;
+}
+
+Incarnation::~Incarnation() { (void)Stop(); }
+
+absl::Status Incarnation::Begin(std::atomic<bool>* must_stop) {
+  must_stop_ = must_stop;
+  RETURN_IF_ERROR(shard_->InstallMap(registered_.map()));
+  auto attached = std::make_shared<ParameterService::Attached>();
+  attached->shard = shard_;
+  attached->on_replica_installed = [transfers = transfers_](uint32_t group) {
+    transfers->ReportReady(group);
+  };
+  attached_ = std::move(attached);
+  context_.service->Attach(attached_);
+  heartbeats_ = std::thread([this] { RenewLeases(); });
+  watcher_ = std::thread([this] { WatchMap(); });
+  expirer_ = std::thread([this] { ExpireWaiters(); });
+  return absl::OkStatus();
+}
+
+void Incarnation::End(IncarnationEnd end) {
+  end_.store(end);
+  if (must_stop_ != nullptr) must_stop_->store(true);
+}
+
+void Incarnation::RenewLeases() {
+  const v1::JobSpec& job = registered_.job();
+  const bool fencing = job.replication() > 1;
+  const absl::Duration heartbeat = absl::Milliseconds(job.heartbeat_interval_ms());
+  const absl::Duration lease = absl::Milliseconds(job.lease_timeout_ms());
+  const absl::Duration fence = lease * 3 / 4;
+  const absl::Duration loss_timeout = std::max(absl::Seconds(10), 4 * lease);
+  absl::Time last_ok = absl::Now();
+  while (!stop_.load()) {
+    v1::HeartbeatRequest hb;
+    hb.set_role(v1::MEMBER_ROLE_SERVER);
+    hb.set_id(server_id_);
+    hb.set_map_version(shard_->map_version());
+    const absl::Time sent = absl::Now();
+    absl::StatusOr<v1::HeartbeatResponse> r = context_.coordinator->Heartbeat(hb, heartbeat);
+    if (r.ok()) {
+      last_ok = absl::Now();
+      if (fencing) shard_->SetLeaseDeadline(sent + fence);
+    } else if (absl::IsNotFound(r.status())) {
+      // Declared dead: a backup may serve this server's groups now, with
+      // pushes this server never saw. Refuse everything from this moment.
+      LOG_ERROR("the coordinator declared server {} dead ({})", server_id_, r.status().message());
+      shard_->SetLeaseDeadline(absl::InfinitePast());
+      End(IncarnationEnd::kDeclaredDead);
+      return;
+    } else if (absl::Now() - last_ok > loss_timeout) {
+      LOG_ERROR("lost the coordinator at {}: no heartbeat answered for {}",
+                context_.config->cluster.coordinator, absl::FormatDuration(loss_timeout));
+      End(IncarnationEnd::kLostCoordinator);
+      return;
+    }
+    SleepUnlessStopped(heartbeat, stop_);
+  }
+}
+
+void Incarnation::WatchMap() {
+  while (!stop_.load()) {
+    absl::StatusOr<v1::GetPartitionMapResponse> r =
+        context_.coordinator->WatchPartitionMap(shard_->map_version(), absl::Seconds(1));
+    if (!r.ok()) {
+      SleepUnlessStopped(absl::Milliseconds(200), stop_);
+      continue;
+    }
+    if (absl::Status s = shard_->InstallMap(r->map()); !s.ok()) {
+      LOG_ERROR("cannot install partition map version {}: {}", r->map().version(), s.message());
+      if (r->map().ready() && shard_->map_version() == 0) {  // no state to serve: give up
+        End(IncarnationEnd::kFailed);
+        return;
+      }
+    }
+  }
+}
+
+void Incarnation::ExpireWaiters() {
+  while (!stop_.load()) {
+    shard_->ExpireWaiters(absl::Now());
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+absl::StatusOr<IncarnationEnd> Incarnation::Stop(absl::Duration grace) {
+  if (stopped_) return end_.load();
+  stopped_ = true;
+  stop_.store(true);
+  context_.service->Attach(nullptr);
+  shard_->Shutdown();  // parked pulls answer UNAVAILABLE now
+  if (heartbeats_.joinable()) heartbeats_.join();
+  if (watcher_.joinable()) watcher_.join();
+  if (expirer_.joinable()) expirer_.join();
+  transfers_->Stop();
+  if (agent_ != nullptr) agent_->Stop();  // finishes the checkpoints already taken
+  // Requests that started before the service let go hold `attached_` until
+  // they are answered.
+  const absl::Time deadline = absl::Now() + grace;
+  while (attached_ != nullptr && attached_.use_count() > 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  if (attached_ != nullptr && attached_.use_count() > 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "server ", server_id_, ": ", attached_.use_count() - 1,
+        " requests still running ", absl::FormatDuration(grace), " after it stopped serving"));
+  }
+  attached_.reset();
+  return end_.load();
+}
+
+}  // namespace cairn

@@ -1,0 +1,116 @@
+// One registration of cairn-server with the coordinator: the shard it serves
+// under the id it was given, its checkpoint agent, its replica-group
+// transfers, and the threads that renew its lease, follow the partition map
+// and expire waiting pulls.
+//
+// An incarnation ends when the process is told to stop, when the
+// coordinator is gone for too long, or when the coordinator declared this
+// server dead (its lease ran out: a network cut, a stall). A server declared
+// dead may have been replaced as primary by a backup, so whatever it holds
+// can be stale: the incarnation drops all of it, and cairn-server registers
+// again, under a new server id, as a new, empty incarnation that the
+// coordinator gives replica groups to back up (DESIGN.md, Failure and
+// recovery; docs/failover.md, Rejoin).
+//
+// Stop() is called from one thread; the rest is internal.
+#ifndef CAIRN_SERVER_SHARD_INCARNATION_H_
+#define CAIRN_SERVER_SHARD_INCARNATION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cairn/v1/coordinator.pb.h"
+#include "server/shard/rpc/parameter_service.h"
+
+namespace cairn {
+
+class CheckpointAgent;
+class CheckpointPartitionReader;
+class CoordinatorClient;
+class ReplicaTransfers;
+class Shard;
+class ShardMetrics;
+struct JobConfig;
+
+// How an incarnation ended.
+enum class IncarnationEnd {
+  kStopped,          // Stop() while it ran (a termination signal)
+  kDeclaredDead,     // the coordinator answered a heartbeat with NOT_FOUND
+  kLostCoordinator,  // no heartbeat answered for max(10 s, 4 leases)
+  kFailed,           // the first ready partition map could not be installed
+};
+
+class Incarnation {
+ public:
+  // What outlives every incarnation of the process; all must outlive it.
+  struct Context {
+    const JobConfig* config = nullptr;  // cluster.coordinator, rpc.*
+    CoordinatorClient* coordinator = nullptr;
+    ShardMetrics* metrics = nullptr;     // may be null
+    ParameterService* service = nullptr;
+  };
+
+  // Builds the shard for the registration answer `registered` (server id,
+  // job, partition map), sent at `registering` (the start of its lease), and
+  // opens this server's checkpoint store when the job checkpoints. Serves
+  // nothing yet. Errors, each naming what is wrong: those of
+  // CheckpointAgent::Start (a store held by another process, DataLoss) and
+  // of MakeInitialState (a resume or init_from file that does not fit).
+  static absl::StatusOr<std::unique_ptr<Incarnation>> Create(
+      const Context& context, const v1::RegisterServerResponse& registered,
+      absl::Time registering);
+  ~Incarnation();  // Stop()
+
+  // Installs the registration's partition map, serves requests from this
+  // incarnation's shard (ParameterService::Attach) and starts the threads.
+  // When the incarnation ends by itself it sets `*must_stop` (read by
+  // WaitForTermination). Errors: those of Shard::InstallMap.
+  absl::Status Begin(std::atomic<bool>* must_stop);
+
+  // Ends the incarnation: the service refuses requests from now on (with
+  // UNAVAILABLE), parked pulls fail, the threads stop, queued checkpoints are
+  // written, and every value held is dropped. Waits up to `grace` for the
+  // requests already running to finish; FailedPrecondition when some did
+  // not (the process must then exit rather than register again). Returns how
+  // the incarnation ended. Idempotent.
+  absl::StatusOr<IncarnationEnd> Stop(absl::Duration grace = absl::Seconds(10));
+
+  uint32_t server_id() const { return server_id_; }
+
+ private:
+  Incarnation(const Context& context, const v1::RegisterServerResponse& registered,
+              absl::Time registering);
+  void RenewLeases();
+  void WatchMap();
+  void ExpireWaiters();
+  void End(IncarnationEnd end);
+
+  const Context context_;
+  const v1::RegisterServerResponse registered_;
+  const uint32_t server_id_;
+  const absl::Time registering_;
+
+  // Shared with the service's Attached and the callbacks given to the shard,
+  // so that a request still running after Stop() finds them alive.
+  std::shared_ptr<CheckpointAgent> agent_;
+  std::shared_ptr<CheckpointPartitionReader> restore_reader_;
+  std::shared_ptr<Shard> shard_;
+  std::shared_ptr<ReplicaTransfers> transfers_;
+  std::shared_ptr<const ParameterService::Attached> attached_;
+
+  std::atomic<bool>* must_stop_ = nullptr;
+  std::atomic<bool> stop_{false};
+  std::atomic<IncarnationEnd> end_{IncarnationEnd::kStopped};
+  bool stopped_ = false;
+  std::thread heartbeats_;
+  std::thread watcher_;
+  std::thread expirer_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_INCARNATION_H_
