@@ -252,32 +252,8 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
     }
     if (applied_[window].Contains(request.sequence())) return true;
   }
-  std::vector<std::pair<Table*, GradBuffer>> grads;
-  grads.reserve(request.tables_size());
   uint64_t bytes = 0;
-  for (const v1::TableValues& tv : request.tables()) {
-    ASSIGN_OR_RETURN(Table * table, FindTable(tv.table_id(), tv.table()));
-    const std::string& name = table->spec().name();
-    ASSIGN_OR_RETURN(size_t n, CountKeys(tv.keys(), name));
-    ASSIGN_OR_RETURN(uint64_t floats, table->CheckKeys(tv.keys(), n));
-    if (tv.values().size() != floats * sizeof(float)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "push table=", name, ": ", n, " keys need ", floats, " float32 values (",
-          floats * sizeof(float), " bytes), got ", tv.values().size(), " bytes"));
-    }
-    const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
-                                 ? static_cast<uint64_t>(table->spec().width())
-                                 : static_cast<uint64_t>(table->spec().chunk_size());
-    absl::Status finite = CheckFinite(table->spec(), tv.keys(), tv.values(), per_key);
-    if (!finite.ok()) {
-      if (metrics_ != nullptr) metrics_->NonFinite(name);
-      return finite;
-    }
-    GradBuffer buffer;
-    table->Gather(tv.keys(), n, tv.values(), &buffer);
-    bytes += tv.values().size() + tv.keys().size();
-    grads.emplace_back(table, std::move(buffer));
-  }
+  ASSIGN_OR_RETURN(Grads grads, GatherPush(request, &bytes));
 
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckVersion(request.map_version()));
@@ -305,6 +281,36 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
   ++pushes_applied_;
   if (metrics_ != nullptr) metrics_->PushBytes(bytes);
   return false;
+}
+
+absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
+                                               uint64_t* bytes) const {
+  Grads grads;
+  grads.reserve(request.tables_size());
+  for (const v1::TableValues& tv : request.tables()) {
+    ASSIGN_OR_RETURN(Table * table, FindTable(tv.table_id(), tv.table()));
+    const std::string& name = table->spec().name();
+    ASSIGN_OR_RETURN(size_t n, CountKeys(tv.keys(), name));
+    ASSIGN_OR_RETURN(uint64_t floats, table->CheckKeys(tv.keys(), n));
+    if (tv.values().size() != floats * sizeof(float)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "push table=", name, ": ", n, " keys need ", floats, " float32 values (",
+          floats * sizeof(float), " bytes), got ", tv.values().size(), " bytes"));
+    }
+    const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
+                                 ? static_cast<uint64_t>(table->spec().width())
+                                 : static_cast<uint64_t>(table->spec().chunk_size());
+    absl::Status finite = CheckFinite(table->spec(), tv.keys(), tv.values(), per_key);
+    if (!finite.ok()) {
+      if (metrics_ != nullptr) metrics_->NonFinite(name);
+      return finite;
+    }
+    GradBuffer buffer;
+    table->Gather(tv.keys(), n, tv.values(), &buffer);
+    *bytes += tv.values().size() + tv.keys().size();
+    grads.emplace_back(table, std::move(buffer));
+  }
+  return grads;
 }
 
 int64_t Shard::RequiredClock(const v1::PullRequest& request) const {
@@ -715,8 +721,7 @@ std::string Shard::AddressOf(uint32_t server) const {
 
 void Shard::DropJoiner(uint32_t group, uint32_t joiner) {
   absl::MutexLock lock(&mu_);
-  joiners_[group].erase(joiner);
-  announced_.erase({group, joiner});
+  joiners_[group].erase(joiner);  // still announced: the sender retries, no second task
 }
 
 absl::StatusOr<std::vector<v1::ReplicaChunk>> Shard::ExportGroup(uint32_t group, uint32_t joiner) {
@@ -784,7 +789,7 @@ absl::StatusOr<std::vector<v1::ReplicaChunk>> Shard::ExportGroup(uint32_t group,
 }
 
 absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
-  std::vector<v1::PushRequest> queued;
+  size_t replayed = 0;
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_ || !ready_) {
@@ -836,24 +841,45 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
       }
     }
     // The joiner's own boundary may lag the primary's (clock ticks in
-    // flight) or lead it; iterations it already closed get their gradients
-    // now, in order.
+    // flight) or lead it (its other groups' iterations closed meanwhile).
     if (e.closed_before() > closed_before_) closed_before_ = e.closed_before();
+    // The pushes forwarded while the transfer ran were accepted when they
+    // arrived (map version, role): they go in now whatever map this server
+    // holds since, and under BSP into their iterations' buffers before any of
+    // those iterations is applied, so the sums keep their order.
+    for (const v1::PushRequest& r : receiving->second) {
+      if (absl::Status s = ApplyHeldPushLocked(r); !s.ok()) {
+        LOG_ERROR("replica group {}: a push forwarded during the transfer is malformed: {}",
+                  chunk.group(), s.message());
+      }
+    }
+    replayed = receiving->second.size();
     ApplyBelow(closed_before_);
-    queued = std::move(receiving->second);
     receiving_.erase(receiving);
     installed_.insert(chunk.group());
   }
-  for (const v1::PushRequest& r : queued) {
-    absl::StatusOr<bool> applied = Push(r);
-    if (!applied.ok()) {
-      LOG_WARN("replica group {}: a push forwarded during the transfer failed: {}", chunk.group(),
-               applied.status().message());
+  LOG_INFO("server {} holds replica group {} (boundary {}, {} pushes replayed)", server_id_,
+           chunk.group(), chunk.end().closed_before(), replayed);
+  return true;
+}
+
+absl::Status Shard::ApplyHeldPushLocked(const v1::PushRequest& request) {
+  uint64_t bytes = 0;
+  ASSIGN_OR_RETURN(Grads grads, GatherPush(request, &bytes));
+  if (!applied_[{request.group(), request.worker_id()}].Insert(request.sequence())) {
+    return absl::OkStatus();  // in the copy already
+  }
+  for (auto& [table, buffer] : grads) {
+    if (buffer.empty()) continue;
+    if (table->spec().consistency() == v1::CONSISTENCY_BSP) {
+      pending_[request.clock()][table->spec().id()][request.worker_id()].AddAll(buffer);
+    } else {
+      table->Apply(buffer);
     }
   }
-  LOG_INFO("server {} holds replica group {} (boundary {}, {} pushes replayed)", server_id_,
-           chunk.group(), chunk.end().closed_before(), queued.size());
-  return true;
+  ++pushes_applied_;
+  if (metrics_ != nullptr) metrics_->PushBytes(bytes);
+  return absl::OkStatus();
 }
 
 }  // namespace cairn

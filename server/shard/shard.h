@@ -179,7 +179,9 @@ class Shard {
   // map no longer lists `joiner` as joining.
   absl::StatusOr<std::vector<v1::ReplicaChunk>> ExportGroup(uint32_t group, uint32_t joiner)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Stops forwarding to a joiner whose transfer failed.
+  // Stops forwarding to a joiner whose transfer failed on the way (it may be
+  // unreachable; the next ExportGroup starts forwarding again). The pair
+  // stays announced, so the sender's own retry is the only one.
   void DropJoiner(uint32_t group, uint32_t joiner) ABSL_LOCKS_EXCLUDED(mu_);
   // The address of `server` in the current map ("" when unknown).
   std::string AddressOf(uint32_t server) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -223,7 +225,19 @@ class Shard {
   // Buffered BSP gradients of one iteration: table -> worker -> rows.
   using IterationBuffer = std::map<uint32_t, std::map<uint32_t, GradBuffer>>;
 
+  // A push's gradients per table.
+  using Grads = std::vector<std::pair<Table*, GradBuffer>>;
+
   absl::Status CheckVersion(uint64_t version) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks a push's tables, keys, lengths and values and gathers its
+  // gradients (tables are fixed once ready: no shard lock needed); adds the
+  // payload size to `*bytes`. Errors: those Push() names for its contents.
+  absl::StatusOr<Grads> GatherPush(const v1::PushRequest& request, uint64_t* bytes) const;
+  // Joiner: applies (SSP/ASP) or buffers (BSP, also for an iteration this
+  // server already closed: the caller applies it) a push forwarded while the
+  // group's transfer ran, once; no map check (it was made on arrival).
+  absl::Status ApplyHeldPushLocked(const v1::PushRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker's push must reach its group's primary; a forwarded one a replica.
   absl::Status CheckGroupRole(const v1::PushRequest& request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
