@@ -72,12 +72,14 @@ void ReplicaTransfers::Run() {
     }
     absl::Status s = task.send ? Send(task.group, task.joiner) : Report(task.group);
     if (s.ok()) continue;
-    if (task.send) shard_->DropJoiner(task.group, task.joiner);
     if (absl::IsFailedPrecondition(s) && task.send) {
+      // The map moved on (the joiner left it, or is a backup already): the
+      // forward list follows the map, not this transfer.
       LOG_INFO("transfer of replica group {} to server {} dropped: {}", task.group, task.joiner,
                s.message());
-      continue;  // the map moved on
+      continue;
     }
+    if (task.send) shard_->DropJoiner(task.group, task.joiner);
     LOG_WARN("{} of replica group {}{} failed: {}; trying again in 1s",
              task.send ? "transfer" : "ready report", task.group,
              task.send ? absl::StrCat(" to server ", task.joiner) : "", s.message());
@@ -109,8 +111,15 @@ absl::Status ReplicaTransfers::Send(uint32_t group, uint32_t joiner) {
     v1::ReplicaChunkResponse response;
     grpc::Status s = stub->Replicate(&context, chunk, &response);
     if (!s.ok()) {
-      return Annotate(FromGrpcStatus(s), absl::StrCat("send replica group ", group,
-                                                      " to server ", joiner, " at ", address));
+      absl::Status status = FromGrpcStatus(s);
+      // Refused by the joiner: its map may lag this server's (it does not
+      // list the join yet). Only this server's own map ends the transfer
+      // (ExportGroup's FailedPrecondition), so this one is retried.
+      if (absl::IsFailedPrecondition(status)) {
+        status = absl::UnavailableError(status.message());
+      }
+      return Annotate(status, absl::StrCat("send replica group ", group, " to server ", joiner,
+                                           " at ", address));
     }
   }
   LOG_INFO("sent replica group {} to server {}: {} chunks, {} bytes in {}", group, joiner,
