@@ -38,26 +38,27 @@ void ParameterService::Attach(std::shared_ptr<const Attached> attached) {
   attached_ = std::move(attached);
 }
 
-std::shared_ptr<const ParameterService::Attached> ParameterService::Current() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return attached_;
+std::shared_ptr<const ParameterService::Attached> ParameterService::CurrentOrFinish(
+    grpc::ServerUnaryReactor* reactor) const {
+  std::shared_ptr<const Attached> attached;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    attached = attached_;
+  }
+  if (attached == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "server is not registered with the coordinator (not yet, or it "
+                                 "is registering again after being declared dead)"));
+  }
+  return attached;
 }
-
-namespace {
-const grpc::Status kNotReady(grpc::StatusCode::UNAVAILABLE,
-                             "server is not registered with the coordinator (not yet, or it "
-                             "is registering again after being declared dead)");
-}  // namespace
 
 grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* context,
                                                  const v1::PullRequest* request,
                                                  v1::PullResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = Current();
-  if (attached == nullptr) {
-    reactor->Finish(kNotReady);
-    return reactor;
-  }
+  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
+  if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
   absl::Time deadline = start + max_wait_;
@@ -82,11 +83,8 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
                                                  const v1::PushRequest* request,
                                                  v1::PushResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = Current();
-  if (attached == nullptr) {
-    reactor->Finish(kNotReady);
-    return reactor;
-  }
+  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
+  if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
   absl::StatusOr<bool> duplicate = shard->Push(*request);
@@ -116,11 +114,8 @@ grpc::ServerUnaryReactor* ParameterService::Clock(grpc::CallbackServerContext* c
                                                   const v1::ClockRequest* request,
                                                   v1::ClockResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = Current();
-  if (attached == nullptr) {
-    reactor->Finish(kNotReady);
-    return reactor;
-  }
+  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
+  if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
   absl::StatusOr<int64_t> min_clock = shard->Clock(*request);
@@ -137,11 +132,8 @@ grpc::ServerUnaryReactor* ParameterService::Stats(grpc::CallbackServerContext* c
                                                   const v1::StatsRequest* request,
                                                   v1::StatsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = Current();
-  if (attached == nullptr) {
-    reactor->Finish(kNotReady);
-    return reactor;
-  }
+  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
+  if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   shard->Stats(response);
   if (metrics_ != nullptr) {
@@ -156,11 +148,8 @@ grpc::ServerUnaryReactor* ParameterService::Checkpoint(grpc::CallbackServerConte
                                                        const v1::ShardCheckpointRequest* request,
                                                        v1::ShardCheckpointResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = Current();
-  if (attached == nullptr) {
-    reactor->Finish(kNotReady);
-    return reactor;
-  }
+  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
+  if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   absl::Status status;
   switch (request->phase()) {
@@ -190,11 +179,8 @@ grpc::ServerUnaryReactor* ParameterService::Replicate(grpc::CallbackServerContex
                                                       const v1::ReplicaChunk* request,
                                                       v1::ReplicaChunkResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = Current();
-  if (attached == nullptr) {
-    reactor->Finish(kNotReady);
-    return reactor;
-  }
+  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
+  if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   absl::StatusOr<bool> done = shard->ReceiveReplica(*request);
   if (done.ok() && *done && attached->on_replica_installed) {

@@ -67,7 +67,10 @@ class ParameterService final : public v1::ParameterService::CallbackService {
                                       v1::ReplicaChunkResponse* response) override;
 
  private:
-  std::shared_ptr<const Attached> Current() const ABSL_LOCKS_EXCLUDED(mu_);
+  // What to serve from; null, after finishing `reactor` with UNAVAILABLE,
+  // while nothing is attached.
+  std::shared_ptr<const Attached> CurrentOrFinish(grpc::ServerUnaryReactor* reactor) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const Attached> attached_ ABSL_GUARDED_BY(mu_);
