@@ -475,7 +475,13 @@ void CoordinatorState::ReplicateLocked(std::vector<v1::PartitionAssignment>* cha
       if (now - since >= delay) overdue.insert(g);
     }
     added = AssignJoiners(alive, ReplicationLocked(), overdue, &assignments);
-    for (const auto& [group, server] : added) short_since_.erase(group);
+    if (!added.empty()) {
+      // A group still short (r > 2, one copy found) keeps its clock.
+      const std::set<uint32_t> still_short = ShortGroups(alive, ReplicationLocked(), assignments);
+      for (const auto& [group, server] : added) {
+        if (!still_short.contains(group)) short_since_.erase(group);
+      }
+    }
   }
   if (added.empty() && changed == nullptr) return;
   RefreshMapLocked(&assignments);

@@ -179,7 +179,7 @@ absl::StatusOr<IncarnationEnd> Incarnation::Stop(absl::Duration grace) {
   if (heartbeats_.joinable()) heartbeats_.join();
   if (watcher_.joinable()) watcher_.join();
   if (expirer_.joinable()) expirer_.join();
-  transfers_->Stop();
+  if (transfers_ != nullptr) transfers_->Stop();  // null when Create failed early
   if (agent_ != nullptr) agent_->Stop();  // finishes the checkpoints already taken
   // Requests that started before the service let go hold `attached_` until
   // they are answered.

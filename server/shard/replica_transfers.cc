@@ -70,7 +70,9 @@ void ReplicaTransfers::Run() {
       task = tasks_.front();
       tasks_.pop_front();
     }
-    absl::Status s = task.send ? Send(task.group, task.joiner) : Report(task.group);
+    bool maybe_installed = false;
+    absl::Status s =
+        task.send ? Send(task.group, task.joiner, &maybe_installed) : Report(task.group);
     if (s.ok()) continue;
     if (absl::IsFailedPrecondition(s) && task.send) {
       // The map moved on (the joiner left it, or is a backup already): the
@@ -79,7 +81,9 @@ void ReplicaTransfers::Run() {
                s.message());
       continue;
     }
-    if (task.send) shard_->DropJoiner(task.group, task.joiner);
+    // A joiner that may hold the copy (the end was sent, its answer lost)
+    // keeps getting the group's pushes: the retry finds it installed.
+    if (task.send && !maybe_installed) shard_->DropJoiner(task.group, task.joiner);
     LOG_WARN("{} of replica group {}{} failed: {}; trying again in 1s",
              task.send ? "transfer" : "ready report", task.group,
              task.send ? absl::StrCat(" to server ", task.joiner) : "", s.message());
@@ -89,7 +93,7 @@ void ReplicaTransfers::Run() {
   }
 }
 
-absl::Status ReplicaTransfers::Send(uint32_t group, uint32_t joiner) {
+absl::Status ReplicaTransfers::Send(uint32_t group, uint32_t joiner, bool* maybe_installed) {
   const std::string address = shard_->AddressOf(joiner);
   if (address.empty()) {
     return absl::UnavailableError(absl::StrCat("server ", joiner, " has no address in the map"));
@@ -102,7 +106,8 @@ absl::Status ReplicaTransfers::Send(uint32_t group, uint32_t joiner) {
   }
   const uint64_t transfer_id = static_cast<uint64_t>(absl::ToUnixMicros(start));
   uint64_t bytes = 0;
-  for (v1::ReplicaChunk& chunk : chunks) {
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    v1::ReplicaChunk& chunk = chunks[i];
     chunk.set_transfer_id(transfer_id);
     chunk.set_primary(server_id_);
     bytes += chunk.ByteSizeLong();
@@ -112,6 +117,11 @@ absl::Status ReplicaTransfers::Send(uint32_t group, uint32_t joiner) {
     grpc::Status s = stub->Replicate(&context, chunk, &response);
     if (!s.ok()) {
       absl::Status status = FromGrpcStatus(s);
+      if (absl::IsAlreadyExists(status)) {
+        LOG_INFO("server {} holds replica group {} already: {}", joiner, group, status.message());
+        return absl::OkStatus();
+      }
+      *maybe_installed = i + 1 == chunks.size();
       // Refused by the joiner: its map may lag this server's (it does not
       // list the join yet). Only this server's own map ends the transfer
       // (ExportGroup's FailedPrecondition), so this one is retried.

@@ -6,7 +6,9 @@
 // A transfer is Shard::ExportGroup (one consistent copy, after which the
 // group's pushes are forwarded to the joiner too) sent as ReplicaChunk calls,
 // one per partition, then the end. A failed send drops the joiner from the
-// forward list and tries again after a second while the map still lists it.
+// forward list (not when the end itself failed: the joiner may hold the copy)
+// and tries again after a second while the map still lists it; a joiner that
+// answers it holds the group already ends the transfer.
 #ifndef CAIRN_SERVER_SHARD_REPLICA_TRANSFERS_H_
 #define CAIRN_SERVER_SHARD_REPLICA_TRANSFERS_H_
 
@@ -51,7 +53,9 @@ class ReplicaTransfers {
     absl::Time not_before;
   };
   void Run();
-  absl::Status Send(uint32_t group, uint32_t joiner);
+  // Sends one copy. `*maybe_installed` is set when the end chunk failed: the
+  // joiner may have installed it.
+  absl::Status Send(uint32_t group, uint32_t joiner, bool* maybe_installed);
   absl::Status Report(uint32_t group);
 
   const uint32_t server_id_;

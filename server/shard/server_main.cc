@@ -147,7 +147,8 @@ int Run(const Flags& flags) {
       code = kExitFailure;
       break;
     }
-    if (*end == IncarnationEnd::kDeclaredDead && flags.on_declared_dead == "rejoin") {
+    if (*end == IncarnationEnd::kDeclaredDead && flags.on_declared_dead == "rejoin" &&
+        sig == 0) {
       // Whatever it held may be behind a promoted backup: it went with the
       // incarnation. Register again, empty, under a new id, so that no map
       // can name this process for a group it held before.

@@ -362,27 +362,36 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
       return;
     }
   }
-  int64_t min_clock;
+  int64_t min_clock = 0;
   std::vector<Waiter> ready;
   bool wait = false;
   {
     absl::MutexLock lock(&mu_);
-    // A pull for iteration t says the worker completed t iterations: it
-    // carries the worker's clock tick (DESIGN.md, Consistency), which may
-    // release other workers' pulls.
-    if (clocks_.IsLive(request->worker_id()) &&
-        request->clock() > clocks_.ClockOf(request->worker_id())) {
-      clocks_.Tick(request->worker_id(), request->clock());
-      Advance(&ready);
+    // Checked again: shut down since the first check, nobody would answer
+    // a parked pull.
+    version = CheckVersion(request->map_version());
+    if (version.ok()) {
+      // A pull for iteration t says the worker completed t iterations: it
+      // carries the worker's clock tick (DESIGN.md, Consistency), which may
+      // release other workers' pulls.
+      if (clocks_.IsLive(request->worker_id()) &&
+          request->clock() > clocks_.ClockOf(request->worker_id())) {
+        clocks_.Tick(request->worker_id(), request->clock());
+        Advance(&ready);
+      }
+      const int64_t required = RequiredClock(*request);
+      min_clock = ReleasedClock();
+      if (required != kNoWait && min_clock < required) {
+        waiters_.push_back(Waiter{request, response, required, deadline, std::move(done)});
+        wait = true;
+      } else {
+        ++pulls_served_;
+      }
     }
-    const int64_t required = RequiredClock(*request);
-    min_clock = ReleasedClock();
-    if (required != kNoWait && min_clock < required) {
-      waiters_.push_back(Waiter{request, response, required, deadline, std::move(done)});
-      wait = true;
-    } else {
-      ++pulls_served_;
-    }
+  }
+  if (!version.ok()) {
+    done(version);
+    return;
   }
   CompleteReady(&ready, min_clock);
   if (wait) return;
@@ -797,6 +806,12 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
     }
     auto receiving = receiving_.find(chunk.group());
     auto group = groups_.find(chunk.group());
+    if (receiving == receiving_.end() && installed_.contains(chunk.group()) &&
+        group != groups_.end() && group->second.primary == chunk.primary()) {
+      // A resent transfer whose first end went through (its answer was lost).
+      return absl::AlreadyExistsError(absl::StrCat("server ", server_id_, " holds replica group ",
+                                                   chunk.group(), " already"));
+    }
     // The map's own check: only the group's current primary sends its state
     // (other groups' changes since do not matter).
     if (receiving == receiving_.end() || group == groups_.end() ||

@@ -191,7 +191,9 @@ class Shard {
   // primary's, applies what is already closed, then the pushes forwarded
   // meanwhile, and makes the group live here. Returns true at the end.
   // FailedPrecondition when this server is not joining the group; the
-  // errors of Table::ImportPartition.
+  // errors of Table::ImportPartition; AlreadyExists when this server
+  // installed the group already (a resent transfer: the sender takes it as
+  // done).
   absl::StatusOr<bool> ReceiveReplica(const v1::ReplicaChunk& chunk) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Fencing (DESIGN.md, Failure and recovery): from `deadline` on, every

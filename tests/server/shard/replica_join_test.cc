@@ -122,9 +122,14 @@ TEST_CASE("a server joining two groups applies the pushes held during the second
   }
   // Group 0's transfer ends first; the coordinator makes server 2 its
   // backup (map 3), and the joiner closes iteration 1 on group 0's clock.
+  const std::vector<v1::ReplicaChunk> resent = *group0;
   auto done0 = Deliver(joiner, *std::move(group0));
   REQUIRE(done0.ok());
   CHECK(*done0);
+  // The same transfer again (its end's answer was lost, the primary resends):
+  // the joiner says it holds the group already and changes nothing.
+  auto again = Deliver(joiner, resent);
+  CHECK(absl::IsAlreadyExists(again.status()));
   const v1::PartitionMap backup0 = GroupMap(3, {{}, {2}}, {{2}, {}});
   REQUIRE(joiner.InstallMap(backup0).ok());
   REQUIRE(primary.InstallMap(backup0).ok());
