@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tests/testing/temp_dirs.h"
 
 namespace cairn::testing {
 namespace {
@@ -246,6 +247,7 @@ absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
   if (::mkdtemp(pattern.data()) == nullptr) {
     return ErrnoStatus(errno, absl::StrCat("cannot create a temporary directory ", pattern));
   }
+  RemoveWhenTestCasePasses(pattern);
   return pattern;
 }
 

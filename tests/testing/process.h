@@ -121,7 +121,8 @@ absl::StatusOr<std::map<std::string, int>> ReadPortFile(const std::string& path,
                                                         Subprocess* process = nullptr);
 
 // A fresh empty directory under $TMPDIR (else /tmp) named
-// <prefix>.XXXXXX. Not removed afterwards: logs stay for a failed test.
+// <prefix>.XXXXXX. Removed with its contents when the running test case
+// passes; kept, with its logs, when it fails (temp_dirs.h).
 absl::StatusOr<std::string> MakeTempDir(const std::string& prefix);
 
 // Writes `content` to `path` (created or truncated). Internal naming the path
