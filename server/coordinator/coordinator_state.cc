@@ -14,9 +14,12 @@
 namespace cairn {
 namespace {
 
+// Members of `role` that hold a live lease (the dead and departed are not counted).
 int CountRole(const std::vector<MemberRecord>& members, v1::MemberRole role) {
-  return static_cast<int>(std::count_if(members.begin(), members.end(),
-                                        [role](const MemberRecord& m) { return m.role == role; }));
+  return static_cast<int>(
+      std::count_if(members.begin(), members.end(), [role](const MemberRecord& m) {
+        return m.role == role && m.state == v1::MEMBER_STATE_ALIVE;
+      }));
 }
 
 std::string DescribeMember(const MemberRecord& record) {
