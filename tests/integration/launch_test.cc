@@ -181,6 +181,64 @@ TEST_CASE("launch stops the job and names the worker when a worker fails",
   CHECK_FALSE(std::filesystem::exists(workdir));
 }
 
+TEST_CASE("under on_worker_loss: continue a killed worker is reported and the job finishes",
+          "[integration][launch]") {
+  const std::string dir = NewDir("launch_worker_lost");
+  // 150 BSP steps; the worker is killed once both have registered.
+  const std::string job = WriteJob(dir, TinyJob(/*max_steps=*/150));
+  const std::string summary_path = dir + "/summary.json";
+  auto launch = StartLaunch(dir, {job, "--summary", summary_path,
+                                  "--set", "cluster.on_worker_loss=continue"});
+  REQUIRE(launch->WaitForStderr("start-up barrier passed", absl::Seconds(60)).ok());
+  std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
+  REQUIRE(pids.count("worker 1") == 1);
+  REQUIRE(::kill(pids["worker 1"], SIGKILL) == 0);
+  auto ended = launch->Wait(absl::Minutes(3));
+  REQUIRE(ended.ok());
+  const std::string err = launch->ReadStderr();
+  INFO("launcher stderr:\n" << err);
+  CHECK(ended->code == 0);
+  CHECK(absl::StrContains(err, "[launch] worker 1 failed (killed by signal 9"));
+  CHECK(absl::StrContains(err, "the job goes on without it (cluster.on_worker_loss: continue)"));
+  // The coordinator declared it lost when its lease ran out, and worker 0
+  // went on alone to the end.
+  CHECK(absl::StrContains(err, "worker 1 lost at clock "));
+  CHECK(absl::StrContains(err, "[launch] worker 0 finished (exit code 0)"));
+  CHECK(Survivors(StartedPids(err), absl::ZeroDuration()).empty());
+
+  std::ifstream in(summary_path);
+  REQUIRE(in.good());
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  CHECK(summary["workers"] == 2);
+  CHECK(summary["workers_lost"] == nlohmann::json::array({1}));
+  REQUIRE(summary["per_worker"].size() == 1);
+  CHECK(summary["per_worker"][0]["worker"] == 0);
+  CHECK(summary["steps"] == 150);
+  CHECK(summary["test_accuracy"].get<double>() > 0.5);
+  const std::string out = launch->ReadStdout();
+  CHECK(absl::StrContains(out, "test accuracy: "));
+  CHECK(absl::StrContains(out, "(mean of 1 workers)"));
+  CHECK(absl::StrContains(out, "workers lost: worker 1 (the job went on without them"));
+}
+
+TEST_CASE("under on_worker_loss: fail a killed worker fails the job at once",
+          "[integration][launch]") {
+  const std::string dir = NewDir("launch_worker_fail");
+  const std::string job = WriteJob(dir, TinyJob(/*max_steps=*/0, /*epochs=*/5));
+  auto launch = StartLaunch(dir, {job, "--set", "cluster.on_worker_loss=fail"});
+  REQUIRE(launch->WaitForStderr("start-up barrier passed", absl::Seconds(60)).ok());
+  std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
+  REQUIRE(pids.count("worker 1") == 1);
+  REQUIRE(::kill(pids["worker 1"], SIGKILL) == 0);
+  auto ended = launch->Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  const std::string err = launch->ReadStderr();
+  INFO("launcher stderr:\n" << err);
+  CHECK(ended->code == 1);
+  CHECK(absl::StrContains(err, "job failed: worker 1 ended with killed by signal 9"));
+  CHECK(Survivors(StartedPids(err), absl::ZeroDuration()).empty());
+}
+
 TEST_CASE("launch stops the job and names the server when a server dies",
           "[integration][launch]") {
   const std::string dir = NewDir("launch_server_dies");

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace cairn::launch {
 namespace {
@@ -65,6 +66,7 @@ absl::StatusOr<nlohmann::json> BuildLaunchSummary(const std::vector<nlohmann::js
   out["steps"] = Count(workers[0], "steps");
   out["servers"] = info.servers;
   out["workers"] = info.workers;
+  out["workers_lost"] = info.lost_workers;
   out["config"] = info.config_path;
   out["config_hash"] = info.config_hash;
   nlohmann::json metrics = nlohmann::json::array();
@@ -78,9 +80,18 @@ absl::StatusOr<nlohmann::json> BuildLaunchSummary(const std::vector<nlohmann::js
 
 std::vector<std::string> FormatReport(const nlohmann::json& s) {
   std::vector<std::string> lines;
-  lines.push_back(absl::StrFormat("test accuracy: %.4f (worker 0), %.4f (mean of %d workers)",
-                                  Number(s, "test_accuracy"), Number(s, "test_accuracy_mean"),
-                                  static_cast<int>(Number(s, "workers"))));
+  const int finished = s.contains("per_worker") ? static_cast<int>(s["per_worker"].size()) : 0;
+  const int first = finished > 0 ? s["per_worker"][0].value("worker", 0) : 0;
+  lines.push_back(absl::StrFormat("test accuracy: %.4f (worker %d), %.4f (mean of %d workers)",
+                                  Number(s, "test_accuracy"), first,
+                                  Number(s, "test_accuracy_mean"), finished));
+  if (auto it = s.find("workers_lost"); it != s.end() && it->is_array() && !it->empty()) {
+    std::vector<std::string> names;
+    for (const nlohmann::json& w : *it) names.push_back(absl::StrCat("worker ", w.get<int>()));
+    lines.push_back(absl::StrCat("workers lost: ", absl::StrJoin(names, ", "),
+                                 " (the job went on without them: cluster.on_worker_loss: "
+                                 "continue)"));
+  }
   lines.push_back(absl::StrFormat(
       "train loss: %.4f; %.0f examples/s over all workers; epochs %d, steps %d; %.1f s",
       Number(s, "train_loss"), Number(s, "examples_per_second"),

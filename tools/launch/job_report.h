@@ -3,19 +3,23 @@
 // written by `--summary PATH`.
 //
 // Launch summary fields:
-//   test_accuracy        worker 0's test accuracy after the last step (0..1);
+//   test_accuracy        the first finished worker's test accuracy after the
+//                        last step (0..1), worker 0's unless it was lost;
 //                        every worker evaluates the same model
-//   test_accuracy_mean   the mean over workers
-//   train_loss           the mean over workers of their last epoch's mean
-//                        step loss (each on its own shard)
-//   examples_per_second  summed over workers
+//   test_accuracy_mean   the mean over finished workers
+//   train_loss           the mean over finished workers of their last epoch's
+//                        mean step loss (each on its own shard)
+//   examples_per_second  summed over finished workers
 //   wall_seconds         from starting the coordinator until the last worker
 //                        ended, measured by the launcher
-//   epochs, steps        worker 0's counts
-//   servers, workers     process counts
+//   epochs, steps        the first finished worker's counts
+//   servers, workers     process counts (workers: all started)
+//   workers_lost         indices of the workers that failed while the job
+//                        went on (cluster.on_worker_loss: continue); [] if none
 //   config, config_hash  the job file and its hash (common/config/job_config.h)
 //   metrics              [{process, url}] of every process's /metrics
-//   per_worker           each worker's own summary, unchanged, in worker order
+//   per_worker           each finished worker's own summary, unchanged, in
+//                        worker order
 //
 // Thread-safe (pure functions), except for the file I/O in the Read/Write
 // functions.
@@ -45,6 +49,7 @@ struct LaunchInfo {
   int workers = 0;
   double wall_seconds = 0;
   std::vector<MetricsEndpoint> metrics;
+  std::vector<int> lost_workers;  // failed while the job went on
 };
 
 // Reads a worker's summary. NotFound naming the path when the file is
@@ -52,8 +57,8 @@ struct LaunchInfo {
 // of the numbers test_accuracy, train_loss, examples_per_second.
 absl::StatusOr<nlohmann::json> ReadWorkerSummary(const std::string& path);
 
-// Builds the launch summary (fields above) from `workers`' summaries, in
-// worker order. InvalidArgument when `workers` is empty.
+// Builds the launch summary (fields above) from the finished `workers`'
+// summaries, in worker order. InvalidArgument when `workers` is empty.
 absl::StatusOr<nlohmann::json> BuildLaunchSummary(const std::vector<nlohmann::json>& workers,
                                                   const LaunchInfo& info);
 

@@ -236,12 +236,21 @@ int Run(Flags flags) {
       return Fail(supervisor, s.message());
     }
   }
-  event = supervisor.RunUntil([&] { return supervisor.AllWorkersSucceeded(); },
+  // Under `on_worker_loss: continue` the coordinator drops a lost worker
+  // within a lease and the others go on; so does the launcher.
+  supervisor.set_worker_failures_tolerated(config->cluster.on_worker_loss ==
+                                           WorkerLossPolicy::kContinue);
+  event = supervisor.RunUntil([&] { return supervisor.AllWorkersEnded(); },
                               absl::InfiniteFuture());
   if (event.kind != Event::Kind::kReady) return Abort(supervisor, event, "the workers");
   const double wall_seconds = absl::ToDoubleSeconds(absl::Now() - started);
+  const std::vector<int> lost_workers = supervisor.FailedWorkers();
   supervisor.ClearStatus();
-  supervisor.Log("all workers finished; stopping the servers and the coordinator");
+  supervisor.Log(lost_workers.empty()
+                     ? std::string("all workers finished; stopping the servers and the coordinator")
+                     : absl::StrCat("the workers left finished (", lost_workers.size(), " of ",
+                                    num_workers,
+                                    " lost); stopping the servers and the coordinator"));
   for (const std::string& name : supervisor.StopAll(kStopGrace)) {
     supervisor.Log(absl::StrCat(name, " did not stop within ", absl::FormatDuration(kStopGrace),
                                 " of SIGTERM and was killed"));
@@ -250,6 +259,11 @@ int Run(Flags flags) {
   // 4. The report.
   std::vector<nlohmann::json> summaries;
   for (int i = 0; i < num_workers; ++i) {
+    if (std::find(lost_workers.begin(), lost_workers.end(), i) != lost_workers.end()) {
+      metrics.push_back({MemberName(Role::kWorker, i),
+                         worker_urls[i].empty() ? "(not reported)" : worker_urls[i]});
+      continue;  // a lost worker wrote no summary
+    }
     absl::StatusOr<nlohmann::json> summary = ReadWorkerSummary(WorkerSummaryFile(plan, i));
     if (!summary.ok()) {
       return Fail(supervisor, absl::StrCat("worker ", i, ": ", summary.status().message()));
@@ -259,7 +273,7 @@ int Run(Flags flags) {
                        worker_urls[i].empty() ? "(not reported)" : worker_urls[i]});
   }
   LaunchInfo info{plan.job_path, config->config_hash, num_servers, num_workers, wall_seconds,
-                  metrics};
+                  metrics, lost_workers};
   absl::StatusOr<nlohmann::json> report = BuildLaunchSummary(summaries, info);
   if (!report.ok()) return Fail(supervisor, report.status().message());
   for (const std::string& line : FormatReport(*report)) supervisor.Print(line);

@@ -117,6 +117,11 @@ Event Supervisor::RunUntil(const std::function<bool()>& ready, absl::Time deadli
       }
       const bool ok = m->role == Role::kWorker && m->exit->success();
       if (ok) Log(absl::StrCat(m->name, " finished (", m->exit->ToString(), ")"));
+      if (!ok && m->role == Role::kWorker && worker_failures_tolerated_ && AnyWorkerLeft()) {
+        Log(absl::StrCat(m->name, " failed (", m->exit->ToString(),
+                         "); the job goes on without it (cluster.on_worker_loss: continue)"));
+        continue;
+      }
       if (!ok && !failure.has_value()) {
         failure = Event{Event::Kind::kFailed, 0, m->name, *m->exit};
       }
@@ -145,6 +150,32 @@ bool Supervisor::AllWorkersSucceeded() const {
     if (!m.exit.has_value() || !m.exit->success()) return false;
   }
   return any;
+}
+
+bool Supervisor::AllWorkersEnded() const {
+  bool any = false;
+  for (const Member& m : members_) {
+    if (m.role != Role::kWorker) continue;
+    any = true;
+    if (!m.exit.has_value()) return false;
+  }
+  return any;
+}
+
+bool Supervisor::AnyWorkerLeft() const {
+  return std::any_of(members_.begin(), members_.end(), [](const Member& m) {
+    return m.role == Role::kWorker && (!m.exit.has_value() || m.exit->success());
+  });
+}
+
+std::vector<int> Supervisor::FailedWorkers() const {
+  std::vector<int> failed;
+  for (const Member& m : members_) {
+    if (m.role == Role::kWorker && m.exit.has_value() && !m.exit->success()) {
+      failed.push_back(m.index);
+    }
+  }
+  return failed;
 }
 
 std::vector<std::string> Supervisor::StopAll(absl::Duration grace) {

@@ -10,7 +10,10 @@
 //
 // Failure rule: the coordinator and the servers must run until the launcher
 // stops them, so their ending at all (exit code 0 included) is a failure; a
-// worker fails when it ends other than with exit code 0. A Prometheus server
+// worker fails when it ends other than with exit code 0, and that fails the
+// job unless worker failures are tolerated (set_worker_failures_tolerated:
+// the job's `cluster.on_worker_loss: continue`), in which case it is logged
+// and the job goes on while one worker still runs or finished. A Prometheus server
 // started with --prometheus only watches the job: its ending is logged, and
 // the job goes on without it.
 //
@@ -93,6 +96,19 @@ class Supervisor {
   // started).
   bool AllWorkersSucceeded() const;
 
+  // True when every started worker has ended, however (and at least one was
+  // started).
+  bool AllWorkersEnded() const;
+
+  // The indices of the workers that ended other than with exit code 0, in
+  // start order.
+  std::vector<int> FailedWorkers() const;
+
+  // With `tolerated`, a worker that fails does not end RunUntil: it is logged
+  // ("worker N failed (...); the job goes on without it") and the job goes
+  // on, unless no worker is left running or finished. Off by default.
+  void set_worker_failures_tolerated(bool tolerated) { worker_failures_tolerated_ = tolerated; }
+
   // Stops every member still running: SIGTERM to all but the coordinator,
   // then (once they ended) to the coordinator, so servers can still report
   // their last checkpoint; SIGKILL to those still running after `grace` (at
@@ -125,6 +141,8 @@ class Supervisor {
   // Reaps the members that ended since the last call and forwards their
   // last output; returns them (pointers into members_).
   std::vector<const Member*> ReapEnded();
+  // True while a worker still runs or has finished with exit code 0.
+  bool AnyWorkerLeft() const;
 
   const int log_fd_;
   const int signal_fd_;
@@ -132,6 +150,7 @@ class Supervisor {
   LogMux mux_;
   std::vector<Member> members_;
   int pending_signal_ = 0;  // a termination signal not yet reported
+  bool worker_failures_tolerated_ = false;
 };
 
 // "coordinator", "server <index>", "worker <index>" or "prometheus".
