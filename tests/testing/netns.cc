@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -111,6 +112,10 @@ void EnterPrivateNetworkOrSkip() {
   for (std::string& a : argv) c_argv.push_back(a.data());
   c_argv.push_back(nullptr);
   setenv(kInsideVariable, "1", 1);
+  // The probe passed; its logs would outlive this process image (the test
+  // case that would remove them ends in the re-executed one).
+  std::error_code ignored;
+  std::filesystem::remove_all(LogDir(), ignored);
   std::fflush(stdout);
   std::fflush(stderr);
   execv(unshare.c_str(), c_argv.data());
