@@ -46,6 +46,11 @@ class ClockTracker {
   void Leave(uint32_t worker);
 
   bool IsLive(uint32_t worker) const { return clocks_.count(worker) > 0; }
+  // True when `worker` was live here once and no longer is: the map stopped
+  // listing it (declared dead) or it left.
+  bool Dropped(uint32_t worker) const {
+    return clocks_.count(worker) == 0 && (last_.count(worker) > 0 || left_.count(worker) > 0);
+  }
   int64_t ClockOf(uint32_t worker) const;
 
   // min over live workers; kNoWorkers when there are none.

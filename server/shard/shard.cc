@@ -242,6 +242,7 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckVersion(request.map_version()));
     RETURN_IF_ERROR(CheckGroupRole(request));
+    RETURN_IF_ERROR(CheckPusherLive(request));
     if (request.forwarded()) {
       auto receiving = receiving_.find(request.group());
       if (receiving != receiving_.end()) {
@@ -267,6 +268,7 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
     }
   }
   RETURN_IF_ERROR(CheckGroupRole(request));
+  RETURN_IF_ERROR(CheckPusherLive(request));
   if (!applied_[window].Insert(request.sequence())) return true;
   for (auto& [table, buffer] : grads) {
     if (buffer.empty()) continue;
@@ -281,6 +283,22 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
   ++pushes_applied_;
   if (metrics_ != nullptr) metrics_->PushBytes(bytes);
   return false;
+}
+
+absl::Status Shard::CheckPusherLive(const v1::PushRequest& request) const {
+  if (request.forwarded() || !clocks_.Dropped(request.worker_id())) return absl::OkStatus();
+  if (request.map_version() > map_version_) {
+    // The worker may have registered again in a map this server has not
+    // installed yet: worth a retry once it has.
+    return absl::UnavailableError(absl::StrCat(
+        "push from worker ", request.worker_id(), ": server ", server_id_,
+        "'s partition map (version ", map_version_, ") no longer lists the worker and is older "
+        "than the push's (version ", request.map_version(), ")"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "push from worker ", request.worker_id(), " refused: partition map version ",
+      map_version_, " no longer lists the worker (the coordinator declared it dead, or it left); "
+      "a worker declared dead must not update the model"));
 }
 
 absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,

@@ -123,10 +123,17 @@ class Shard {
   // Validates and applies (SSP/ASP) or buffers (BSP) a push. Returns true when
   // (worker_id, group, sequence) was applied before (nothing done now).
   // A worker's push must come to the primary of its group, a forwarded one
-  // to a replica of it. Errors: Unavailable (no ready map yet; this server's
-  // lease ran out), FailedPrecondition (stale map version, with the current
-  // one; group or key not held in that role; iteration already closed),
-  // NotFound (table), InvalidArgument (lengths, key range, non-finite values).
+  // to a replica of it. A worker's own push is fenced by its membership: once
+  // this server's map stopped listing a worker it had listed (the coordinator
+  // declared it dead; a zombie woken from a pause) or the worker left, its
+  // pushes are refused, so a dead worker's late update never lands (the
+  // primary decides for its backups: forwarded pushes are not checked).
+  // Errors: Unavailable (no ready map yet; this server's lease ran out; the
+  // push names a newer map than this server's, which lists its worker no
+  // longer), FailedPrecondition (stale map version, with the current one;
+  // group or key not held in that role; iteration already closed; the worker
+  // was declared dead or left), NotFound (table), InvalidArgument (lengths,
+  // key range, non-finite values).
   absl::StatusOr<bool> Push(const v1::PushRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Validates a pull and calls `done` once the consistency bound allows
@@ -242,6 +249,10 @@ class Shard {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker's push must reach its group's primary; a forwarded one a replica.
   absl::Status CheckGroupRole(const v1::PushRequest& request) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker's own push must come from a worker this server's map still
+  // lists (see Push); OK for forwarded pushes.
+  absl::Status CheckPusherLive(const v1::PushRequest& request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Table*> FindTable(uint32_t id, const std::string& name) const;
   // Min clock a pull of `request` needs, or INT64_MIN when it need not wait.

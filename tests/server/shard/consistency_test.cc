@@ -130,6 +130,57 @@ TEST_CASE("a worker declared dead leaves the minimum and releases the pulls wait
   CHECK(shard.Clock(late).status().code() == absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_CASE("RELIABILITY T5: a zombie worker's pushes are refused once the map drops it, and "
+          "change nothing",
+          "[shard][membership][fencing]") {
+  Shard shard(0, ScalarJob(v1::CONSISTENCY_ASP, 0), nullptr);
+  REQUIRE(shard.InstallMap(Map({{0, 0}, {1, 0}}, 1)).ok());
+  REQUIRE(shard.Push(Push(0, 1, 0)).ok());
+  REQUIRE(shard.Push(Push(1, 1, 0)).ok());
+  auto value = [&shard] {
+    PullResult pull;
+    StartPull(shard, &pull, 0, 0);
+    REQUIRE(pull.done);
+    REQUIRE(pull.status.ok());
+    return pull.value();
+  };
+  CHECK(value() == -2.0f);
+
+  // Worker 1 paused past its lease: the coordinator's next map drops it.
+  REQUIRE(shard.InstallMap(Map({{0, 0}}, 2)).ok());
+  for (uint64_t version : {1u, 2u}) {  // woken with its old map, or with the new one
+    v1::PushRequest zombie = Push(1, 2, 1);
+    zombie.set_map_version(version);
+    const absl::StatusOr<bool> refused = shard.Push(zombie);
+    CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(refused.status().message().find("push from worker 1 refused") != std::string::npos);
+  }
+  // A push naming a newer map than the server's may come from worker 1
+  // registered again: retry once the server has that map.
+  v1::PushRequest ahead = Push(1, 3, 1);
+  ahead.set_map_version(3);
+  CHECK(shard.Push(ahead).status().code() == absl::StatusCode::kUnavailable);
+  CHECK(value() == -2.0f);  // nothing of worker 1 landed
+
+  // The live worker goes on.
+  REQUIRE(shard.Push(Push(0, 2, 1)).ok());
+  CHECK(value() == -3.0f);
+
+  // Registered again, worker 1 pushes like any member.
+  REQUIRE(shard.InstallMap(Map({{0, 0}, {1, 0}}, 3)).ok());
+  REQUIRE(shard.Push(ahead).ok());
+  CHECK(value() == -4.0f);
+
+  // A worker that left is refused too.
+  v1::ClockRequest leave = Tick(0, 2, /*leaving=*/true);
+  leave.set_map_version(3);
+  REQUIRE(shard.Clock(leave).ok());
+  v1::PushRequest after_leave = Push(0, 3, 2);
+  after_leave.set_map_version(3);
+  CHECK(shard.Push(after_leave).status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(value() == -4.0f);
+}
+
 TEST_CASE("a late joiner starts at the server's minimum even when told an older clock",
           "[shard][membership]") {
   Shard shard(0, ScalarJob(v1::CONSISTENCY_BSP, 0), nullptr);
