@@ -23,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cairn/v1/types.pb.h"
 #include "common/daemon.h"
@@ -50,6 +51,7 @@ struct Flags {
   int sparse_keys_per_step = 10;
   double rpc_deadline_seconds = 20;
   double connect_timeout_seconds = 30;
+  double seconds = 0;  // > 0: also stop at the first step boundary after this long
   std::string log_level = "info";
 };
 
@@ -209,13 +211,17 @@ int Run(const Flags& flags) {
       "keys per step), history {}",
       c.worker_id(), start, flags.steps, w.dense_table, w.dense_size, w.sparse_table,
       w.sparse_width, w.sparse_keys_per_step, w.sparse_key_count, flags.history);
-  for (int64_t step = start; step < flags.steps; ++step) {
+  const absl::Time stop_at = flags.seconds > 0
+                                ? absl::Now() + absl::Seconds(flags.seconds)
+                                : absl::InfiniteFuture();
+  int64_t step = start;
+  for (; step < flags.steps && absl::Now() < stop_at; ++step) {
     if (absl::Status s = RunStep(c, w, **history, step); !s.ok()) {
       return LostOrFailed(absl::Status(s.code(), absl::StrCat("step ", step, ": ", s.message())));
     }
   }
   if (absl::Status s = c.Finish(); !s.ok()) return LostOrFailed(s);
-  LOG_INFO("chaos worker {}: done at clock {}", c.worker_id(), flags.steps);
+  LOG_INFO("chaos worker {}: done at clock {}", c.worker_id(), step);
   return kExitOk;
 }
 
@@ -238,6 +244,10 @@ int main(int argc, char** argv) {
                  "run until the worker's clock reaches this (from the clock it starts at)")
       ->required()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--seconds", flags.seconds,
+                 "also stop (and leave the job cleanly) at the first step boundary after this "
+                 "many seconds of pushing")
+      ->check(CLI::PositiveNumber);
   app.add_option("--history", flags.history, "JSONL history file (appended to)")->required();
   app.add_option("--dense-table", flags.dense_table, "dense table to push the whole of");
   app.add_option("--sparse-table", flags.sparse_table, "sparse table to push rows of");
