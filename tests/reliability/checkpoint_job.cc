@@ -52,11 +52,11 @@ Workload CheckpointWorkload() {
   return w;
 }
 
-std::string WorkloadTablesYaml() {
-  return R"(  - name: dense
+std::string WorkloadTablesYaml(int64_t dense_size, int64_t chunk_size) {
+  return absl::StrCat(R"(  - name: dense
     kind: dense
-    shape: [100000]
-    chunk_size: 5000
+    shape: [)", dense_size, R"(]
+    chunk_size: )", chunk_size, R"(
     optimizer: {type: sgd, learning_rate: 1.0}
     init: {type: zeros}
     aggregation: sum
@@ -66,7 +66,7 @@ std::string WorkloadTablesYaml() {
     optimizer: {type: sgd, learning_rate: 1.0}
     init: {type: zeros}
     aggregation: sum
-)";
+)");
 }
 
 std::string CheckpointJobYaml(const CheckpointJobOptions& options) {
@@ -97,19 +97,25 @@ absl::StatusOr<std::vector<std::unique_ptr<testing::Subprocess>>> SpawnChaosWork
     const testing::TestCluster& cluster, int64_t steps, const std::string& history_dir) {
   std::vector<std::unique_ptr<testing::Subprocess>> workers;
   for (int i = 0; i < kChaosWorkers; ++i) {
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<testing::Subprocess> worker,
-        testing::Subprocess::Spawn(
-            kChaosWorker,
-            {"--coordinator", cluster.coordinator_address(), "--worker-id", absl::StrCat(i),
-             "--steps", absl::StrCat(steps), "--history",
-             absl::StrCat(history_dir, "/worker-", i, ".jsonl"), "--dense-table", "dense",
-             "--sparse-table", "emb", "--sparse-keys", "100", "--sparse-keys-per-step", "10",
-             "--rpc-deadline", "10", "--connect-timeout", "30"},
-            absl::StrCat(cluster.dir(), "/chaos-worker-", i)));
+    ASSIGN_OR_RETURN(std::unique_ptr<testing::Subprocess> worker,
+                     SpawnChaosWorker(cluster, i, steps, history_dir));
     workers.push_back(std::move(worker));
   }
   return workers;
+}
+
+absl::StatusOr<std::unique_ptr<testing::Subprocess>> SpawnChaosWorker(
+    const testing::TestCluster& cluster, int id, int64_t steps, const std::string& history_dir,
+    const std::vector<std::string>& extra_args) {
+  std::vector<std::string> args = {
+      "--coordinator", cluster.coordinator_address(), "--worker-id", absl::StrCat(id),
+      "--steps", absl::StrCat(steps), "--history",
+      absl::StrCat(history_dir, "/worker-", id, ".jsonl"), "--dense-table", "dense",
+      "--sparse-table", "emb", "--sparse-keys", "100", "--sparse-keys-per-step", "10",
+      "--rpc-deadline", "10", "--connect-timeout", "30"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  return testing::Subprocess::Spawn(kChaosWorker, args,
+                                    absl::StrCat(cluster.dir(), "/chaos-worker-", id));
 }
 
 absl::StatusOr<JobValues> PullValues(Client& client, const Workload& w) {

@@ -37,8 +37,9 @@ constexpr int kObserverId = 2;
 Workload CheckpointWorkload();
 
 // The `tables:` entries of CheckpointWorkload() (YAML list items, two-space
-// indented), for any job that runs chaos workers.
-std::string WorkloadTablesYaml();
+// indented), for any job that runs chaos workers; another `dense_size`
+// (the Workload's must match) with dense chunks of `chunk_size` floats.
+std::string WorkloadTablesYaml(int64_t dense_size = 100000, int64_t chunk_size = 5000);
 
 struct CheckpointJobOptions {
   std::string checkpoint_dir;
@@ -59,6 +60,15 @@ std::string CheckpointJobYaml(const CheckpointJobOptions& options);
 // each appending its history to <history_dir>/worker-<id>.jsonl.
 absl::StatusOr<std::vector<std::unique_ptr<testing::Subprocess>>> SpawnChaosWorkers(
     const testing::TestCluster& cluster, int64_t steps, const std::string& history_dir);
+
+// One chaos worker of `cluster` asking for id `id`, pushing the workload's
+// tables ("dense", "emb": 10 of 100 rows per step) until its clock reaches
+// `steps`, its history in <history_dir>/worker-<id>.jsonl, its logs in
+// <cluster dir>/chaos-worker-<id>.*; `extra_args` go last on its command
+// line (e.g. {"--seconds", "20"}).
+absl::StatusOr<std::unique_ptr<testing::Subprocess>> SpawnChaosWorker(
+    const testing::TestCluster& cluster, int id, int64_t steps, const std::string& history_dir,
+    const std::vector<std::string>& extra_args = {});
 
 // Every table of `w` as pulled through `client` (no cache): the dense table
 // whole, the sparse table at every key of the universe.

@@ -47,7 +47,6 @@ namespace {
 using testing::ExitStatus;
 using testing::Subprocess;
 
-constexpr char kChaosWorker[] = CAIRN_BINARY_DIR "/tests/reliability/cairn-chaos-worker";
 constexpr int kServers = 2;
 constexpr int kWorkers = 4;
 // Dense pushes of 40 KB: the oracle's check, linear in pushes times floats,
@@ -81,20 +80,7 @@ rpc:
 consistency:
   mode: asp
 tables:
-  - name: dense
-    kind: dense
-    shape: [)", kDenseSize, R"(]
-    chunk_size: 1000
-    optimizer: {type: sgd, learning_rate: 1.0}
-    init: {type: zeros}
-    aggregation: sum
-  - name: emb
-    kind: sparse
-    width: 4
-    optimizer: {type: sgd, learning_rate: 1.0}
-    init: {type: zeros}
-    aggregation: sum
-checkpoint:
+)", WorkloadTablesYaml(kDenseSize, 1000), R"(checkpoint:
   dir: )", checkpoint_dir, R"(
   every: )", checkpoint_every_s, R"(s
   keep: 2
@@ -234,14 +220,8 @@ TEST_CASE("RELIABILITY T8: sustained ASP load with checkpoints: no errors, exact
 
   std::vector<std::unique_ptr<Subprocess>> workers;
   for (int i = 0; i < kWorkers; ++i) {
-    auto worker = Subprocess::Spawn(
-        kChaosWorker,
-        {"--coordinator", c.coordinator_address(), "--worker-id", absl::StrCat(i), "--steps",
-         "1000000000", "--seconds", absl::StrCat(seconds), "--history",
-         absl::StrCat(history_dir, "/worker-", i, ".jsonl"), "--dense-table", "dense",
-         "--sparse-table", "emb", "--sparse-keys", "100", "--sparse-keys-per-step", "10",
-         "--rpc-deadline", "20", "--connect-timeout", "30"},
-        absl::StrCat(c.dir(), "/chaos-worker-", i));
+    auto worker = SpawnChaosWorker(c, i, /*steps=*/1'000'000'000, history_dir,
+                                   {"--seconds", absl::StrCat(seconds)});
     REQUIRE(worker.ok());
     workers.push_back(*std::move(worker));
   }

@@ -39,7 +39,6 @@ namespace {
 using testing::ExitStatus;
 using testing::Subprocess;
 
-constexpr char kChaosWorker[] = CAIRN_BINARY_DIR "/tests/reliability/cairn-chaos-worker";
 constexpr int kZombie = 1;
 
 std::string JobYaml(const std::string& mode) {
@@ -62,14 +61,7 @@ tables:
 
 std::unique_ptr<Subprocess> SpawnWorker(const testing::TestCluster& cluster, int id,
                                         int64_t steps, const std::string& history_dir) {
-  auto worker = Subprocess::Spawn(
-      kChaosWorker,
-      {"--coordinator", cluster.coordinator_address(), "--worker-id", absl::StrCat(id),
-       "--steps", absl::StrCat(steps), "--history",
-       absl::StrCat(history_dir, "/worker-", id, ".jsonl"), "--dense-table", "dense",
-       "--sparse-table", "emb", "--sparse-keys", "100", "--sparse-keys-per-step", "10",
-       "--rpc-deadline", "10", "--connect-timeout", "30"},
-      absl::StrCat(cluster.dir(), "/chaos-worker-", id));
+  auto worker = SpawnChaosWorker(cluster, id, steps, history_dir);
   REQUIRE(worker.ok());
   return *std::move(worker);
 }
