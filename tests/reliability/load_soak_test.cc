@@ -10,12 +10,15 @@
 //
 // Passes when: no request failed, every chaos worker ended cleanly, the
 // oracle finds the final values exact, descriptors and threads did not grow,
-// and resident memory grew by less than a loose bound (this checks for
-// leaks, not speed: a slope is reported, never asserted tightly).
+// resident memory grew by less than a loose bound (this checks for leaks,
+// not speed: a slope is reported, never asserted tightly), and the servers
+// and the coordinator then stop cleanly on SIGTERM (exit code 0; under
+// AddressSanitizer also no leak and no memory error at exit).
 //
 // CAIRN_LOAD_SECONDS (default 20) sets the length, CAIRN_LOAD_SAMPLE (2) the
 // sampling period and CAIRN_LOAD_WINDOW (10) the reporting window, all in
 // seconds; tools/load-soak runs it for 10 minutes.
+#include <signal.h>
 #include <sys/types.h>
 
 #include <algorithm>
@@ -310,8 +313,8 @@ TEST_CASE("RELIABILITY T8: sustained ASP load with checkpoints: no errors, exact
                      v.back().threads, v.back().failed_requests)
               << std::endl;
     failed += v.back().failed_requests;
-    CHECK(v.back().open_fds <= v[warm].open_fds + 4);
-    CHECK(v.back().threads <= v[warm].threads + 4);
+    CHECK(v.back().open_fds <= v[warm].open_fds + 8);  // pools may still grow a little
+    CHECK(v.back().threads <= v[warm].threads + 8);
     CHECK(v.back().checkpoints_ok >= 1);
     // Loose: a leak of a few pushes' gradients (40 KB each) per second would
     // exceed it over a longer run.
@@ -332,6 +335,23 @@ TEST_CASE("RELIABILITY T8: sustained ASP load with checkpoints: no errors, exact
   CHECK(report.ok > 0);
   CHECK(report.info == 0);
   CHECK(report.ok_all());
+
+  // A clean stop after the load: the servers, then the coordinator, exit 0
+  // on SIGTERM. (Built with -fsanitize=address, a leak or a memory error
+  // found at exit makes that exit code non-zero: the ASan run in
+  // docs/benchmarks.md.)
+  for (int s = 0; s < kServers; ++s) REQUIRE(c.server(s).Signal(SIGTERM).ok());
+  for (int s = 0; s < kServers; ++s) {
+    absl::StatusOr<ExitStatus> ended = c.server(s).Wait(absl::Seconds(60));
+    INFO("server " << s << ": " << c.server(s).ReadStderr());
+    REQUIRE(ended.ok());
+    CHECK(ended->ToString() == "exit code 0");
+  }
+  REQUIRE(c.coordinator().Signal(SIGTERM).ok());
+  absl::StatusOr<ExitStatus> ended = c.coordinator().Wait(absl::Seconds(60));
+  INFO("coordinator: " << c.coordinator().ReadStderr());
+  REQUIRE(ended.ok());
+  CHECK(ended->ToString() == "exit code 0");
 }
 
 }  // namespace
