@@ -117,7 +117,8 @@ Event Supervisor::RunUntil(const std::function<bool()>& ready, absl::Time deadli
       }
       const bool ok = m->role == Role::kWorker && m->exit->success();
       if (ok) Log(absl::StrCat(m->name, " finished (", m->exit->ToString(), ")"));
-      if (!ok && m->role == Role::kWorker && worker_failures_tolerated_ && AnyWorkerLeft()) {
+      if (!ok && m->role == Role::kWorker && worker_failures_tolerated_ && AnyWorkerLeft() &&
+          FailedWhileTraining(*m->exit)) {
         Log(absl::StrCat(m->name, " failed (", m->exit->ToString(),
                          "); the job goes on without it (cluster.on_worker_loss: continue)"));
         continue;
@@ -160,6 +161,13 @@ bool Supervisor::AllWorkersEnded() const {
     if (!m.exit.has_value()) return false;
   }
   return any;
+}
+
+bool Supervisor::FailedWhileTraining(const ExitStatus& exit) {
+  // cairn-worker's exit codes: 2 bad flags or configuration, 3 a port is
+  // taken, 4 the coordinator is unreachable or the start-up barrier timed
+  // out: it never trained, and the barrier waits for every worker.
+  return exit.signal != 0 || (exit.code != 2 && exit.code != 3 && exit.code != 4);
 }
 
 bool Supervisor::AnyWorkerLeft() const {

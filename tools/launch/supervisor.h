@@ -104,9 +104,13 @@ class Supervisor {
   // start order.
   std::vector<int> FailedWorkers() const;
 
-  // With `tolerated`, a worker that fails does not end RunUntil: it is logged
+  // With `tolerated`, a worker that fails while training (killed by a
+  // signal, or exit code 1 or 5) does not end RunUntil: it is logged
   // ("worker N failed (...); the job goes on without it") and the job goes
-  // on, unless no worker is left running or finished. Off by default.
+  // on, unless no worker is left running or finished. A worker that could
+  // not start (exit code 2, 3 or 4: configuration, port, coordinator or
+  // start-up barrier) still fails the job at once: the barrier waits for
+  // every worker, and the others share its configuration. Off by default.
   void set_worker_failures_tolerated(bool tolerated) { worker_failures_tolerated_ = tolerated; }
 
   // Stops every member still running: SIGTERM to all but the coordinator,
@@ -143,6 +147,9 @@ class Supervisor {
   std::vector<const Member*> ReapEnded();
   // True while a worker still runs or has finished with exit code 0.
   bool AnyWorkerLeft() const;
+  // Whether a worker that ended so had started training (see
+  // set_worker_failures_tolerated).
+  static bool FailedWhileTraining(const ExitStatus& exit);
 
   const int log_fd_;
   const int signal_fd_;
