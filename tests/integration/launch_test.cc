@@ -86,6 +86,15 @@ std::vector<std::string> Survivors(const std::map<std::string, pid_t>& pids,
   }
 }
 
+// Waits until the job passed its start-up barrier (every worker registered),
+// then kills `name` (a "[launch] started" name) with SIGKILL.
+void KillOnceTraining(Subprocess& launch, const std::string& name) {
+  REQUIRE(launch.WaitForStderr("start-up barrier passed", absl::Seconds(60)).ok());
+  std::map<std::string, pid_t> pids = StartedPids(launch.ReadStderr());
+  REQUIRE(pids.count(name) == 1);
+  REQUIRE(::kill(pids[name], SIGKILL) == 0);
+}
+
 double Mean(const std::vector<double>& v) {
   return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
@@ -189,10 +198,7 @@ TEST_CASE("under on_worker_loss: continue a killed worker is reported and the jo
   const std::string summary_path = dir + "/summary.json";
   auto launch = StartLaunch(dir, {job, "--summary", summary_path,
                                   "--set", "cluster.on_worker_loss=continue"});
-  REQUIRE(launch->WaitForStderr("start-up barrier passed", absl::Seconds(60)).ok());
-  std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
-  REQUIRE(pids.count("worker 1") == 1);
-  REQUIRE(::kill(pids["worker 1"], SIGKILL) == 0);
+  KillOnceTraining(*launch, "worker 1");
   auto ended = launch->Wait(absl::Minutes(3));
   REQUIRE(ended.ok());
   const std::string err = launch->ReadStderr();
@@ -226,10 +232,7 @@ TEST_CASE("under on_worker_loss: fail a killed worker fails the job at once",
   const std::string dir = NewDir("launch_worker_fail");
   const std::string job = WriteJob(dir, TinyJob(/*max_steps=*/0, /*epochs=*/5));
   auto launch = StartLaunch(dir, {job, "--set", "cluster.on_worker_loss=fail"});
-  REQUIRE(launch->WaitForStderr("start-up barrier passed", absl::Seconds(60)).ok());
-  std::map<std::string, pid_t> pids = StartedPids(launch->ReadStderr());
-  REQUIRE(pids.count("worker 1") == 1);
-  REQUIRE(::kill(pids["worker 1"], SIGKILL) == 0);
+  KillOnceTraining(*launch, "worker 1");
   auto ended = launch->Wait(absl::Seconds(30));
   REQUIRE(ended.ok());
   const std::string err = launch->ReadStderr();

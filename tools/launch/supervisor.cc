@@ -143,16 +143,6 @@ Event Supervisor::RunUntil(const std::function<bool()>& ready, absl::Time deadli
   }
 }
 
-bool Supervisor::AllWorkersSucceeded() const {
-  bool any = false;
-  for (const Member& m : members_) {
-    if (m.role != Role::kWorker) continue;
-    any = true;
-    if (!m.exit.has_value() || !m.exit->success()) return false;
-  }
-  return any;
-}
-
 bool Supervisor::AllWorkersEnded() const {
   bool any = false;
   for (const Member& m : members_) {

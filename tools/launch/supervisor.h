@@ -92,10 +92,6 @@ class Supervisor {
   // terminal's Ctrl-C reaches the children too, and they may end first).
   Event RunUntil(const std::function<bool()>& ready, absl::Time deadline);
 
-  // True when every started worker exited with code 0 (and at least one was
-  // started).
-  bool AllWorkersSucceeded() const;
-
   // True when every started worker has ended, however (and at least one was
   // started).
   bool AllWorkersEnded() const;
