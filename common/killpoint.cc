@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 
 namespace cairn {
 namespace {
@@ -117,14 +118,24 @@ absl::StatusOr<std::vector<KillPointRule>> ParseKillPointSpec(absl::string_view 
   std::set<std::string> names;
   if (spec.empty()) return rules;
   for (absl::string_view item : absl::StrSplit(spec, ',')) {
-    const size_t colon = item.rfind(':');
+    const size_t colon = item.find(':');
     if (colon == absl::string_view::npos) {
       return absl::InvalidArgumentError(absl::StrCat(
           "rule \"", item, "\" has no ':'; expected <name>:1_in_<N> or <name>:at_<K>"));
     }
     KillPointRule rule;
     rule.name = std::string(item.substr(0, colon));
-    const absl::string_view trigger = item.substr(colon + 1);
+    absl::string_view trigger = item.substr(colon + 1);
+    if (const size_t action = trigger.find(':'); action != absl::string_view::npos) {
+      absl::string_view ms = trigger.substr(action + 1);
+      trigger = trigger.substr(0, action);
+      if (!absl::ConsumePrefix(&ms, "stall_") || !absl::SimpleAtoi(ms, &rule.stall_ms) ||
+          rule.stall_ms < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "rule \"", item, "\": action \"", item.substr(colon + 1 + action + 1),
+            "\" is not stall_<MS> with MS an integer >= 1"));
+      }
+    }
     if (!ValidName(rule.name)) {
       return absl::InvalidArgumentError(
           absl::StrCat("rule \"", item, "\": name \"", rule.name,
@@ -168,7 +179,13 @@ void KillPoint(const char* name) {
       absl::MutexLock lock(&state.mu);
       fire = state.rng() % static_cast<uint64_t>(armed->rule.n) == 0;
     }
-    if (fire) Fire(name, hit);
+    if (fire && armed->rule.stall_ms > 0) {
+      WriteStderr(absl::StrCat("killpoint ", name, " stalls ", armed->rule.stall_ms, " ms (hit ",
+                               hit, ")\n"));
+      absl::SleepFor(absl::Milliseconds(armed->rule.stall_ms));
+    } else if (fire) {
+      Fire(name, hit);
+    }
     return;
   }
 }

@@ -15,6 +15,11 @@
 //   CAIRN_KILLPOINT=<rule>[,<rule>...]
 //     <name>:1_in_<N>   fire with probability 1/N at each hit of <name>
 //     <name>:at_<K>     fire at the K-th hit of <name> (hits count from 1)
+//     <name>:<trigger>:stall_<MS>
+//                       instead of dying, stall: the thread that fires
+//                       sleeps MS milliseconds, then goes on (a slow disk,
+//                       a long copy, a late answer; as RocksDB's sync points
+//                       with a sleeping callback)
 //   CAIRN_KILLPOINT_SEED=<uint64>  seed of the 1_in_N draws; default: the pid.
 //
 // e.g. CAIRN_KILLPOINT=checkpoint.before_rename:at_3,push.before_ack:1_in_500.
@@ -23,7 +28,8 @@
 // "killpoint: CAIRN_KILLPOINT=<spec> seed <seed>" goes to stderr.
 // A point that fires writes "killpoint <name> fired (hit <k>)\n" to stderr
 // (one write(2), no allocation) and raises SIGKILL: nothing is flushed, no
-// destructor runs, as in a real crash.
+// destructor runs, as in a real crash. A stall writes "killpoint <name>
+// stalls <MS> ms (hit <k>)\n" and sleeps.
 //
 // A malformed variable is a test bug: the first CAIRN_KILLPOINT prints
 // "killpoint: bad CAIRN_KILLPOINT=...: <why>" to stderr and aborts.
@@ -50,6 +56,7 @@ struct KillPointRule {
   std::string name;
   Kind kind = Kind::kAt;
   int64_t n = 1;  // kOneIn: fire with probability 1/n; kAt: fire at hit n
+  int64_t stall_ms = 0;  // > 0: firing sleeps this long instead of killing
 };
 
 // Parses a CAIRN_KILLPOINT value ("" gives no rules).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/killpoint.h"
 #include "tests/integration/test_cluster.h"
 #include "tests/reliability/history.h"
@@ -68,7 +69,13 @@ TEST_CASE("kill point specs parse, and malformed ones are rejected naming the ru
   CHECK((*rules)[1].name == "push.ack-1");
   CHECK((*rules)[1].kind == KillPointRule::Kind::kOneIn);
   CHECK((*rules)[1].n == 500);
+  CHECK((*rules)[1].stall_ms == 0);
   CHECK(ParseKillPointSpec("")->empty());
+  auto stall = ParseKillPointSpec("shard.snapshot:at_2:stall_1500");
+  REQUIRE(stall.ok());
+  CHECK((*stall)[0].name == "shard.snapshot");
+  CHECK((*stall)[0].n == 2);
+  CHECK((*stall)[0].stall_ms == 1500);
 
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"probe", "has no ':'"},
@@ -79,6 +86,8 @@ TEST_CASE("kill point specs parse, and malformed ones are rejected naming the ru
       {"pro be:at_1", "must be non-empty letters"},
       {"probe:at_1,probe:at_2", "appears more than once"},
       {"probe:at_1,", "has no ':'"},
+      {"probe:at_1:sleep_5", "\"sleep_5\" is not stall_<MS>"},
+      {"probe:at_1:stall_0", "is not stall_<MS> with MS an integer >= 1"},
   };
   for (const auto& [spec, why] : bad) {
     INFO(spec);
@@ -130,6 +139,15 @@ TEST_CASE("a kill point fires by SIGKILL at the configured hit", "[reliability][
     CHECK(Contains(a.stderr_text, "killpoint: CAIRN_KILLPOINT=probe:1_in_4 seed 7\n"));
     CHECK(a.stderr_text == b.stderr_text);
     CHECK(a.status.signal == b.status.signal);
+  }
+  SECTION("a stall sleeps at its hit and the process goes on") {
+    const absl::Time start = absl::Now();
+    const ProbeRun run = RunProbe(dir, "stall", {"CAIRN_KILLPOINT=probe:at_2:stall_300"});
+    INFO(run.stderr_text);
+    CHECK(run.status.exited());
+    CHECK(run.status.code == 0);
+    CHECK(Contains(run.stderr_text, "killpoint probe stalls 300 ms (hit 2)\n"));
+    CHECK(absl::Now() - start >= absl::Milliseconds(300));
   }
   SECTION("a bad spec aborts at the first kill point, naming the spec") {
     const ProbeRun run = RunProbe(dir, "bad", {"CAIRN_KILLPOINT=probe:sometimes"});
