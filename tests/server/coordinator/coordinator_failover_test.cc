@@ -190,7 +190,7 @@ std::vector<uint32_t> Joining(const v1::PartitionMap& map, uint32_t p) {
   return {map.assignments(p).joining().begin(), map.assignments(p).joining().end()};
 }
 
-TEST_CASE("within rereplication_delay a short group waits for an empty server; after it a "
+TEST_CASE("within rereplication_delay a short group waits for an empty server, and after it a "
           "survivor takes the copy",
           "[coordinator][failover]") {
   Job3 job(absl::Seconds(10));
