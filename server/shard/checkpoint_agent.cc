@@ -112,7 +112,7 @@ absl::Status CheckpointAgent::WriteAndReport(ShardSnapshot snapshot) {
   CAIRN_KILLPOINT("checkpoint.before_write");
   ASSIGN_OR_RETURN(checkpoint::Manifest m,
                    writer_->Write(snapshot.closed_before, options_.num_partitions,
-                                  options_.tables, partitions, workers));
+                                  options_.tables, std::move(partitions), workers));
   CAIRN_KILLPOINT("checkpoint.after_write");
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   uint64_t bytes = 0;

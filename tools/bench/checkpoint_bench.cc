@@ -235,11 +235,12 @@ rocksdb::Options ReaderOptions() {
 
 absl::StatusOr<Sample> CairnWrite(const Model& m, const std::string& dir) {
   const std::vector<TableShape> tables = Tables(m);
+  std::vector<PartitionData> partitions = m.partitions;  // Write frees what it encodes
   const Stopwatch watch;
   ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> writer,
                    CheckpointWriter::Open(dir, /*server_id=*/0, /*keep=*/1));
   ASSIGN_OR_RETURN(Manifest manifest, writer->Write(/*clock=*/1, kPartitions, tables,
-                                                    m.partitions, m.workers));
+                                                    std::move(partitions), m.workers));
   const Sample sample = watch.Elapsed();
   if (manifest.id != kCheckpointId || manifest.partitions.size() != m.partitions.size()) {
     return absl::InternalError(absl::StrCat("checkpoint in ", dir, " has id ", manifest.id,

@@ -68,7 +68,7 @@ absl::StatusOr<std::vector<uint64_t>> CheckpointWriter::ManifestIds() const {
 
 absl::StatusOr<Manifest> CheckpointWriter::Write(int64_t clock, uint32_t num_partitions,
                                                  const std::vector<TableShape>& tables,
-                                                 const std::vector<PartitionData>& partitions,
+                                                 std::vector<PartitionData> partitions,
                                                  const WorkerState& workers) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<uint64_t> ids, ManifestIds());
@@ -92,7 +92,7 @@ absl::StatusOr<Manifest> CheckpointWriter::Write(int64_t clock, uint32_t num_par
                (p.rows.values.size() + p.rows.slots.size()) * sizeof(float);
   }
   rocksdb::WriteBatch batch(reserve);
-  for (const PartitionData& p : partitions) {
+  for (PartitionData& p : partitions) {
     if (!table_ids.contains(p.table_id) || p.partition >= num_partitions ||
         !seen.emplace(p.table_id, p.partition).second) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -104,6 +104,7 @@ absl::StatusOr<Manifest> CheckpointWriter::Write(int64_t clock, uint32_t num_par
                             Checksum(value)});
     RETURN_IF_ERROR(FromRocksStatus(batch.Put(PartitionKey(m.id, p.table_id, p.partition), value),
                                     "checkpoint batch"));
+    p.rows = PartitionRows();  // in the batch now: free the copy
   }
   const std::string worker_value = EncodeWorkers(workers);
   m.workers_checksum = Checksum(worker_value);

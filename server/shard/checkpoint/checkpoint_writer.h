@@ -55,12 +55,15 @@ class CheckpointWriter {
   // Writes checkpoint (last id + 1) at clock `clock`: every entry of
   // `partitions` (tables described by `tables`), and `workers`, with the
   // manifest, in one synced WriteBatch; then deletes checkpoints beyond the
-  // newest `keep`. Returns the manifest written. Errors: InvalidArgument when a
-  // partition names a table missing from `tables` or appears twice; RocksDB
-  // errors as in Open. On error no new checkpoint is visible.
+  // newest `keep`. Returns the manifest written. Each partition's rows are
+  // freed as soon as they are encoded into the batch, so the rows and the
+  // batch are not both held whole (pass a copy to keep them). Errors:
+  // InvalidArgument when a partition names a table missing from `tables` or
+  // appears twice; RocksDB errors as in Open. On error no new checkpoint is
+  // visible.
   absl::StatusOr<Manifest> Write(int64_t clock, uint32_t num_partitions,
                                  const std::vector<TableShape>& tables,
-                                 const std::vector<PartitionData>& partitions,
+                                 std::vector<PartitionData> partitions,
                                  const WorkerState& workers) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Deletes every checkpoint whose id is not in `keep_ids`, except the newest
