@@ -10,14 +10,12 @@
 #include "common/log.h"
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
+#include "common/time_source.h"
 #include "grpcpp/grpcpp.h"
 #include "server/coordinator/coordinator_metrics.h"
 
 namespace cairn {
 namespace {
-
-// One phase's RPC timeout.
-constexpr absl::Duration kPhaseTimeout = absl::Seconds(10);
 
 struct Target {
   uint32_t id;
@@ -25,10 +23,15 @@ struct Target {
   v1::ParameterService::Stub* stub;
 };
 
+// One phase on one server. Each phase may take until the checkpoint's own
+// deadline: a commit copies the server's partitions, which takes as long as
+// their bytes need (a fixed per-phase limit failed every checkpoint of a
+// large shard).
 absl::Status Call(const Target& t, v1::CheckpointPhase phase, uint64_t request_id, int64_t clock,
-                  absl::Duration hold, int64_t* out_clock) {
+                  absl::Duration hold, absl::Time deadline, int64_t* out_clock) {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kPhaseTimeout));
+  context.set_deadline(absl::ToChronoTime(
+      phase == v1::CHECKPOINT_PHASE_ABORT ? absl::Now() + absl::Seconds(10) : deadline));
   v1::ShardCheckpointRequest request;
   request.set_phase(phase);
   request.set_request_id(request_id);
@@ -90,7 +93,7 @@ absl::StatusOr<v1::CheckpointRecord> CheckpointDriver::Run(absl::Duration timeou
 
   auto abort_all = [&](size_t n) {
     for (size_t i = 0; i < n; ++i) {
-      (void)Call(targets[i], v1::CHECKPOINT_PHASE_ABORT, request_id, 0, hold, nullptr);
+      (void)Call(targets[i], v1::CHECKPOINT_PHASE_ABORT, request_id, 0, hold, deadline, nullptr);
     }
   };
   auto fail = [&](absl::Status s) {
@@ -102,7 +105,7 @@ absl::StatusOr<v1::CheckpointRecord> CheckpointDriver::Run(absl::Duration timeou
   for (size_t i = 0; i < targets.size(); ++i) {
     int64_t boundary = 0;
     absl::Status s = Call(targets[i], v1::CHECKPOINT_PHASE_PREPARE, request_id, 0, hold,
-                          &boundary);
+                          deadline, &boundary);
     if (!s.ok()) {
       abort_all(i);
       return fail(Annotate(s, "checkpoint prepare"));
@@ -110,7 +113,8 @@ absl::StatusOr<v1::CheckpointRecord> CheckpointDriver::Run(absl::Duration timeou
     cut = std::max(cut, boundary);
   }
   for (size_t i = 0; i < targets.size(); ++i) {
-    absl::Status s = Call(targets[i], v1::CHECKPOINT_PHASE_COMMIT, request_id, cut, hold, nullptr);
+    absl::Status s =
+        Call(targets[i], v1::CHECKPOINT_PHASE_COMMIT, request_id, cut, hold, deadline, nullptr);
     if (!s.ok()) {
       abort_all(targets.size());
       return fail(Annotate(s, absl::StrCat("checkpoint commit at clock ", cut)));
@@ -127,7 +131,8 @@ absl::StatusOr<v1::CheckpointRecord> CheckpointDriver::Run(absl::Duration timeou
 
 void CheckpointDriver::StartPeriodic(absl::Duration every, absl::Duration timeout) {
   periodic_ = std::thread([this, every, timeout] {
-    while (!stop_.WaitForNotificationWithTimeout(every)) {
+    auto stopped = [this] { return stop_.HasBeenNotified(); };
+    while (SleepMonotonic(every, stopped, absl::Milliseconds(100))) {
       if (!state_->ready()) continue;
       absl::StatusOr<v1::CheckpointRecord> r = Run(timeout);
       if (r.ok()) LOG_INFO("periodic checkpoint at clock {} complete", r->clock());

@@ -129,7 +129,7 @@ int Run(const Flags& flags) {
     return kExitPortTaken;
   }
   CoordinatorMetrics metrics((*metrics_server)->registry());
-  RealTimeSource time;
+  MonotonicTimeSource time;  // leases never follow a step of the wall clock
   v1::JobSpec job = ToJobSpec(*config);
   absl::StatusOr<CoordinatorDisk> disk = OpenCoordinatorDisk(*config, flags.discard_state, &job);
   if (!disk.ok()) {

@@ -35,6 +35,7 @@ grpc::Status CoordinatorService::RegisterWorker(grpc::ServerContext*,
       state_->RegisterWorker(request->requested_id(), request->metrics_address());
   if (!registration.ok()) return ToGrpcStatus(registration.status());
   response->set_worker_id(registration->id);
+  response->set_incarnation(registration->incarnation);
   *response->mutable_job() = state_->job();
   *response->mutable_map() = std::move(registration->map);
   return grpc::Status::OK;
@@ -45,7 +46,7 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
                                            v1::HeartbeatResponse* response) {
   Count("Heartbeat");
   auto result = state_->Heartbeat(request->role(), request->id(), request->clock(),
-                                  request->map_version());
+                                  request->map_version(), request->incarnation());
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_lease_ms(absl::ToInt64Milliseconds(result->lease));
   response->set_map_version(result->map_version);
@@ -76,7 +77,8 @@ grpc::Status CoordinatorService::WatchPartitionMap(grpc::ServerContext*,
 grpc::Status CoordinatorService::Leave(grpc::ServerContext*, const v1::LeaveRequest* request,
                                        v1::LeaveResponse*) {
   Count("Leave");
-  return ToGrpcStatus(state_->Leave(request->role(), request->id(), request->final_clock()));
+  return ToGrpcStatus(state_->Leave(request->role(), request->id(), request->final_clock(),
+                                    request->incarnation()));
 }
 
 grpc::Status CoordinatorService::ListMembers(grpc::ServerContext*,

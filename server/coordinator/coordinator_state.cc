@@ -127,9 +127,12 @@ absl::StatusOr<CoordinatorState::Registration> CoordinatorState::Register(
   bool passed_barrier = false;
   if (record.role == v1::MEMBER_ROLE_SERVER && ready_ && !map_.assignments().empty()) {
     // Rejoin: a server arriving after the barrier backs up the groups left
-    // short of replicas, once their primaries sent it their state.
+    // short of replicas, once their primaries sent it their state; groups
+    // that lost every copy (their only server died with no other alive to
+    // take them) come back onto it from the newest checkpoint at once.
     std::vector<v1::PartitionAssignment> assignments(map_.assignments().begin(),
                                                      map_.assignments().end());
+    RestoreLostGroupsLocked(&assignments);
     ReplicateLocked(&assignments);  // the new member and its joins: one version bump
   } else {
     passed_barrier = RefreshMapLocked();
@@ -151,13 +154,14 @@ absl::StatusOr<CoordinatorState::Registration> CoordinatorState::Register(
              map_.version());
   }
   PersistLocked();
-  return Registration{record.id, map_};
+  return Registration{record.id, static_cast<uint64_t>(record.incarnation), map_};
 }
 
 absl::StatusOr<CoordinatorState::HeartbeatResult> CoordinatorState::Heartbeat(
-    v1::MemberRole role, uint32_t id, int64_t clock, uint64_t map_version) {
+    v1::MemberRole role, uint32_t id, int64_t clock, uint64_t map_version, uint64_t incarnation) {
   absl::MutexLock lock(&mu_);
   const absl::Time now = time_->Now();
+  RETURN_IF_ERROR(CheckIncarnationLocked(role, id, incarnation, absl::NotFoundError));
   RETURN_IF_ERROR(leases_.Renew(role, id, clock, now).status());
   NoteReattachedLocked(role, id);
   if (role == v1::MEMBER_ROLE_SERVER) {
@@ -209,8 +213,23 @@ void CoordinatorState::DropRestoredLocked() {
   }
 }
 
-absl::Status CoordinatorState::Leave(v1::MemberRole role, uint32_t id, int64_t final_clock) {
+absl::Status CoordinatorState::CheckIncarnationLocked(
+    v1::MemberRole role, uint32_t id, uint64_t incarnation,
+    absl::Status (*error)(absl::string_view)) const {
+  if (incarnation == 0) return absl::OkStatus();
+  std::optional<MemberRecord> record = leases_.Find(role, id);
+  if (!record.has_value() || static_cast<uint64_t>(record->incarnation) == incarnation) {
+    return absl::OkStatus();
+  }
+  return error(absl::StrCat(MemberName(role, id), " incarnation ", incarnation,
+                            " is no longer registered: the id was registered again (incarnation ",
+                            record->incarnation, ")"));
+}
+
+absl::Status CoordinatorState::Leave(v1::MemberRole role, uint32_t id, int64_t final_clock,
+                                     uint64_t incarnation) {
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckIncarnationLocked(role, id, incarnation, absl::FailedPreconditionError));
   ASSIGN_OR_RETURN(MemberRecord record, leases_.Leave(role, id, final_clock));
   NoteReattachedLocked(role, id);
   RefreshMapLocked();

@@ -80,7 +80,8 @@ class CoordinatorState {
 
   struct Registration {
     uint32_t id = 0;
-    v1::PartitionMap map;  // after the registration
+    uint64_t incarnation = 0;  // 1 at the id's first registration, +1 at each again
+    v1::PartitionMap map;      // after the registration
   };
 
   // Registers a server reachable at `address` (host:port, non-empty).
@@ -102,10 +103,13 @@ class CoordinatorState {
   };
   // Renews the lease; `clock` is a worker's current clock (ignored for
   // servers and when negative); `map_version` the map version the member
-  // holds (times failovers). Errors: NotFound when the member is unknown,
-  // DEAD or LEFT: it must register again.
+  // holds (times failovers); `incarnation` the registration renewing (0:
+  // whichever holds the id). Errors: NotFound when the member is unknown,
+  // DEAD or LEFT, or when the id was registered again since `incarnation`
+  // (a process replaced by a restart under its id): it must register again.
   absl::StatusOr<HeartbeatResult> Heartbeat(v1::MemberRole role, uint32_t id, int64_t clock,
-                                            uint64_t map_version = 0) ABSL_LOCKS_EXCLUDED(mu_);
+                                            uint64_t map_version = 0, uint64_t incarnation = 0)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Where a group that lost every copy comes back from: the newest complete
   // checkpoint record, or nullopt. Called under the state's lock; must not
@@ -122,9 +126,11 @@ class CoordinatorState {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Marks the member LEFT (a clean exit; a worker leaves the barrier).
-  // Errors: NotFound (unknown member).
-  absl::Status Leave(v1::MemberRole role, uint32_t id, int64_t final_clock)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // `incarnation`: the registration leaving (0: whichever holds the id).
+  // Errors: NotFound (unknown member), FailedPrecondition (the id was
+  // registered again since `incarnation`: the newer process stays).
+  absl::Status Leave(v1::MemberRole role, uint32_t id, int64_t final_clock,
+                     uint64_t incarnation = 0) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Declares DEAD every member whose lease ran out by time->Now(), logs each
   // ("server 1 (127.0.0.1:1234) lease expired: DEAD"), fails over the replica
@@ -206,6 +212,12 @@ class CoordinatorState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails over the groups of the servers in `expired`; refreshes the map.
   void FailOverLocked(const std::vector<MemberRecord>& expired)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK when `incarnation` is 0 or the one registered under (role, id) (or
+  // the member is unknown: the caller's own lookup names that); else
+  // `error` naming both incarnations.
+  absl::Status CheckIncarnationLocked(v1::MemberRole role, uint32_t id, uint64_t incarnation,
+                                      absl::Status (*error)(absl::string_view)) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A restored member heartbeated or left: it is back.
   void NoteReattachedLocked(v1::MemberRole role, uint32_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

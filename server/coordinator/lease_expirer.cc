@@ -1,5 +1,7 @@
 #include "server/coordinator/lease_expirer.h"
 
+#include "common/time_source.h"
+
 namespace cairn {
 
 LeaseExpirer::LeaseExpirer(CoordinatorState* state, absl::Duration period, OnExpired on_expired)
@@ -16,7 +18,9 @@ void LeaseExpirer::Stop() {
 }
 
 void LeaseExpirer::Run() {
-  while (!stop_.WaitForNotificationWithTimeout(period_)) {
+  // Sleeps on the monotonic clock: a Notification's timed wait ends at a
+  // wall-clock deadline, which a step of the clock moves.
+  while (SleepMonotonic(period_, [this] { return stop_.HasBeenNotified(); })) {
     // The expired members are logged and counted by ExpireLeases itself.
     const std::vector<MemberRecord> expired = state_->ExpireLeases();
     if (!expired.empty() && on_expired_) on_expired_(expired);

@@ -37,6 +37,7 @@ v1::Member ToMemberProto(const MemberRecord& record, absl::Time now) {
     member.set_lease_age_ms(absl::ToInt64Milliseconds(now - record.last_renewal));
   }
   member.set_start_clock(record.start_clock);
+  member.set_incarnation(static_cast<uint64_t>(record.incarnation));
   return member;
 }
 

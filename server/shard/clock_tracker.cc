@@ -8,14 +8,22 @@ void ClockTracker::SetLiveWorkers(const std::vector<LiveWorker>& workers) {
   const int64_t previous_min = MinClock();
   std::map<uint32_t, int64_t> next;
   for (const LiveWorker& w : workers) {
-    if (left_.count(w.id)) continue;
+    if (auto left = left_.find(w.id); left != left_.end() && left->second >= w.incarnation) {
+      continue;
+    }
+    auto known = incarnations_.find(w.id);
+    if (known != incarnations_.end() && known->second > w.incarnation) continue;  // stale listing
+    // A newer incarnation is a new process: it enters afresh, as a late
+    // joiner, whatever its predecessor's clock was.
+    const bool same = known != incarnations_.end() && known->second == w.incarnation;
     int64_t clock = w.start_clock;
-    if (auto it = last_.find(w.id); it != last_.end()) clock = std::max(clock, it->second);
+    if (auto it = last_.find(w.id); same && it != last_.end()) clock = std::max(clock, it->second);
     // A worker entering the live set never pulls the minimum back: the
     // coordinator's start_clock comes from heartbeats and may lag.
-    if (clocks_.count(w.id) == 0 && previous_min != kNoWorkers) {
+    if ((!same || clocks_.count(w.id) == 0) && previous_min != kNoWorkers) {
       clock = std::max(clock, previous_min);
     }
+    incarnations_[w.id] = w.incarnation;
     next[w.id] = clock;
     last_[w.id] = clock;
   }
@@ -31,7 +39,7 @@ bool ClockTracker::Tick(uint32_t worker, int64_t clock) {
 }
 
 void ClockTracker::Leave(uint32_t worker) {
-  left_.insert(worker);
+  left_[worker] = IncarnationOf(worker);
   clocks_.erase(worker);
 }
 

@@ -10,6 +10,7 @@
 #include "common/coordinator_client.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/time_source.h"
 #include "server/shard/checkpoint/checkpoint_format.h"
 #include "server/shard/checkpoint/job_shapes.h"
 #include "server/shard/checkpoint_agent.h"
@@ -74,11 +75,13 @@ absl::StatusOr<std::unique_ptr<Incarnation>> Incarnation::Create(
     self->restore_reader_ = std::make_shared<CheckpointPartitionReader>(job.checkpoint().dir());
     shard.SetRestoreLoader([coordinator = context.coordinator, reader = self->restore_reader_](
                                uint64_t record_id, const v1::TableSpec& table,
-                               uint32_t partition) -> absl::StatusOr<PartitionRows> {
+                               uint32_t partition) -> absl::StatusOr<RestoredRows> {
       ASSIGN_OR_RETURN(v1::ListCheckpointsResponse list,
                        coordinator->ListCheckpoints(absl::Seconds(10)));
       for (const v1::CheckpointRecord& r : list.records()) {
-        if (r.id() == record_id) return reader->Read(r, table, partition);
+        if (r.id() != record_id) continue;
+        ASSIGN_OR_RETURN(PartitionRows rows, reader->Read(r, table, partition));
+        return RestoredRows{std::move(rows), r.clock()};
       }
       return absl::NotFoundError(
           absl::StrCat("checkpoint record ", record_id, " is not among the coordinator's"));
@@ -91,7 +94,16 @@ Incarnation::~Incarnation() { (void)Stop(); }
 
 absl::Status Incarnation::Begin(std::atomic<bool>* must_stop) {
   must_stop_ = must_stop;
-  RETURN_IF_ERROR(shard_->InstallMap(registered_.map()));
+  // The lease is renewed from the start: installing the first map loads a
+  // resumed checkpoint or an init_from file, which takes as long as its
+  // bytes need, and the coordinator must not declare this server dead
+  // meanwhile. Requests are refused until the map is installed (not ready).
+  heartbeats_ = std::thread([this] { RenewLeases(); });
+  if (absl::Status s = shard_->InstallMap(registered_.map()); !s.ok()) {
+    stop_.store(true);
+    heartbeats_.join();
+    return s;
+  }
   auto attached = std::make_shared<ParameterService::Attached>();
   attached->shard = shard_;
   attached->on_replica_installed = [transfers = transfers_](uint32_t group) {
@@ -99,7 +111,6 @@ absl::Status Incarnation::Begin(std::atomic<bool>* must_stop) {
   };
   attached_ = std::move(attached);
   context_.service->Attach(attached_);
-  heartbeats_ = std::thread([this] { RenewLeases(); });
   watcher_ = std::thread([this] { WatchMap(); });
   expirer_ = std::thread([this] { ExpireWaiters(); });
   return absl::OkStatus();
@@ -117,16 +128,18 @@ void Incarnation::RenewLeases() {
   const absl::Duration lease = absl::Milliseconds(job.lease_timeout_ms());
   const absl::Duration fence = lease * 3 / 4;
   const absl::Duration loss_timeout = std::max(absl::Seconds(10), 4 * lease);
-  absl::Time last_ok = absl::Now();
+  // Lease arithmetic on the monotonic clock: a step of the wall clock must
+  // neither fence this server nor make it give up on the coordinator.
+  absl::Time last_ok = MonotonicNow();
   while (!stop_.load()) {
     v1::HeartbeatRequest hb;
     hb.set_role(v1::MEMBER_ROLE_SERVER);
     hb.set_id(server_id_);
     hb.set_map_version(shard_->map_version());
-    const absl::Time sent = absl::Now();
+    const absl::Time sent = MonotonicNow();
     absl::StatusOr<v1::HeartbeatResponse> r = context_.coordinator->Heartbeat(hb, heartbeat);
     if (r.ok()) {
-      last_ok = absl::Now();
+      last_ok = MonotonicNow();
       if (fencing) shard_->SetLeaseDeadline(sent + fence);
     } else if (absl::IsNotFound(r.status())) {
       // Declared dead: a backup may serve this server's groups now, with
@@ -135,7 +148,7 @@ void Incarnation::RenewLeases() {
       shard_->SetLeaseDeadline(absl::InfinitePast());
       End(IncarnationEnd::kDeclaredDead);
       return;
-    } else if (absl::Now() - last_ok > loss_timeout) {
+    } else if (MonotonicNow() - last_ok > loss_timeout) {
       LOG_ERROR("lost the coordinator at {}: no heartbeat answered for {}",
                 context_.config->cluster.coordinator, absl::FormatDuration(loss_timeout));
       End(IncarnationEnd::kLostCoordinator);
@@ -165,7 +178,7 @@ void Incarnation::WatchMap() {
 
 void Incarnation::ExpireWaiters() {
   while (!stop_.load()) {
-    shard_->ExpireWaiters(absl::Now());
+    shard_->ExpireWaiters(MonotonicNow());
     absl::SleepFor(absl::Milliseconds(50));
   }
 }

@@ -55,7 +55,8 @@ class Incarnation {
   };
 
   // Builds the shard for the registration answer `registered` (server id,
-  // job, partition map), sent at `registering` (the start of its lease), and
+  // job, partition map), sent at `registering` (the start of its lease, on
+  // the monotonic clock: common/time_source.h MonotonicNow), and
   // opens this server's checkpoint store when the job checkpoints. Serves
   // nothing yet. Errors, each naming what is wrong: those of
   // CheckpointAgent::Start (a store held by another process, DataLoss) and

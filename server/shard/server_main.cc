@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "common/net.h"
 #include "common/status_macros.h"
+#include "common/time_source.h"
 #include "server/shard/incarnation.h"
 #include "server/shard/rpc/parameter_service.h"
 #include "server/shard/rpc/replica_forwarder.h"
@@ -108,7 +109,8 @@ int Run(const Flags& flags) {
   std::atomic<bool> must_stop{false};
   int code = kExitOk;
   for (bool first = true;; first = false) {
-    const absl::Time registering = absl::Now();
+    const absl::Time registering = absl::Now();  // the registration's RPC deadline counts from here
+    const absl::Time lease_start = MonotonicNow();  // and the lease from here
     absl::StatusOr<v1::RegisterServerResponse> registered =
         coordinator.RegisterServer(reg, registering + config->cluster.startup_timeout);
     if (!registered.ok()) {
@@ -119,7 +121,7 @@ int Run(const Flags& flags) {
     LOG_INFO("registered as server {} with the coordinator at {}", registered->server_id(),
              config->cluster.coordinator);
     absl::StatusOr<std::unique_ptr<Incarnation>> incarnation =
-        Incarnation::Create(context, *registered, registering);
+        Incarnation::Create(context, *registered, lease_start);
     if (!incarnation.ok()) {
       std::cerr << "cairn-server: " << incarnation.status().message() << "\n";
       code = kExitBadConfig;

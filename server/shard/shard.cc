@@ -4,12 +4,16 @@
 #include <limits>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
 #include "common/bytes.h"
+#include "common/killpoint.h"
 #include "common/log.h"
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
+#include "common/time_source.h"
 #include "server/shard/checkpoint/checkpoint_codec.h"
 #include "server/shard/shard_metrics.h"
 
@@ -25,6 +29,57 @@ absl::StatusOr<size_t> CountKeys(const std::string& bytes, const std::string& ta
                                                    " bytes, not a multiple of 8"));
   }
   return n;
+}
+
+// Shows a long operation in cairn_shard_busy while it runs.
+class BusyScope {
+ public:
+  BusyScope(ShardMetrics* metrics, const char* operation)
+      : metrics_(metrics), operation_(operation) {
+    if (metrics_ != nullptr) metrics_->Busy(operation_, true);
+  }
+  ~BusyScope() {
+    if (metrics_ != nullptr) metrics_->Busy(operation_, false);
+  }
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+
+ private:
+  ShardMetrics* const metrics_;
+  const char* const operation_;
+};
+
+// "[4,2]".
+std::string FormatShape(absl::Span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+// The shape a push to `spec` must state: a dense table's own, or
+// [num_keys, width] for a sparse one.
+std::vector<int64_t> ExpectedShape(const v1::TableSpec& spec, size_t num_keys) {
+  if (spec.kind() == v1::TABLE_KIND_SPARSE) return {static_cast<int64_t>(num_keys), spec.width()};
+  return {spec.shape().begin(), spec.shape().end()};
+}
+
+// A push must say what its bytes are: float32 values of the table's shape
+// (field case B18: an equal byte or element count is not enough).
+absl::Status CheckShapeAndType(const v1::TableSpec& spec, const v1::TableValues& tv,
+                               size_t num_keys) {
+  if (tv.dtype() != v1::DTYPE_FLOAT32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push table=", spec.name(), ": dtype mismatch: expected float32, got ",
+        tv.dtype() == v1::DTYPE_UNSPECIFIED ? std::string("none (TableValues.dtype unset)")
+                                            : absl::AsciiStrToLower(absl::StripPrefix(
+                                                  v1::DType_Name(tv.dtype()), "DTYPE_"))));
+  }
+  const std::vector<int64_t> expected = ExpectedShape(spec, num_keys);
+  if (!std::equal(expected.begin(), expected.end(), tv.shape().begin(), tv.shape().end())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push table=", spec.name(), ": shape mismatch: expected ", FormatShape(expected), ", got ",
+        tv.shape().empty() ? std::string("none (TableValues.shape unset)")
+                           : FormatShape(tv.shape())));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -55,10 +110,7 @@ void Shard::Shutdown() {
   }
 }
 
-uint64_t Shard::map_version() const {
-  absl::MutexLock lock(&mu_);
-  return map_version_;
-}
+uint64_t Shard::map_version() const { return published_version_.load(); }
 
 absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
   if (!map.ready()) return absl::OkStatus();
@@ -91,15 +143,20 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
                             std::find(a.joining().begin(), a.joining().end(), server_id_) !=
                                 a.joining().end();
     }
+    int64_t restored_clock = 0;
     if (!ready_) {
+      // Groups restored from a checkpoint (a server registering after its
+      // job lost every copy of them) are added once the rest is loaded.
+      std::vector<bool> initial = mine;
+      for (uint32_t p = 0; p < map.num_partitions(); ++p) initial[p] = mine[p] && restore[p] == 0;
       partitions_.clear();
       for (uint32_t p = 0; p < map.num_partitions(); ++p) {
-        if (mine[p]) partitions_.push_back(p);
+        if (initial[p]) partitions_.push_back(p);
       }
       std::vector<std::unique_ptr<Table>> tables;
       for (const v1::TableSpec& spec : job_.tables()) {
         ASSIGN_OR_RETURN(std::unique_ptr<Table> t,
-                         Table::Create(spec, map.num_partitions(), mine));
+                         Table::Create(spec, map.num_partitions(), initial));
         tables.push_back(std::move(t));
       }
       tables_ = std::move(tables);
@@ -108,6 +165,11 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
         RETURN_IF_ERROR(LoadInitialRowsLocked());
         closed_before_ = start_clock_;
         last_checkpoint_clock_ = start_clock_;
+      }
+      for (uint32_t p = 0; p < map.num_partitions(); ++p) {
+        if (!mine[p] || restore[p] == 0) continue;
+        ASSIGN_OR_RETURN(int64_t clock, RestorePartitionLocked(p, restore[p], map.version()));
+        restored_clock = std::max(restored_clock, clock);
       }
       LOG_INFO("server {} holds {} of {} partitions (map version {})", server_id_,
                partitions_.size(), map.num_partitions(), map.version());
@@ -119,21 +181,13 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
         if (mine[p] && !std::binary_search(partitions_.begin(), partitions_.end(), p)) {
           // Joining the partition's group: its state comes by transfer; or
           // the group lost every copy and comes back from a checkpoint.
-          for (const std::unique_ptr<Table>& t : tables_) t->AddPartition(p);
           if (restore[p] != 0) {
-            if (!restore_loader_) {
-              return absl::FailedPreconditionError(absl::StrCat(
-                  "map version ", map.version(), " restores partition ", p,
-                  " from a checkpoint, and this server has no checkpoint directory"));
-            }
-            for (const std::unique_ptr<Table>& t : tables_) {
-              ASSIGN_OR_RETURN(PartitionRows rows, restore_loader_(restore[p], t->spec(), p));
-              RETURN_IF_ERROR(t->ImportPartition(p, rows));
-            }
-            LOG_WARN("server {} restored partition {} from checkpoint record {} (map version {})",
-                     server_id_, p, restore[p], map.version());
+            ASSIGN_OR_RETURN(int64_t clock, RestorePartitionLocked(p, restore[p], map.version()));
+            restored_clock = std::max(restored_clock, clock);
+          } else {
+            for (const std::unique_ptr<Table>& t : tables_) t->AddPartition(p);
+            partitions_.insert(std::upper_bound(partitions_.begin(), partitions_.end(), p), p);
           }
-          partitions_.insert(std::upper_bound(partitions_.begin(), partitions_.end(), p), p);
         }
       }
       for (const auto& [id, g] : groups) {
@@ -144,6 +198,17 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
         }
       }
     }
+    if (restored_clock > closed_before_) {
+      // The restored values hold the iterations below the record's clock:
+      // the boundary moves there with them, so the next checkpoint is
+      // recorded at a clock that matches its values (field case C01), not
+      // at one a resume would train again from.
+      ApplyBelow(restored_clock);
+      closed_before_ = restored_clock;
+      last_checkpoint_clock_ = std::max(last_checkpoint_clock_, restored_clock);
+      LOG_INFO("server {}: iteration boundary at the restored checkpoint's clock {}", server_id_,
+               restored_clock);
+    }
     groups_ = std::move(groups);
     group_of_ = std::move(group_of);
     UpdateJoinersLocked();
@@ -151,16 +216,40 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
     for (const v1::Member& m : map.servers()) addresses_[m.id()] = m.address();
     std::vector<ClockTracker::LiveWorker> live;
     for (const v1::Member& w : map.workers()) {
-      if (w.state() == v1::MEMBER_STATE_ALIVE) live.push_back({w.id(), w.start_clock()});
+      if (w.state() == v1::MEMBER_STATE_ALIVE) {
+        live.push_back({w.id(), w.start_clock(), w.incarnation()});
+      }
     }
     clocks_.SetLiveWorkers(live);
     map_version_ = map.version();
+    published_version_.store(map_version_);
     ready_ = true;
     Advance(&ready);
     min_clock = ReleasedClock();
   }
   CompleteReady(&ready, min_clock);
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Shard::RestorePartitionLocked(uint32_t partition, uint64_t record,
+                                                      uint64_t version) {
+  if (!restore_loader_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "map version ", version, " restores partition ", partition,
+        " from a checkpoint, and this server has no checkpoint directory"));
+  }
+  int64_t clock = 0;
+  for (const std::unique_ptr<Table>& t : tables_) {
+    t->AddPartition(partition);
+    ASSIGN_OR_RETURN(RestoredRows restored, restore_loader_(record, t->spec(), partition));
+    RETURN_IF_ERROR(t->ImportPartition(partition, restored.rows));
+    clock = std::max(clock, restored.clock);
+  }
+  partitions_.insert(std::upper_bound(partitions_.begin(), partitions_.end(), partition),
+                     partition);
+  LOG_WARN("server {} restored partition {} from checkpoint record {} at clock {} (map version {})",
+           server_id_, partition, record, clock, version);
+  return clock;
 }
 
 absl::Status Shard::CheckVersion(uint64_t version) const {
@@ -172,10 +261,14 @@ absl::Status Shard::CheckVersion(uint64_t version) const {
         absl::StrCat("server ", server_id_, " has no ready partition map yet"));
   }
   if (version < assignment_version_) return MakeStaleMapError(version, map_version_);
-  if (absl::Now() >= lease_deadline_) {
+  if (const int64_t deadline = lease_deadline_ns_.load();
+      absl::ToUnixNanos(MonotonicNow()) >= deadline) {
     return absl::UnavailableError(absl::StrCat(
-        "server ", server_id_, " could not renew its lease with the coordinator since ",
-        absl::FormatTime(lease_deadline_), ": not serving until it does"));
+        "server ", server_id_, " could not renew its lease with the coordinator for ",
+        deadline == std::numeric_limits<int64_t>::min()
+            ? std::string("good (declared dead)")
+            : absl::FormatDuration(MonotonicNow() - absl::FromUnixNanos(deadline)),
+        ": not serving until it does"));
   }
   return absl::OkStatus();
 }
@@ -215,8 +308,10 @@ std::vector<Shard::Replica> Shard::ForwardTargets(const v1::PushRequest& request
 }
 
 void Shard::SetLeaseDeadline(absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  lease_deadline_ = deadline;
+  int64_t ns = absl::ToUnixNanos(deadline);
+  if (deadline == absl::InfinitePast()) ns = std::numeric_limits<int64_t>::min();
+  if (deadline == absl::InfiniteFuture()) ns = std::numeric_limits<int64_t>::max();
+  lease_deadline_ns_.store(ns);
 }
 
 absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) const {
@@ -237,7 +332,7 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
     return absl::InvalidArgumentError("push: sequence must be >= 1");
   }
   // Validation and gathering need no shard lock: tables are fixed once ready.
-  const std::pair<uint32_t, uint32_t> window{request.group(), request.worker_id()};
+  const WindowKey window{request.group(), request.worker_id(), request.incarnation()};
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckVersion(request.map_version()));
@@ -286,19 +381,45 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
 }
 
 absl::Status Shard::CheckPusherLive(const v1::PushRequest& request) const {
-  if (request.forwarded() || !clocks_.Dropped(request.worker_id())) return absl::OkStatus();
-  if (request.map_version() > map_version_) {
-    // The worker may have registered again in a map this server has not
-    // installed yet: worth a retry once it has.
+  if (request.forwarded()) return absl::OkStatus();
+  return CheckWorkerLocked("push", request.worker_id(), request.incarnation(),
+                           request.map_version());
+}
+
+absl::Status Shard::CheckWorkerLocked(absl::string_view what, uint32_t worker,
+                                      uint64_t incarnation, uint64_t version) const {
+  if (incarnation == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " from worker ", worker, " names no incarnation (RegisterWorkerResponse.incarnation "
+        "must be carried on every push and clock)"));
+  }
+  const uint64_t known = clocks_.IncarnationOf(worker);
+  if (known == 0) return absl::OkStatus();  // a joiner this server's map does not list yet
+  if (incarnation < known) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " from worker ", worker, " incarnation ", incarnation,
+        " refused: the worker registered again since (incarnation ", known,
+        "); a replaced process must not update the model"));
+  }
+  const bool dropped = incarnation == known && clocks_.Dropped(worker);
+  if (incarnation == known && !dropped) return absl::OkStatus();
+  if (version > map_version_) {
+    // The worker registered (again) in a map this server has not installed
+    // yet: worth a retry once it has.
     return absl::UnavailableError(absl::StrCat(
-        "push from worker ", request.worker_id(), ": server ", server_id_,
-        "'s partition map (version ", map_version_, ") no longer lists the worker and is older "
-        "than the push's (version ", request.map_version(), ")"));
+        what, " from worker ", worker, " incarnation ", incarnation, ": server ", server_id_,
+        "'s partition map (version ", map_version_, ", incarnation ", known,
+        ") is older than the request's (version ", version, ")"));
+  }
+  if (!dropped) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " from worker ", worker, " incarnation ", incarnation,
+        " refused: partition map version ", map_version_, " lists incarnation ", known));
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "push from worker ", request.worker_id(), " refused: partition map version ",
-      map_version_, " no longer lists the worker (the coordinator declared it dead, or it left); "
-      "a worker declared dead must not update the model"));
+      what, " from worker ", worker, " refused: partition map version ", map_version_,
+      " no longer lists the worker (the coordinator declared it dead, or it left); a worker "
+      "declared dead must not update the model"));
 }
 
 absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
@@ -309,6 +430,7 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     ASSIGN_OR_RETURN(Table * table, FindTable(tv.table_id(), tv.table()));
     const std::string& name = table->spec().name();
     ASSIGN_OR_RETURN(size_t n, CountKeys(tv.keys(), name));
+    RETURN_IF_ERROR(CheckShapeAndType(table->spec(), tv, n));
     ASSIGN_OR_RETURN(uint64_t floats, table->CheckKeys(tv.keys(), n));
     if (tv.values().size() != floats * sizeof(float)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -351,6 +473,8 @@ void Shard::Serve(const v1::PullRequest& request, v1::PullResponse* response,
     out->set_table_id(tk.table_id());
     out->set_table(table->spec().name());
     size_t n = tk.keys().size() / sizeof(Key);
+    for (int64_t d : ExpectedShape(table->spec(), n)) out->add_shape(d);
+    out->set_dtype(v1::DTYPE_FLOAT32);
     table->Read(tk.keys(), n, out->mutable_values());
   }
   response->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);
@@ -393,6 +517,7 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
       // carries the worker's clock tick (DESIGN.md, Consistency), which may
       // release other workers' pulls.
       if (clocks_.IsLive(request->worker_id()) &&
+          request->incarnation() == clocks_.IncarnationOf(request->worker_id()) &&
           request->clock() > clocks_.ClockOf(request->worker_id())) {
         clocks_.Tick(request->worker_id(), request->clock());
         Advance(&ready);
@@ -423,6 +548,12 @@ absl::StatusOr<int64_t> Shard::Clock(const v1::ClockRequest& request) {
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckVersion(request.map_version()));
+    // A leave of the current incarnation is accepted again (a retried
+    // Finish); any other request must come from a live incarnation.
+    if (!request.leaving() || request.incarnation() != clocks_.IncarnationOf(request.worker_id())) {
+      RETURN_IF_ERROR(CheckWorkerLocked("clock", request.worker_id(), request.incarnation(),
+                                        request.map_version()));
+    }
     if (request.leaving()) {
       clocks_.Leave(request.worker_id());
       LOG_INFO("worker {} left at clock {}", request.worker_id(), request.clock());
@@ -569,12 +700,15 @@ absl::StatusOr<ShardSnapshot> Shard::Snapshot() const {
 }
 
 absl::StatusOr<ShardSnapshot> Shard::SnapshotLocked() const {
+  const BusyScope busy(metrics_, "snapshot");
+  CAIRN_KILLPOINT("shard.snapshot");  // the copy below takes as long as the shard's bytes
   ShardSnapshot snap;
   snap.closed_before = closed_before_;
   snap.min_clock = clocks_.MinClock();
   for (uint32_t w : clocks_.LiveIds()) snap.worker_clocks[w] = clocks_.ClockOf(w);
   for (const auto& [key, window] : applied_) {
-    if (key.first == server_id_) snap.sequence_floors[key.second] = window.floor();
+    // Keys ascend by incarnation: a worker's newest one is written last.
+    if (std::get<0>(key) == server_id_) snap.sequence_floors[std::get<1>(key)] = window.floor();
   }
   // Each partition is checkpointed once, by its primary.
   std::vector<uint32_t> held;
@@ -624,6 +758,8 @@ void Shard::SetInitialRows(InitialRowsLoader loader, int64_t start_clock) {
 }
 
 absl::Status Shard::LoadInitialRowsLocked() {
+  const BusyScope busy(metrics_, "load");
+  CAIRN_KILLPOINT("shard.load");  // reading a resumed shard takes as long as its bytes
   std::vector<uint32_t> held = partitions_;
   std::sort(held.begin(), held.end());
   for (const std::unique_ptr<Table>& t : tables_) {
@@ -783,9 +919,10 @@ absl::StatusOr<std::vector<v1::ReplicaChunk>> Shard::ExportGroup(uint32_t group,
   v1::ReplicaEnd* e = end.mutable_end();
   e->set_closed_before(closed_before_);
   for (const auto& [key, window] : applied_) {
-    if (key.first != group) continue;
+    if (std::get<0>(key) != group) continue;
     v1::PushWindow* w = e->add_windows();
-    w->set_worker_id(key.second);
+    w->set_worker_id(std::get<1>(key));
+    w->set_incarnation(std::get<2>(key));
     w->set_floor(window.floor());
     for (uint64_t s : window.held()) w->add_held(s);
   }
@@ -859,7 +996,7 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
     incoming_.erase(chunk.group());
     const v1::ReplicaEnd& e = chunk.end();
     for (const v1::PushWindow& w : e.windows()) {
-      applied_[{chunk.group(), w.worker_id()}] = SequenceWindow::FromParts(
+      applied_[{chunk.group(), w.worker_id(), w.incarnation()}] = SequenceWindow::FromParts(
           w.floor(), std::vector<uint64_t>(w.held().begin(), w.held().end()));
     }
     for (const v1::PendingGradients& pg : e.pending()) {
@@ -899,7 +1036,8 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
 absl::Status Shard::ApplyHeldPushLocked(const v1::PushRequest& request) {
   uint64_t bytes = 0;
   ASSIGN_OR_RETURN(Grads grads, GatherPush(request, &bytes));
-  if (!applied_[{request.group(), request.worker_id()}].Insert(request.sequence())) {
+  if (!applied_[{request.group(), request.worker_id(), request.incarnation()}].Insert(
+          request.sequence())) {
     return absl::OkStatus();  // in the copy already
   }
   for (auto& [table, buffer] : grads) {

@@ -16,12 +16,15 @@
 #ifndef CAIRN_SERVER_SHARD_SHARD_H_
 #define CAIRN_SERVER_SHARD_SHARD_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -70,8 +73,13 @@ using InitialRowsLoader = std::function<absl::StatusOr<PartitionRows>(
 
 // Rows of (table, partition) in complete checkpoint record `record_id`, for
 // a replica group restored onto this server while the job runs
-// (PartitionAssignment.restore_record). Called under the shard lock.
-using RestoreLoader = std::function<absl::StatusOr<PartitionRows>(
+// (PartitionAssignment.restore_record), with the record's clock: the rows
+// hold every update of the iterations below it. Called under the shard lock.
+struct RestoredRows {
+  PartitionRows rows;
+  int64_t clock = 0;
+};
+using RestoreLoader = std::function<absl::StatusOr<RestoredRows>(
     uint64_t record_id, const v1::TableSpec& table, uint32_t partition)>;
 
 // Told (under the shard lock: it must only queue) that `server` joins replica
@@ -139,6 +147,7 @@ class Shard {
   // Validates a pull and calls `done` once the consistency bound allows
   // (maybe at once, on this thread; maybe later, on the thread that ticks the
   // clock), with `response` filled, or with DeadlineExceeded at `deadline`
+  // (monotonic clock: MonotonicNow; ExpireWaiters is given that clock)
   // naming the table, the clock waited for and the slowest worker. `request`
   // and `response` must stay valid until `done` runs.
   void Pull(const v1::PullRequest* request, v1::PullResponse* response, absl::Time deadline,
@@ -155,10 +164,12 @@ class Shard {
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Fails waiting pulls whose deadline passed and lets go of a checkpoint
-  // hold past its time. Called periodically.
+  // hold past its time (`now` and both deadlines on the monotonic clock).
+  // Called periodically.
   void ExpireWaiters(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
-  uint64_t map_version() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The installed map's version; never waits for the shard lock.
+  uint64_t map_version() const;
 
   // A backup a push must reach before the worker is acknowledged.
   struct Replica {
@@ -203,11 +214,14 @@ class Shard {
   // done).
   absl::StatusOr<bool> ReceiveReplica(const v1::ReplicaChunk& chunk) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Fencing (DESIGN.md, Failure and recovery): from `deadline` on, every
-  // request is refused with Unavailable until a later deadline is set. The
-  // server sets it from each renewed lease, shorter than the coordinator's
-  // own timeout, so it stops acknowledging before a backup can be promoted.
-  void SetLeaseDeadline(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+  // Fencing (DESIGN.md, Failure and recovery): from `deadline` (on the
+  // monotonic clock, common/time_source.h MonotonicNow) on, every request is
+  // refused with Unavailable until a later deadline is set. The server sets
+  // it from each renewed lease, shorter than the coordinator's own timeout,
+  // so it stops acknowledging before a backup can be promoted. Never waits
+  // for the shard lock: a long snapshot or restore holds it, and the lease
+  // must be renewed meanwhile.
+  void SetLeaseDeadline(absl::Time deadline);
 
   // Copies every partition held here of every table, with the worker clocks
   // and push sequence floors, under the shard lock: no push or iteration is
@@ -254,6 +268,14 @@ class Shard {
   // lists (see Push); OK for forwarded pushes.
   absl::Status CheckPusherLive(const v1::PushRequest& request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker's request (`what`: "push", "clock") made under map `version`
+  // by `incarnation` of `worker`: OK when the map lists that incarnation
+  // live, or lists no incarnation of the worker yet (a joiner). Errors:
+  // InvalidArgument (incarnation 0), FailedPrecondition (an older
+  // incarnation; one declared dead or left; one the map does not know),
+  // Unavailable (the request names a newer map: retry once it is here).
+  absl::Status CheckWorkerLocked(absl::string_view what, uint32_t worker, uint64_t incarnation,
+                                 uint64_t version) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Table*> FindTable(uint32_t id, const std::string& name) const;
   // Min clock a pull of `request` needs, or INT64_MIN when it need not wait.
   int64_t RequiredClock(const v1::PullRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -273,6 +295,13 @@ class Shard {
   // Announces new joiners of this server's primary groups (joiner_sink_) and
   // starts holding forwarded pushes of groups this server joins.
   void UpdateJoinersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts holding `partition` and loads it from complete checkpoint record
+  // `record` (a group that lost every copy; map `version` says so). Returns
+  // the record's clock. Errors: FailedPrecondition (no checkpoint
+  // directory), the loader's and Table::ImportPartition's.
+  absl::StatusOr<int64_t> RestorePartitionLocked(uint32_t partition, uint64_t record,
+                                                 uint64_t version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills every held partition from loader_ (first ready map).
   absl::Status LoadInitialRowsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompleteReady(std::vector<Waiter>* ready, int64_t min_clock);
@@ -297,7 +326,12 @@ class Shard {
   std::map<uint32_t, Group> groups_ ABSL_GUARDED_BY(mu_);  // replica group -> replicas
   std::vector<uint32_t> group_of_ ABSL_GUARDED_BY(mu_);     // partition -> replica group
   std::map<uint32_t, std::string> addresses_ ABSL_GUARDED_BY(mu_);  // server -> address
-  absl::Time lease_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // Fencing deadline (SetLeaseDeadline) on the monotonic clock, in
+  // nanoseconds since its origin. Atomic, not under mu_: the thread that
+  // renews the lease must never wait for a long snapshot or restore.
+  std::atomic<int64_t> lease_deadline_ns_{std::numeric_limits<int64_t>::max()};
+  // map_version_, readable without mu_ (the heartbeat reports it).
+  std::atomic<uint64_t> published_version_{0};
   // Primary: joiners per group whose transfer started (forwarded to).
   std::map<uint32_t, std::set<uint32_t>> joiners_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<uint32_t, uint32_t>> announced_ ABSL_GUARDED_BY(mu_);  // (group, joiner)
@@ -321,8 +355,11 @@ class Shard {
   ClockTracker clocks_ ABSL_GUARDED_BY(mu_);
   int64_t closed_before_ ABSL_GUARDED_BY(mu_) = 0;  // BSP iterations < this are applied
   std::map<int64_t, IterationBuffer> pending_ ABSL_GUARDED_BY(mu_);
-  // (group, worker) -> applied push sequences
-  std::map<std::pair<uint32_t, uint32_t>, SequenceWindow> applied_ ABSL_GUARDED_BY(mu_);
+  // (group, worker, incarnation) -> applied push sequences. A worker
+  // restarted under its id numbers its pushes from 1 again: its new
+  // incarnation gets a window of its own.
+  using WindowKey = std::tuple<uint32_t, uint32_t, uint64_t>;
+  std::map<WindowKey, SequenceWindow> applied_ ABSL_GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   uint64_t pushes_applied_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t pulls_served_ ABSL_GUARDED_BY(mu_) = 0;

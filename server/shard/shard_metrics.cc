@@ -19,6 +19,19 @@ ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
                    .Name("cairn_shard_requests_total")
                    .Help("RPCs served by the shard server, by method and gRPC code.")
                    .Register(registry);
+  duplicate_pushes_ = &prometheus::BuildCounter()
+                           .Name("cairn_shard_duplicate_pushes_total")
+                           .Help("Pushes received again after they were applied (a client's "
+                                 "retry): acknowledged, not applied twice.")
+                           .Register(registry)
+                           .Add({});
+  busy_ = &prometheus::BuildGauge()
+               .Name("cairn_shard_busy")
+               .Help("1 while the server copies (snapshot) or loads (load) its partitions, "
+                     "holding requests; its lease is renewed meanwhile.")
+               .Register(registry);
+  busy_->Add({{"operation", "snapshot"}}).Set(0);
+  busy_->Add({{"operation", "load"}}).Set(0);
   rejoins_ = &prometheus::BuildCounter()
                   .Name("cairn_shard_rejoins_total")
                   .Help("Times the coordinator declared this server dead (a lease that ran out: "
@@ -132,5 +145,11 @@ void ShardMetrics::Checkpoint(const std::string& result, double seconds, uint64_
 }
 
 void ShardMetrics::Rejoined() { rejoins_->Increment(); }
+
+void ShardMetrics::DuplicatePush() { duplicate_pushes_->Increment(); }
+
+void ShardMetrics::Busy(const std::string& operation, bool busy) {
+  busy_->Add({{"operation", operation}}).Set(busy ? 1 : 0);
+}
 
 }  // namespace cairn

@@ -33,6 +33,9 @@ class ShardMetrics {
   // Seconds a pull waited for the consistency bound.
   void PullWait(double seconds);
   void PushBytes(uint64_t bytes);
+  // A push whose (worker, incarnation, group, sequence) was applied before:
+  // a retry (its first answer was lost or late); nothing applied again.
+  void DuplicatePush();
   void NonFinite(const std::string& table);
   void Clocks(int64_t min_clock, int64_t max_clock);
   void Keys(const std::string& table, uint64_t keys);
@@ -46,8 +49,14 @@ class ShardMetrics {
   // The coordinator declared this server dead and it registered again,
   // empty (server/shard/incarnation.h).
   void Rejoined();
+  // The server is (`busy`) or no longer is inside a long operation that
+  // holds its shard: "snapshot" (copying partitions for a checkpoint) or
+  // "load" (filling partitions from a checkpoint or a file). It keeps
+  // renewing its lease meanwhile; requests wait.
+  void Busy(const std::string& operation, bool busy);
 
  private:
+  prometheus::Family<prometheus::Gauge>* busy_;
   prometheus::Family<prometheus::Counter>* checkpoints_;
   prometheus::Histogram* checkpoint_seconds_;
   prometheus::Gauge* checkpoint_bytes_;
@@ -60,6 +69,7 @@ class ShardMetrics {
   prometheus::Histogram* latency_[kNumMethods];
   prometheus::Histogram* pull_wait_;
   prometheus::Counter* push_bytes_;
+  prometheus::Counter* duplicate_pushes_;
   prometheus::Gauge* min_clock_;
   prometheus::Gauge* clock_spread_;
   prometheus::Counter* rejoins_;

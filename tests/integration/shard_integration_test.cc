@@ -5,9 +5,11 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/bytes.h"
 #include "common/coordinator_client.h"
@@ -159,12 +161,16 @@ RawServer ConnectRaw(const TestCluster& cluster, uint32_t server_id) {
   return raw;
 }
 
+// A push by worker 0's first incarnation. `shape` empty: what the table
+// takes ([4] for dense4, [keys, 2] for emb).
 grpc::Status RawPush(RawServer& raw, const std::string& table, uint32_t table_id,
                      std::vector<Key> keys, std::vector<float> values, uint64_t sequence,
-                     uint64_t version) {
+                     uint64_t version, std::vector<int64_t> shape = {},
+                     v1::DType dtype = v1::DTYPE_FLOAT32) {
   v1::PushRequest request;
   request.set_map_version(version);
   request.set_worker_id(0);
+  request.set_incarnation(1);
   request.set_sequence(sequence);
   request.set_clock(0);
   v1::TableValues* tv = request.add_tables();
@@ -172,6 +178,12 @@ grpc::Status RawPush(RawServer& raw, const std::string& table, uint32_t table_id
   tv->set_table_id(table_id);
   tv->set_keys(KeysToBytes(keys));
   tv->set_values(FloatsToBytes(values));
+  if (shape.empty()) {
+    shape = table == "emb" ? std::vector<int64_t>{static_cast<int64_t>(keys.size()), 2}
+                           : std::vector<int64_t>{4};
+  }
+  for (int64_t d : shape) tv->add_shape(d);
+  tv->set_dtype(dtype);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::PushResponse response;
@@ -191,11 +203,23 @@ TEST_CASE("bad requests are rejected with the right code and change nothing",
     width: 2
     optimizer: {type: adagrad, learning_rate: 0.1, epsilon: 0.0, initial_accumulator: 0.0}
     init: {type: zeros}
+  - name: w42
+    kind: dense
+    shape: [4, 2]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: constant, value: 1.0}
 )", "asp"), 1);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
   std::unique_ptr<Client> client = ConnectWorker(**cluster);
   RawServer raw = ConnectRaw(**cluster, 0);
+  auto w42_values = [&] {
+    std::vector<float> v(8);
+    REQUIRE(client->PullDense({{"w42", absl::MakeSpan(v)}}).get().ok());
+    return v;
+  };
+  const std::vector<float> ones(8, 1.0f);
+  REQUIRE(w42_values() == ones);
   uint64_t seq = 1000;
 
   auto dense_values = [&] {
@@ -232,6 +256,44 @@ TEST_CASE("bad requests are rejected with the right code and change nothing",
     CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
     CHECK_THAT(s.error_message(), Catch::Contains("key 10"));
   }
+  SECTION("B18: a gradient of the same element count but another shape is refused") {
+    // Worker 0 pushes shape [8], worker 1 (here the same raw channel) [2,4].
+    for (const std::vector<int64_t>& shape :
+         {std::vector<int64_t>{8}, std::vector<int64_t>{2, 4}}) {
+      grpc::Status s = RawPush(raw, "w42", 2, {0}, std::vector<float>(8, 1.0f), ++seq,
+                               raw.version, shape);
+      CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+      CHECK_THAT(s.error_message(), Catch::Contains("table=w42"));
+      CHECK_THAT(s.error_message(), Catch::Contains("shape mismatch: expected [4,2], got [" +
+                                                    absl::StrJoin(shape, ",") + "]"));
+    }
+    // The client library carries the caller's shape too.
+    const std::vector<float> grad(8, 1.0f);
+    absl::Status s = client->PushDense({{"w42", grad, {2, 4}}}).get();
+    CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(s.message()), Catch::Contains("expected [4,2], got [2,4]"));
+    CHECK(w42_values() == ones);
+  }
+  SECTION("B18: float64 values of the same byte size are refused, and so is no dtype") {
+    // Two doubles take the 16 bytes of dense4's four floats.
+    const double d[2] = {0.5, 0.25};
+    std::vector<float> as_floats(4);
+    std::memcpy(as_floats.data(), d, sizeof(d));
+    grpc::Status s = RawPush(raw, "dense4", 0, {0}, as_floats, ++seq, raw.version, {2},
+                             v1::DTYPE_FLOAT64);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("dense4"));
+    CHECK_THAT(s.error_message(), Catch::Contains("dtype mismatch: expected float32, got float64"));
+    s = RawPush(raw, "dense4", 0, {0}, {1, 1, 1, 1}, ++seq, raw.version, {4},
+                v1::DTYPE_UNSPECIFIED);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("dtype"));
+  }
+  SECTION("a sparse push whose shape does not match its keys is refused") {
+    grpc::Status s = RawPush(raw, "emb", 1, {10}, {1, 1}, ++seq, raw.version, {3, 2});
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("expected [1,2], got [3,2]"));
+  }
   SECTION("stale partition-map version carries the current one") {
     grpc::Status s = RawPush(raw, "dense4", 0, {0}, {1, 1, 1, 1}, ++seq, 0);
     CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
@@ -251,6 +313,7 @@ TEST_CASE("bad requests are rejected with the right code and change nothing",
   }
   // Rejected (or empty) requests left every value as it was; the server still serves.
   CHECK(dense_values() == before);
+  CHECK(w42_values() == ones);
   std::vector<float> rows(2);
   REQUIRE(client->PullSparse("emb", std::vector<Key>{10}, absl::MakeSpan(rows)).get().ok());
   CHECK(rows == std::vector<float>{0, 0});

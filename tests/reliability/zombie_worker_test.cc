@@ -89,6 +89,7 @@ std::vector<grpc::Status> PushAsWorkerToEveryPrimary(const testing::TestCluster&
     v1::PushRequest push;
     push.set_map_version(map->map().version());
     push.set_worker_id(worker);
+    push.set_incarnation(1);
     push.set_sequence(1'000'000);  // never used by the worker itself
     push.set_clock(0);
     push.set_group(group);
@@ -97,6 +98,9 @@ std::vector<grpc::Status> PushAsWorkerToEveryPrimary(const testing::TestCluster&
     tv->set_table("emb");
     tv->set_keys(KeysToBytes({key}));
     tv->set_values(FloatsToBytes({7.0f, 7.0f, 7.0f, 7.0f}));
+    tv->add_shape(1);
+    tv->add_shape(4);
+    tv->set_dtype(v1::DTYPE_FLOAT32);
     auto stub = v1::ParameterService::NewStub(MakeChannel(address[primary], 64 << 20));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -30,8 +30,8 @@ constexpr size_t kBodyBudgetBytes = 1 << 20;
 
 // The label names docs/metrics.md allows (plus le/quantile of histograms and
 // summaries).
-const std::set<std::string> kLabelNames = {"method", "code",  "table", "role",
-                                           "state",  "phase", "le",    "quantile"};
+const std::set<std::string> kLabelNames = {"method", "code", "table",    "role",     "state",
+                                           "phase",  "le",   "quantile", "operation"};
 
 std::string Yaml() {
   return absl::StrCat(R"(

@@ -57,6 +57,12 @@ struct ClientOptions {
   absl::Duration connect_timeout = absl::Seconds(60);
   // Deadline of each RPC; also bounds a BSP/SSP pull's wait.
   absl::Duration rpc_deadline = absl::Seconds(60);
+  // Attempts at a push request that timed out (>= 1). Each attempt resends
+  // the same bytes with the same sequence number, which servers apply at
+  // most once, so a push that landed but whose answer was late is not
+  // applied again (field case B26). See Client::PushDense for what each
+  // error means.
+  int push_attempts = 3;
   // Sends heartbeats to keep this worker's lease. Off only in tests.
   bool heartbeat = true;
   std::string metrics_address;   // reported to the coordinator
@@ -89,6 +95,10 @@ struct DenseBuffer {
 struct ConstDenseBuffer {
   std::string table;
   absl::Span<const float> values;
+  // The gradient's shape as the caller holds it; servers refuse a push whose
+  // shape is not the table's (InvalidArgument naming both), even with the
+  // same element count. Empty: the table's own shape.
+  std::vector<int64_t> shape;
 };
 
 class Client {
@@ -113,7 +123,23 @@ class Client {
   // barrier/staleness wait), Unavailable, FailedPrecondition (map still stale
   // after one refresh).
   virtual std::future<absl::Status> PullDense(std::vector<DenseBuffer> tables) = 0;
-  // Pushes gradients of whole dense tensors (same sizes as PullDense).
+  // Pushes gradients of whole dense tensors (same sizes as PullDense), as
+  // float32 with their shapes (ConstDenseBuffer::shape).
+  //
+  // Each server applies each request of a push at most once, also across
+  // retries and failovers: requests carry (worker, incarnation, replica
+  // group, sequence). What the result means:
+  // - OK: applied exactly once on every replica of every group it touched.
+  // - InvalidArgument (shape, dtype, size, non-finite values), NotFound
+  //   (table): refused before anything changed; nothing applied.
+  // - DeadlineExceeded: the request timed out ClientOptions::push_attempts
+  //   times; the outcome is unknown: it may have been applied (once) or
+  //   not. Do not push the same gradients again (that is a new update);
+  //   pull to see the state.
+  // - Unavailable, FailedPrecondition (this worker was declared dead, left
+  //   or was replaced by a newer incarnation of its id) and others after
+  //   the retries: each request was applied at most once; those that had
+  //   reached a server before the failure may have been.
   virtual std::future<absl::Status> PushDense(std::vector<ConstDenseBuffer> grads) = 0;
 
   // Pulls embedding rows: out receives keys.size() * width floats, row i for
@@ -124,6 +150,7 @@ class Client {
                                                absl::Span<float> out) = 0;
   // Pushes row gradients (keys.size() * width floats). A key given more than
   // once has its gradients summed before the optimizer sees them (once).
+  // Errors and their meaning: as PushDense.
   virtual std::future<absl::Status> PushSparse(const std::string& table,
                                                absl::Span<const Key> keys,
                                                absl::Span<const float> grads) = 0;

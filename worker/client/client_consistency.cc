@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
+#include "common/time_source.h"
 #include "worker/client/client_impl.h"
 #include "worker/client/internal/op.h"
 
@@ -32,6 +33,7 @@ absl::Status ClientImpl::JoinAtMinimum(absl::Time deadline) {
       v1::ClockRequest request;
       request.set_map_version(servers->router.version());
       request.set_worker_id(worker_id_);
+      request.set_incarnation(incarnation_);
       request.set_clock(clock_.load());
       v1::ClockResponse response;
       const grpc::Status s = stub->Clock(&context, request, &response);
@@ -127,7 +129,7 @@ void ClientImpl::RecordReads(Op* op) {
     absl::MutexLock lock(&op->mu);
     oldest = op->oldest_min_clock;
   }
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - op->start);
+  const double seconds = absl::ToDoubleSeconds(MonotonicNow() - op->start);
   pulls_.fetch_add(1);
   pull_micros_.fetch_add(static_cast<int64_t>(seconds * 1e6));
   for (size_t i = 0; i < op->inputs.size(); ++i) {

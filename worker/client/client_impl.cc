@@ -12,6 +12,7 @@
 #include "common/partitioning.h"
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
+#include "common/time_source.h"
 #include "worker/client/internal/op.h"
 
 namespace cairn {
@@ -138,6 +139,7 @@ absl::Status ClientImpl::Start() {
   ASSIGN_OR_RETURN(v1::RegisterWorkerResponse registered,
                    coordinator_->RegisterWorker(request, deadline));
   worker_id_ = registered.worker_id();
+  incarnation_ = registered.incarnation();
   job_ = registered.job();
   for (const v1::TableSpec& t : job_.tables()) tables_by_name_[t.name()] = &t;
   if (options_.metrics_registry != nullptr) {
@@ -248,18 +250,21 @@ void ClientImpl::HeartbeatLoop() {
   // As the servers: the coordinator gone this long means the job is gone.
   const absl::Duration loss_timeout =
       std::max(absl::Seconds(10), 4 * absl::Milliseconds(job_.lease_timeout_ms()));
-  absl::Time last_ok = absl::Now();
+  // Timed on the monotonic clock: a step of the wall clock must not make a
+  // worker give up on a live coordinator.
+  absl::Time last_ok = MonotonicNow();
   while (!stop_.load()) {
     v1::HeartbeatRequest hb;
     hb.set_role(v1::MEMBER_ROLE_WORKER);
     hb.set_id(worker_id_);
+    hb.set_incarnation(incarnation_);
     hb.set_clock(clock_.load());
     std::shared_ptr<const Servers> s = servers();
     hb.set_map_version(s == nullptr ? 0 : s->router.version());
     absl::StatusOr<v1::HeartbeatResponse> r = coordinator_->Heartbeat(hb, interval * 2);
     if (r.ok()) {
-      last_ok = absl::Now();
-    } else if (absl::IsNotFound(r.status()) || absl::Now() - last_ok > loss_timeout) {
+      last_ok = MonotonicNow();
+    } else if (absl::IsNotFound(r.status()) || MonotonicNow() - last_ok > loss_timeout) {
       // Declared dead (a zombie must not go on pushing), or the coordinator
       // is gone: every later call fails and the worker ends (B13).
       const absl::Status lost =
@@ -298,7 +303,7 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
   op->is_push = is_push;
   op->inputs = std::move(inputs);
   op->clock = clock_.load();
-  op->start = absl::Now();
+  op->start = MonotonicNow();
   std::future<absl::Status> result = op->promise.get_future();
   if (is_push) {
     InvalidatePushed(*op);
@@ -440,8 +445,16 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
           }
         }
         if (!status.ok()) {
-          if (Retriable(status) && absl::Now() + Backoff(op->attempt) <
-                                       op->start + options_.rpc_deadline) {
+          // A push that timed out may have landed: it goes again, the same
+          // bytes under the same sequence, which the server applies at most
+          // once (B26). Other failures are retried within the op's time.
+          const int attempts = op->is_push ? std::max(options_.push_attempts, 1) : 1;
+          const bool timed_out = op->is_push &&
+                                 status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+                                 op->attempt + 1 < attempts;
+          const absl::Time give_up = op->start + attempts * options_.rpc_deadline;
+          if (timed_out ||
+              (Retriable(status) && MonotonicNow() + Backoff(op->attempt) < give_up)) {
             if (op->is_push) {
               op->push_retry.push_back(std::move(piece->push));
             } else {
@@ -449,9 +462,14 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
             }
             op->refresh = true;
           } else if (op->error.ok()) {
-            op->error = Annotate(FromGrpcStatus(status),
-                                 absl::StrCat(op->is_push ? "push" : "pull", " to server ",
-                                              piece->server));
+            op->error = Annotate(
+                FromGrpcStatus(status),
+                op->is_push && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                    ? absl::StrCat("push to server ", piece->server, " (replica group ",
+                                   piece->group, ", sequence ", piece->push.sequence(), "): ",
+                                   op->attempt + 1, " attempts timed out; it may have been "
+                                   "applied (once) or not: pull to see")
+                    : absl::StrCat(op->is_push ? "push" : "pull", " to server ", piece->server));
           }
         }
         last = --op->outstanding == 0;
@@ -463,6 +481,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       // Built once: a retry sends these same bytes with the same sequence.
       v1::PushRequest& r = piece->push;
       r.set_worker_id(worker_id_);
+      r.set_incarnation(incarnation_);
       r.set_clock(op->clock);
       r.set_group(piece->group);
       r.set_sequence(NextSequence(piece->group));
@@ -471,6 +490,15 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         v1::TableValues* tv = r.add_tables();
         tv->set_table_id(in.spec->id());
         tv->set_table(in.spec->name());
+        tv->set_dtype(v1::DTYPE_FLOAT32);
+        if (in.keys != nullptr) {
+          tv->add_shape(static_cast<int64_t>(idx.size()));
+          tv->add_shape(in.spec->width());
+        } else if (!in.shape.empty()) {
+          for (int64_t d : in.shape) tv->add_shape(d);
+        } else {
+          for (int64_t d : in.spec->shape()) tv->add_shape(d);
+        }
         Encode(in, idx, tv->mutable_keys(), tv->mutable_values());
       }
     }
@@ -487,6 +515,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       v1::PullRequest& r = piece->pull;
       r.set_map_version(version);
       r.set_worker_id(worker_id_);
+      r.set_incarnation(incarnation_);
       r.set_clock(clock_.load());
       for (const auto& [input, idx] : piece->entries) {
         const TableInput& in = op->inputs[input];
@@ -583,7 +612,8 @@ std::future<absl::Status> ClientImpl::PushDense(std::vector<ConstDenseBuffer> gr
       return p.get_future();
     }
     const uint64_t chunks = NumChunks(DenseElements(**spec), (*spec)->chunk_size());
-    inputs.push_back(TableInput{*spec, nullptr, chunks, chunks, nullptr, b.values.data()});
+    inputs.push_back(
+        TableInput{*spec, nullptr, chunks, chunks, nullptr, b.values.data(), b.shape});
   }
   return Run(true, std::move(inputs));
 }
@@ -660,6 +690,7 @@ void ClientImpl::SendClock(uint32_t server, int64_t clock, int attempt, absl::Ti
   call->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
   call->request.set_map_version(servers->router.version());
   call->request.set_worker_id(worker_id_);
+  call->request.set_incarnation(incarnation_);
   call->request.set_clock(clock);
   {
     absl::MutexLock lock(&clock_mu_);
@@ -708,6 +739,7 @@ absl::Status ClientImpl::Finish() {
     v1::ClockRequest request;
     request.set_map_version(servers->router.version());
     request.set_worker_id(worker_id_);
+    request.set_incarnation(incarnation_);
     request.set_clock(clock_.load());
     request.set_leaving(true);
     grpc::Status s;
@@ -727,6 +759,7 @@ absl::Status ClientImpl::Finish() {
   v1::LeaveRequest leave;
   leave.set_role(v1::MEMBER_ROLE_WORKER);
   leave.set_id(worker_id_);
+  leave.set_incarnation(incarnation_);
   leave.set_final_clock(clock_.load());
   absl::Status s = coordinator_->Leave(leave, options_.rpc_deadline);
   if (!s.ok() && first.ok()) first = Annotate(s, "leave coordinator");

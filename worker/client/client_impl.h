@@ -54,6 +54,7 @@ class ClientImpl final : public Client {
     uint64_t num_chunks;  // dense
     float* out;           // pull destination (whole tensor / n rows)
     const float* in;      // push source
+    std::vector<int64_t> shape = {};  // dense pushes: the caller's; empty: the table's
   };
   struct Op;
 
@@ -100,6 +101,7 @@ class ClientImpl final : public Client {
   const ClientOptions options_;
   const std::unique_ptr<CoordinatorClient> coordinator_;
   uint32_t worker_id_ = 0;
+  uint64_t incarnation_ = 0;  // this registration's; on every request
   v1::JobSpec job_;
   std::map<std::string, const v1::TableSpec*> tables_by_name_;
 

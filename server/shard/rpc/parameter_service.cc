@@ -4,7 +4,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/killpoint.h"
 #include "common/status_conversion.h"
+#include "common/time_source.h"
 #include "server/shard/rpc/replica_forwarder.h"
 #include "server/shard/shard.h"
 #include "server/shard/shard_metrics.h"
@@ -61,9 +63,12 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
   if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
-  absl::Time deadline = start + max_wait_;
+  // The wait is timed on the monotonic clock (Shard::ExpireWaiters): the
+  // client's deadline becomes what is left of it.
+  absl::Duration wait = max_wait_;
   const absl::Time client_deadline = absl::FromChrono(context->deadline());
-  if (client_deadline < deadline) deadline = client_deadline;
+  if (client_deadline - start < wait) wait = client_deadline - start;
+  const absl::Time deadline = MonotonicNow() + wait;
   ShardMetrics* metrics = metrics_;
   shard->Pull(request, response, deadline,
                [reactor, request, response, start, metrics, attached](absl::Status status) {
@@ -89,6 +94,8 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   const absl::Time start = absl::Now();
   absl::StatusOr<bool> duplicate = shard->Push(*request);
   if (duplicate.ok()) response->set_duplicate(*duplicate);
+  if (duplicate.ok() && *duplicate && metrics_ != nullptr) metrics_->DuplicatePush();
+  CAIRN_KILLPOINT("push.after_apply");  // applied, not yet acknowledged
   uint64_t version = 0;
   std::vector<Shard::Replica> backups;
   if (duplicate.ok()) backups = shard->ForwardTargets(*request, &version);
@@ -156,7 +163,7 @@ grpc::ServerUnaryReactor* ParameterService::Checkpoint(grpc::CallbackServerConte
     case v1::CHECKPOINT_PHASE_PREPARE: {
       const absl::Duration hold = absl::Milliseconds(std::max<int64_t>(request->hold_ms(), 1));
       absl::StatusOr<int64_t> clock =
-          shard->PrepareCheckpoint(request->request_id(), absl::Now() + hold);
+          shard->PrepareCheckpoint(request->request_id(), MonotonicNow() + hold);
       if (clock.ok()) response->set_clock(*clock);
       status = clock.status();
       break;

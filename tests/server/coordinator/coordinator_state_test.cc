@@ -182,6 +182,48 @@ TEST_CASE("a worker that leaves is LEFT, not DEAD, and leaves the barrier", "[co
   CHECK(state.Leave(v1::MEMBER_ROLE_WORKER, 9, 0).code() == absl::StatusCode::kNotFound);
 }
 
+TEST_CASE("a worker registering again under its id is a new incarnation and the old one is "
+          "refused",
+          "[coordinator][incarnation]") {
+  FakeTimeSource time;
+  CoordinatorState state(Job(1, 2, 2), &time, nullptr);
+  REQUIRE(state.RegisterServer(-1, Addr(0), "").ok());
+  auto first = state.RegisterWorker(0, "");
+  REQUIRE(first.ok());
+  REQUIRE(state.RegisterWorker(1, "").ok());
+  CHECK(first->incarnation == 1);
+  // Killed: its lease runs out while the others renew.
+  time.Advance(kLease * 2);
+  REQUIRE(state.Heartbeat(v1::MEMBER_ROLE_SERVER, 0, -1).ok());
+  REQUIRE(state.Heartbeat(v1::MEMBER_ROLE_WORKER, 1, 0).ok());
+  (void)state.ExpireLeases();
+  auto second = state.RegisterWorker(0, "");
+  REQUIRE(second.ok());
+  CHECK(second->incarnation == 2);
+  bool listed = false;
+  for (const v1::Member& w : second->map.workers()) {
+    if (w.id() == 0) {
+      listed = true;
+      CHECK(w.incarnation() == 2);
+    }
+  }
+  CHECK(listed);
+  // The first process, still around, can neither renew nor leave for it.
+  absl::Status renew =
+      state.Heartbeat(v1::MEMBER_ROLE_WORKER, 0, 3, /*map_version=*/0, /*incarnation=*/1).status();
+  CHECK(renew.code() == absl::StatusCode::kNotFound);
+  CHECK(renew.message().find("incarnation 1 is no longer registered") != std::string::npos);
+  CHECK(state.Leave(v1::MEMBER_ROLE_WORKER, 0, 3, /*incarnation=*/1).code() ==
+        absl::StatusCode::kFailedPrecondition);
+  CHECK(WorkerIds(state.Map()) == std::vector<uint32_t>{0, 1});
+  REQUIRE(state.Heartbeat(v1::MEMBER_ROLE_WORKER, 0, 3, 0, 2).ok());
+  // A clean leave, then a third registration.
+  REQUIRE(state.Leave(v1::MEMBER_ROLE_WORKER, 0, 3, 2).ok());
+  auto third = state.RegisterWorker(0, "");
+  REQUIRE(third.ok());
+  CHECK(third->incarnation == 3);
+}
+
 TEST_CASE("a late worker starts at the minimum clock of the live workers",
           "[coordinator][barrier]") {
   FakeTimeSource time;

@@ -229,4 +229,105 @@ TEST_CASE("the clock tracker's minimum ignores dead and departed workers", "[sha
   CHECK(clocks.MinClock() == ClockTracker::kNoWorkers);
 }
 
+TEST_CASE("a newer incarnation of a worker id replaces the old one, and one that left may come "
+          "back",
+          "[shard][clock][incarnation]") {
+  ClockTracker clocks;
+  clocks.SetLiveWorkers({{0, 0, 1}, {1, 0, 1}});
+  REQUIRE(clocks.Tick(0, 6));
+  REQUIRE(clocks.Tick(1, 4));
+  // Worker 1 restarted under its id: a new process, entering at the minimum.
+  clocks.SetLiveWorkers({{0, 0, 1}, {1, 0, 2}});
+  CHECK(clocks.IncarnationOf(1) == 2);
+  CHECK(clocks.ClockOf(1) == 4);
+  // Worker 0 leaves; its incarnation 1 stays out, incarnation 2 comes back.
+  clocks.Leave(0);
+  clocks.SetLiveWorkers({{0, 0, 1}, {1, 0, 2}});
+  CHECK_FALSE(clocks.IsLive(0));
+  clocks.SetLiveWorkers({{0, 3, 2}, {1, 0, 2}});
+  CHECK(clocks.IsLive(0));
+  CHECK(clocks.ClockOf(0) == 4);  // the minimum, not its first life's 6
+  // A map listing an older incarnation than one seen is stale: ignored.
+  clocks.SetLiveWorkers({{0, 0, 1}, {1, 0, 2}});
+  CHECK_FALSE(clocks.IsLive(0));
+  CHECK(clocks.IncarnationOf(0) == 2);
+}
+
+// Map version `version` listing (id, incarnation) workers, each at clock 0.
+v1::PartitionMap IncarnationMap(std::vector<std::pair<uint32_t, uint64_t>> workers,
+                                uint64_t version) {
+  std::vector<std::pair<uint32_t, int64_t>> at_zero;
+  for (const auto& [id, incarnation] : workers) at_zero.emplace_back(id, 0);
+  v1::PartitionMap map = Map(at_zero, version);
+  for (int i = 0; i < map.workers_size(); ++i) {
+    map.mutable_workers(i)->set_incarnation(workers[i].second);
+  }
+  return map;
+}
+
+v1::PushRequest PushAs(uint32_t worker, uint64_t incarnation, uint64_t seq, uint64_t version) {
+  v1::PushRequest r = PushScalar(worker, seq, 0, 1.0f);
+  r.set_incarnation(incarnation);
+  r.set_map_version(version);
+  return r;
+}
+
+TEST_CASE("a worker restarted under its id has every push applied and its old incarnation is "
+          "refused",
+          "[shard][incarnation]") {
+  // ASP, lr 1: w -= 1 per push applied.
+  Shard shard(0, ScalarJob(v1::CONSISTENCY_ASP, 0), nullptr);
+  REQUIRE(shard.InstallMap(IncarnationMap({{0, 1}}, 1)).ok());
+  auto value = [&shard] {
+    PullResult pull;
+    StartPull(shard, &pull, 0, 0);
+    REQUIRE(pull.done);
+    REQUIRE(pull.status.ok());
+    return pull.value();
+  };
+  for (uint64_t seq = 1; seq <= 10; ++seq) REQUIRE(shard.Push(PushAs(0, 1, seq, 1)).ok());
+  CHECK(value() == -10.0f);
+
+  // Killed, declared dead, started again: incarnation 2 numbers from 1.
+  REQUIRE(shard.InstallMap(IncarnationMap({}, 2)).ok());
+  REQUIRE(shard.InstallMap(IncarnationMap({{0, 2}}, 3)).ok());
+  for (uint64_t seq = 1; seq <= 5; ++seq) {
+    absl::StatusOr<bool> duplicate = shard.Push(PushAs(0, 2, seq, 3));
+    REQUIRE(duplicate.ok());
+    CHECK_FALSE(*duplicate);  // before incarnations: a "duplicate" of the first life
+  }
+  CHECK(value() == -15.0f);
+  // A retry within incarnation 2 is still applied once.
+  absl::StatusOr<bool> again = shard.Push(PushAs(0, 2, 5, 3));
+  REQUIRE(again.ok());
+  CHECK(*again);
+
+  // The first process, woken late, is refused, pushes and clocks alike.
+  absl::Status old_push = shard.Push(PushAs(0, 1, 11, 3)).status();
+  CHECK(old_push.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(old_push.message()),
+             Catch::Contains("worker 0 incarnation 1 refused: the worker registered again since "
+                             "(incarnation 2)"));
+  v1::ClockRequest old_leave = Tick(0, 3, /*leaving=*/true, /*incarnation=*/1);
+  old_leave.set_map_version(3);
+  CHECK(shard.Clock(old_leave).status().code() == absl::StatusCode::kFailedPrecondition);
+  // A push of an incarnation this server's map does not list yet: retry later.
+  CHECK(shard.Push(PushAs(0, 3, 1, 4)).status().code() == absl::StatusCode::kUnavailable);
+  CHECK(value() == -15.0f);
+  // A push without an incarnation is malformed.
+  CHECK(shard.Push(PushAs(0, 0, 1, 3)).status().code() == absl::StatusCode::kInvalidArgument);
+
+  // It leaves cleanly, and joins again as incarnation 3.
+  v1::ClockRequest leave = Tick(0, 3, /*leaving=*/true, /*incarnation=*/2);
+  leave.set_map_version(3);
+  REQUIRE(shard.Clock(leave).ok());
+  CHECK(shard.Push(PushAs(0, 2, 6, 3)).status().code() == absl::StatusCode::kFailedPrecondition);
+  REQUIRE(shard.InstallMap(IncarnationMap({{0, 3}}, 4)).ok());
+  REQUIRE(shard.Push(PushAs(0, 3, 1, 4)).ok());
+  v1::ClockRequest tick = Tick(0, 4, false, 3);
+  tick.set_map_version(4);
+  CHECK(shard.Clock(tick).ok());
+  CHECK(value() == -16.0f);
+}
+
 }  // namespace cairn

@@ -51,6 +51,7 @@ v1::PushRequest PushKey(uint64_t version, uint64_t seq, int64_t clock, uint64_t 
   r.set_map_version(version);
   r.set_group(static_cast<uint32_t>(key % 2));
   r.mutable_tables(0)->set_keys(KeysToBytes({key}));
+  r.mutable_tables(0)->set_shape(0, 4);  // the table's shape
   return r;
 }
 

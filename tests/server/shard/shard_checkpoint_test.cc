@@ -54,6 +54,7 @@ v1::PartitionMap Map(uint32_t servers) {
   m->set_id(0);
   m->set_role(v1::MEMBER_ROLE_WORKER);
   m->set_state(v1::MEMBER_STATE_ALIVE);
+  m->set_incarnation(1);
   return map;
 }
 
@@ -95,6 +96,7 @@ void Train(std::vector<std::unique_ptr<Shard>>& servers, int steps) {
       v1::PushRequest r;
       r.set_map_version(1);
       r.set_worker_id(0);
+      r.set_incarnation(1);
       r.set_group(s);
       r.set_sequence(static_cast<uint64_t>(step) + 1);
       r.set_clock(step);
@@ -107,12 +109,19 @@ void Train(std::vector<std::unique_ptr<Shard>>& servers, int steps) {
       w->set_table("W");
       w->set_keys(KeysToBytes(dense));
       w->set_values(FloatsToBytes(dg));
+      const v1::TableSpec w_spec = DenseAdagrad();
+      for (int64_t d : w_spec.shape()) w->add_shape(d);
+      w->set_dtype(v1::DTYPE_FLOAT32);
       v1::TableValues* e = r.add_tables();
       e->set_table_id(1);
       e->set_table("E");
       e->set_keys(KeysToBytes(sparse));
       e->set_values(FloatsToBytes(sg));
+      e->add_shape(static_cast<int64_t>(sparse.size()));
+      e->add_shape(4);
+      e->set_dtype(v1::DTYPE_FLOAT32);
       auto applied = servers[s]->Push(r);
+      INFO(applied.status().message());
       REQUIRE(applied.ok());
     }
   }

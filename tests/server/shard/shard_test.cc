@@ -121,6 +121,8 @@ TEST_CASE("a rejected push changes nothing, not even its valid tables", "[shard]
   bad->set_table("v");
   bad->set_keys(KeysToBytes({0}));
   bad->set_values(FloatsToBytes({std::numeric_limits<float>::quiet_NaN()}));
+  bad->add_shape(1);
+  bad->set_dtype(v1::DTYPE_FLOAT32);
   absl::StatusOr<bool> result = shard.Push(r);
   CHECK(result.status().code() == absl::StatusCode::kInvalidArgument);
   PullResult pull;

@@ -62,17 +62,20 @@ inline v1::PartitionMap Map(uint32_t partitions, std::vector<uint32_t> workers,
     m->set_id(workers[i]);
     m->set_role(v1::MEMBER_ROLE_WORKER);
     m->set_state(v1::MEMBER_STATE_ALIVE);
+    m->set_incarnation(1);
     if (i < start_clocks.size()) m->set_start_clock(start_clocks[i]);
   }
   return map;
 }
 
-// A push of `grad` to key 0 of a scalar table, map version 1.
+// A push of `grad` to key 0 of a scalar table, map version 1, by the
+// worker's first incarnation.
 inline v1::PushRequest PushScalar(uint32_t worker, uint64_t seq, int64_t clock, float grad,
                            uint32_t table_id = 0, const std::string& table = "w") {
   v1::PushRequest r;
   r.set_map_version(1);
   r.set_worker_id(worker);
+  r.set_incarnation(1);
   r.set_sequence(seq);
   r.set_clock(clock);
   v1::TableValues* tv = r.add_tables();
@@ -80,13 +83,17 @@ inline v1::PushRequest PushScalar(uint32_t worker, uint64_t seq, int64_t clock, 
   tv->set_table(table);
   tv->set_keys(KeysToBytes({0}));
   tv->set_values(FloatsToBytes({grad}));
+  tv->add_shape(1);
+  tv->set_dtype(v1::DTYPE_FLOAT32);
   return r;
 }
 
-inline v1::ClockRequest Tick(uint32_t worker, int64_t clock, bool leaving = false) {
+inline v1::ClockRequest Tick(uint32_t worker, int64_t clock, bool leaving = false,
+                             uint64_t incarnation = 1) {
   v1::ClockRequest r;
   r.set_map_version(1);
   r.set_worker_id(worker);
+  r.set_incarnation(incarnation);
   r.set_clock(clock);
   r.set_leaving(leaving);
   return r;
@@ -110,6 +117,7 @@ inline void StartPull(Shard& shard, PullResult* out, uint32_t worker, int64_t cl
                absl::Time deadline = absl::InfiniteFuture()) {
   out->request.set_map_version(1);
   out->request.set_worker_id(worker);
+  out->request.set_incarnation(1);
   out->request.set_clock(clock);
   v1::TableKeys* tk = out->request.add_tables();
   tk->set_table_id(0);

@@ -34,7 +34,7 @@ struct ClientImpl::Op {
   std::promise<absl::Status> promise;
   int attempt = 0;
   int64_t clock = 0;                  // the worker's clock when the op started
-  absl::Time start;
+  absl::Time start;                   // monotonic (common/time_source.h)
   std::vector<uint64_t> generations;  // pulls: each input's cache generation at start
   std::vector<uint64_t> hits;         // pulls: keys of each input served from the cache
   std::vector<uint64_t> misses;       // pulls: keys of each input sent to servers
