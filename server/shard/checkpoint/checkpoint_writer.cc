@@ -1,5 +1,6 @@
 #include "server/shard/checkpoint/checkpoint_writer.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -13,6 +14,13 @@
 #include "server/shard/checkpoint/rocksdb_status.h"
 
 namespace cairn::checkpoint {
+namespace {
+
+// Partition bytes per unsynced write of a checkpoint (RocksDB's default
+// memtable size): what a checkpoint holds beside the shard's own copy.
+constexpr size_t kBatchBytes = 64 << 20;
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(const std::string& dir,
                                                                         uint32_t server_id,
@@ -83,39 +91,51 @@ absl::StatusOr<Manifest> CheckpointWriter::Write(int64_t clock, uint32_t num_par
   std::set<uint32_t> table_ids;
   for (const TableShape& t : tables) table_ids.insert(t.id);
   std::set<std::pair<uint32_t, uint32_t>> seen;
-  // Size the batch once: growing a batch of hundreds of MiB by doubling
-  // copies it and, past the allocator's mmap threshold, faults in fresh
-  // pages for every checkpoint (tools/bench/checkpoint_bench.cc).
-  size_t reserve = 64 << 10;
   for (const PartitionData& p : partitions) {
-    reserve += 64 + p.rows.keys.size() * (sizeof(Key) + sizeof(uint32_t) + sizeof(int64_t)) +
-               (p.rows.values.size() + p.rows.slots.size()) * sizeof(float);
-  }
-  rocksdb::WriteBatch batch(reserve);
-  for (PartitionData& p : partitions) {
     if (!table_ids.contains(p.table_id) || p.partition >= num_partitions ||
         !seen.emplace(p.table_id, p.partition).second) {
       return absl::InvalidArgumentError(absl::StrCat(
           "checkpoint at clock ", clock, ": partition ", p.partition, " of table id ",
           p.table_id, " is unknown, out of range (", num_partitions, " partitions) or repeated"));
     }
+  }
+  // The partitions go in batches of about kBatchBytes, unsynced; the last
+  // batch, synced, carries the worker state and the manifest, which makes
+  // the checkpoint visible (a crash before it leaves partition rows that no
+  // manifest names, which the next checkpoint, under the same id,
+  // overwrites or retention deletes). One batch of the whole shard would
+  // hold a second copy of it, and the memtable a third, at once.
+  // Each batch is sized once: growing one by doubling copies it and, past
+  // the allocator's mmap threshold, faults in fresh pages every time
+  // (tools/bench/checkpoint_bench.cc).
+  size_t bytes = 64 << 10;
+  for (const PartitionData& p : partitions) {
+    bytes += 64 + p.rows.keys.size() * (sizeof(Key) + sizeof(uint32_t) + sizeof(int64_t)) +
+             (p.rows.values.size() + p.rows.slots.size()) * sizeof(float);
+  }
+  rocksdb::WriteBatch batch(std::min(bytes, kBatchBytes + (kBatchBytes >> 3)));
+  rocksdb::WriteOptions unsynced;
+  for (PartitionData& p : partitions) {
     const std::string value = EncodeRows(p.rows);
     m.partitions.push_back({p.table_id, p.partition, p.rows.keys.size(), value.size(),
                             Checksum(value)});
     RETURN_IF_ERROR(FromRocksStatus(batch.Put(PartitionKey(m.id, p.table_id, p.partition), value),
                                     "checkpoint batch"));
     p.rows = PartitionRows();  // in the batch now: free the copy
+    if (batch.GetDataSize() >= kBatchBytes) {
+      RETURN_IF_ERROR(FromRocksStatus(db_->Write(unsynced, &batch),
+                                      absl::StrCat("write checkpoint ", m.id, " to ", dir_)));
+      batch.Clear();
+    }
   }
   const std::string worker_value = EncodeWorkers(workers);
   m.workers_checksum = Checksum(worker_value);
   RETURN_IF_ERROR(FromRocksStatus(batch.Put(WorkersKey(m.id), worker_value), "checkpoint batch"));
-  // The manifest rides in the same batch: it becomes visible exactly when
-  // the data does.
   RETURN_IF_ERROR(
       FromRocksStatus(batch.Put(ManifestKey(m.id), EncodeManifest(m)), "checkpoint batch"));
 
   rocksdb::WriteOptions write_options;
-  write_options.sync = true;
+  write_options.sync = true;  // and every batch before it, in the same WAL
   CAIRN_KILLPOINT("checkpoint.before_batch");
   RETURN_IF_ERROR(FromRocksStatus(db_->Write(write_options, &batch),
                                   absl::StrCat("write checkpoint ", m.id, " to ", dir_)));

@@ -53,11 +53,12 @@ class CheckpointWriter {
   ~CheckpointWriter();
 
   // Writes checkpoint (last id + 1) at clock `clock`: every entry of
-  // `partitions` (tables described by `tables`), and `workers`, with the
-  // manifest, in one synced WriteBatch; then deletes checkpoints beyond the
-  // newest `keep`. Returns the manifest written. Each partition's rows are
-  // freed as soon as they are encoded into the batch, so the rows and the
-  // batch are not both held whole (pass a copy to keep them). Errors:
+  // `partitions` (tables described by `tables`), in unsynced batches of
+  // about 64 MiB, then `workers` and the manifest in one synced batch, which
+  // makes it visible; then deletes checkpoints beyond the newest `keep`.
+  // Returns the manifest written. Each partition's rows are freed as soon as
+  // they are encoded, so the rows, the batches and the memtable do not each
+  // hold the whole shard at once (pass a copy to keep them). Errors:
   // InvalidArgument when a partition names a table missing from `tables` or
   // appears twice; RocksDB errors as in Open. On error no new checkpoint is
   // visible.
