@@ -20,6 +20,13 @@ absl::Status MakeStaleMapError(uint64_t request_version, uint64_t current_versio
   return status;
 }
 
+absl::Status WithCurrentMap(absl::Status status, uint64_t current_version) {
+  v1::StaleMapDetail detail;
+  detail.set_current_version(current_version);
+  status.SetPayload(kStaleMapUrl, absl::Cord(detail.SerializeAsString()));
+  return status;
+}
+
 std::optional<uint64_t> StaleMapVersion(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kFailedPrecondition) return std::nullopt;
   absl::optional<absl::Cord> payload = status.GetPayload(kStaleMapUrl);

@@ -26,6 +26,13 @@ std::optional<uint64_t> StaleMapVersion(const grpc::Status& status);
 absl::Status MakeStaleMapError(uint64_t request_version, uint64_t current_version);
 std::optional<uint64_t> StaleMapVersion(const absl::Status& status);
 
+// `status` (FAILED_PRECONDITION) with the same stale-map payload: the
+// request and this server disagree on the partition map (a request routed
+// by an older or newer map than this server's, version `current_version`),
+// so the caller refreshes its map and retries; StaleMapVersion() reads it.
+// Clients decide on that payload, never on the message's text.
+absl::Status WithCurrentMap(absl::Status status, uint64_t current_version);
+
 }  // namespace cairn
 
 #endif  // CAIRN_COMMON_STATUS_CONVERSION_H_

@@ -31,21 +31,24 @@ absl::StatusOr<size_t> CountKeys(const std::string& bytes, const std::string& ta
   return n;
 }
 
-// Shows a long operation in cairn_shard_busy while it runs.
+// Shows a long operation in cairn_shard_busy and Shard::busy() while it runs.
 class BusyScope {
  public:
-  BusyScope(ShardMetrics* metrics, const char* operation)
-      : metrics_(metrics), operation_(operation) {
+  BusyScope(ShardMetrics* metrics, std::atomic<const char*>* busy, const char* operation)
+      : metrics_(metrics), busy_(busy), operation_(operation) {
+    busy_->store(operation_);
     if (metrics_ != nullptr) metrics_->Busy(operation_, true);
   }
   ~BusyScope() {
     if (metrics_ != nullptr) metrics_->Busy(operation_, false);
+    busy_->store(nullptr);
   }
   BusyScope(const BusyScope&) = delete;
   BusyScope& operator=(const BusyScope&) = delete;
 
  private:
   ShardMetrics* const metrics_;
+  std::atomic<const char*>* const busy_;
   const char* const operation_;
 };
 
@@ -231,6 +234,14 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint64_t> Shard::RoutedHere(absl::StatusOr<uint64_t> checked) const {
+  // A key of a partition this server does not hold was routed by another map.
+  if (absl::IsFailedPrecondition(checked.status())) {
+    return WithCurrentMap(checked.status(), published_version_.load());
+  }
+  return checked;
+}
+
 absl::StatusOr<int64_t> Shard::RestorePartitionLocked(uint32_t partition, uint64_t record,
                                                       uint64_t version) {
   if (!restore_loader_) {
@@ -283,9 +294,12 @@ absl::Status Shard::CheckGroupRole(const v1::PushRequest& request) const {
                        std::find(it->second.joining.begin(), it->second.joining.end(),
                                  server_id_) != it->second.joining.end();
   if (request.forwarded() ? (primary || backup || joining) : primary) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "server ", server_id_, " does not hold replica group ", request.group(), " as ",
-      request.forwarded() ? "a replica" : "primary", " (map version ", map_version_, ")"));
+  // Routed by another map than this server's: the sender refreshes and retries.
+  return WithCurrentMap(
+      absl::FailedPreconditionError(absl::StrCat(
+          "server ", server_id_, " does not hold replica group ", request.group(), " as ",
+          request.forwarded() ? "a replica" : "primary", " (map version ", map_version_, ")")),
+      map_version_);
 }
 
 std::vector<Shard::Replica> Shard::ForwardTargets(const v1::PushRequest& request,
@@ -431,7 +445,7 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     const std::string& name = table->spec().name();
     ASSIGN_OR_RETURN(size_t n, CountKeys(tv.keys(), name));
     RETURN_IF_ERROR(CheckShapeAndType(table->spec(), tv, n));
-    ASSIGN_OR_RETURN(uint64_t floats, table->CheckKeys(tv.keys(), n));
+    ASSIGN_OR_RETURN(uint64_t floats, RoutedHere(table->CheckKeys(tv.keys(), n)));
     if (tv.values().size() != floats * sizeof(float)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "push table=", name, ": ", n, " keys need ", floats, " float32 values (",
@@ -497,7 +511,7 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
     if (status.ok()) {
       absl::StatusOr<size_t> n = CountKeys(tk.keys(), tk.table());
       status = n.status();
-      if (status.ok()) status = (*table)->CheckKeys(tk.keys(), *n).status();
+      if (status.ok()) status = RoutedHere((*table)->CheckKeys(tk.keys(), *n)).status();
     }
     if (!status.ok()) {
       done(Annotate(status, "pull"));
@@ -672,6 +686,12 @@ void Shard::ExpireWaiters(absl::Time now) {
 }
 
 void Shard::Stats(v1::StatsResponse* response) const {
+  if (const char* operation = busy()) {
+    response->set_server_id(server_id_);
+    response->set_map_version(published_version_.load());
+    response->set_busy(operation);
+    return;
+  }
   absl::MutexLock lock(&mu_);
   response->set_server_id(server_id_);
   response->set_map_version(map_version_);
@@ -700,7 +720,7 @@ absl::StatusOr<ShardSnapshot> Shard::Snapshot() const {
 }
 
 absl::StatusOr<ShardSnapshot> Shard::SnapshotLocked() const {
-  const BusyScope busy(metrics_, "snapshot");
+  const BusyScope busy(metrics_, &busy_, "snapshot");
   CAIRN_KILLPOINT("shard.snapshot");  // the copy below takes as long as the shard's bytes
   ShardSnapshot snap;
   snap.closed_before = closed_before_;
@@ -758,7 +778,7 @@ void Shard::SetInitialRows(InitialRowsLoader loader, int64_t start_clock) {
 }
 
 absl::Status Shard::LoadInitialRowsLocked() {
-  const BusyScope busy(metrics_, "load");
+  const BusyScope busy(metrics_, &busy_, "load");
   CAIRN_KILLPOINT("shard.load");  // reading a resumed shard takes as long as its bytes
   std::vector<uint32_t> held = partitions_;
   std::sort(held.begin(), held.end());

@@ -157,7 +157,13 @@ class Shard {
   // iterations and releases pulls it unblocks. Returns the min clock.
   absl::StatusOr<int64_t> Clock(const v1::ClockRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Fills `response`. While a long operation holds the shard (busy()), it
+  // answers at once with server_id, map_version and `busy` only.
   void Stats(v1::StatsResponse* response) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The long operation holding the shard now ("snapshot", "load"), or null.
+  // Never waits for the shard lock.
+  const char* busy() const { return busy_.load(); }
 
   // Fails every waiting pull with Unavailable and refuses new requests, so
   // the gRPC server can stop without waiting for parked pulls.
@@ -295,6 +301,11 @@ class Shard {
   // Announces new joiners of this server's primary groups (joiner_sink_) and
   // starts holding forwarded pushes of groups this server joins.
   void UpdateJoinersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Table::CheckKeys' answer, with a key of a partition not held here
+  // (FailedPrecondition) marked as routed by another map than this server's
+  // (common/status_conversion.h WithCurrentMap): the client refreshes and
+  // retries.
+  absl::StatusOr<uint64_t> RoutedHere(absl::StatusOr<uint64_t> checked) const;
   // Starts holding `partition` and loads it from complete checkpoint record
   // `record` (a group that lost every copy; map `version` says so). Returns
   // the record's clock. Errors: FailedPrecondition (no checkpoint
@@ -332,6 +343,8 @@ class Shard {
   std::atomic<int64_t> lease_deadline_ns_{std::numeric_limits<int64_t>::max()};
   // map_version_, readable without mu_ (the heartbeat reports it).
   std::atomic<uint64_t> published_version_{0};
+  // The long operation holding mu_ now, or null (busy()).
+  mutable std::atomic<const char*> busy_{nullptr};
   // Primary: joiners per group whose transfer started (forwarded to).
   std::map<uint32_t, std::set<uint32_t>> joiners_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<uint32_t, uint32_t>> announced_ ABSL_GUARDED_BY(mu_);  // (group, joiner)

@@ -27,6 +27,7 @@
 #include "tests/reliability/checkpoint_job.h"
 #include "tests/reliability/oracle.h"
 #include "tests/testing/process.h"
+#include "tools/ctl/cluster_status.h"
 
 namespace cairn::reliability {
 namespace {
@@ -61,9 +62,10 @@ double Metric(int port, const std::string& series) {
 }
 
 // Runs the chaos workers to `steps` with the observer; while they run,
-// records whether any server showed cairn_shard_busy{operation} = 1.
+// records whether any server showed cairn_shard_busy{operation} = 1 and
+// whether `cairnctl status` (FetchClusterStatus) showed it busy.
 Observation RunWorkers(TestCluster& cluster, int64_t steps, const std::string& operation,
-                       bool* seen_busy) {
+                       bool* seen_busy, bool* stats_busy) {
   const std::string history = cluster.dir() + "/history";
   std::filesystem::create_directories(history);
   auto workers = SpawnChaosWorkers(cluster, steps, history);
@@ -74,6 +76,13 @@ Observation RunWorkers(TestCluster& cluster, int64_t steps, const std::string& o
     while (!stop.load()) {
       for (int i = 0; i < cluster.num_servers(); ++i) {
         if (Metric(cluster.server_metrics_port(i), busy) == 1) *seen_busy = true;
+      }
+      absl::StatusOr<ctl::ClusterStatus> status =
+          ctl::FetchClusterStatus(cluster.coordinator_address(), absl::Milliseconds(500));
+      if (status.ok()) {
+        for (const ctl::ServerStats& s : status->servers) {
+          if (s.status.ok() && s.stats.busy() == operation) *stats_busy = true;
+        }
       }
       absl::SleepFor(absl::Milliseconds(100));
     }
@@ -129,9 +138,9 @@ TEST_CASE("a checkpoint snapshot and a resume load that last four leases keep th
   {
     auto cluster = StartJob("long_snapshot", ckpt, "none",
                             absl::StrCat("CAIRN_KILLPOINT=shard.snapshot:at_2:stall_", kStallMs));
-    bool busy = false;
+    bool busy = false, stats_busy = false;
     const absl::Time start = absl::Now();
-    const Observation seen = RunWorkers(*cluster, 10, "snapshot", &busy);
+    const Observation seen = RunWorkers(*cluster, 10, "snapshot", &busy, &stats_busy);
     const absl::Duration took = absl::Now() - start;
     CHECK(seen.clock == 0);
     REQUIRE(cluster->coordinator()
@@ -143,7 +152,8 @@ TEST_CASE("a checkpoint snapshot and a resume load that last four leases keep th
             std::string::npos);
     }
     CheckNoServerDeclaredDead(*cluster);
-    CHECK(busy);  // cairn_shard_busy{operation="snapshot"} showed it
+    CHECK(busy);        // cairn_shard_busy{operation="snapshot"} showed it
+    CHECK(stats_busy);  // and so did cairnctl status
     CHECK(cluster->coordinator().ReadStderr().find("checkpoint at clock 4 complete") !=
           std::string::npos);
     absl::StatusOr<JobValues> values = ReadFinalValues(*cluster, w);
@@ -161,8 +171,8 @@ TEST_CASE("a checkpoint snapshot and a resume load that last four leases keep th
   {
     auto cluster = StartJob("long_load", ckpt, "latest",
                             absl::StrCat("CAIRN_KILLPOINT=shard.load:at_1:stall_", kStallMs));
-    bool busy = false;
-    const Observation seen = RunWorkers(*cluster, 14, "load", &busy);
+    bool busy = false, stats_busy = false;
+    const Observation seen = RunWorkers(*cluster, 14, "load", &busy, &stats_busy);
     CHECK(seen.clock == 10);
     const Comparison at_start = Compare(ExpectedAtClock(w, 10, {0, 1}), seen.values);
     INFO(at_start.ToString());
@@ -174,6 +184,7 @@ TEST_CASE("a checkpoint snapshot and a resume load that last four leases keep th
     }
     CheckNoServerDeclaredDead(*cluster);
     CHECK(busy);
+    CHECK(stats_busy);
     absl::StatusOr<JobValues> values = ReadFinalValues(*cluster, w);
     INFO(values.status().message());
     REQUIRE(values.ok());

@@ -153,5 +153,24 @@ TEST_CASE("status JSON lists each member and partition once, in order", "[tools]
   CHECK(j["servers"][1]["error"] == "Stats of server 1 at 10.0.0.2:7071: deadline");
 }
 
+TEST_CASE("a server busy with a snapshot or load shows as busy, not as failed", "[tools][ctl]") {
+  ClusterStatus status = Example();
+  ServerStats busy;
+  busy.server_id = 0;
+  busy.address = "10.0.0.1:7071";
+  busy.stats.set_server_id(0);
+  busy.stats.set_map_version(4);
+  busy.stats.set_busy("snapshot");
+  status.servers[0] = busy;
+  const std::string text = StatusToText(status);
+  INFO(text);
+  CHECK(text.find("server 0 is busy: snapshot (requests wait; it keeps its lease)") !=
+        std::string::npos);
+  const nlohmann::json j = StatusToJson(status);
+  CHECK(j["servers"][0]["ok"] == true);
+  CHECK(j["servers"][0]["busy"] == "snapshot");
+  CHECK_FALSE(j["servers"][1].contains("busy"));
+}
+
 }  // namespace
 }  // namespace cairn::ctl

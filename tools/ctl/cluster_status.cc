@@ -5,11 +5,18 @@
 #include <algorithm>
 #include <future>
 #include <map>
+#include <optional>
+#include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/coordinator_client.h"
 #include "common/grpc_util.h"
+#include "common/http_get.h"
+#include "common/net.h"
 #include "common/status_conversion.h"
 
 namespace cairn::ctl {
@@ -18,6 +25,26 @@ namespace {
 // Status replies are small; a job with many tables and partitions stays far
 // below this.
 constexpr int64_t kMaxMessageBytes = 64ll << 20;
+
+// The operation `cairn_shard_busy` says holds the server whose /metrics is
+// at `metrics_address`, or nullopt (not busy, or no answer).
+std::optional<std::string> BusyFromMetrics(const std::string& metrics_address,
+                                           absl::Duration timeout) {
+  absl::StatusOr<HostPort> where = ParseHostPort(metrics_address, "metrics address");
+  if (!where.ok()) return std::nullopt;
+  absl::StatusOr<std::string> body = HttpGet(where->host, where->port, "/metrics", timeout);
+  if (!body.ok()) return std::nullopt;
+  constexpr absl::string_view kPrefix = "cairn_shard_busy{operation=\"";
+  for (absl::string_view line : absl::StrSplit(*body, '\n')) {
+    if (!absl::ConsumePrefix(&line, kPrefix)) continue;
+    const size_t quote = line.find('"');
+    if (quote == absl::string_view::npos) continue;
+    if (absl::StripAsciiWhitespace(line.substr(line.rfind(' ') + 1)) == "1") {
+      return std::string(line.substr(0, quote));
+    }
+  }
+  return std::nullopt;
+}
 
 ServerStats AskServer(const v1::Member& server, absl::Duration timeout) {
   ServerStats out;
@@ -32,6 +59,15 @@ ServerStats AskServer(const v1::Member& server, absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   const grpc::Status s = stub->Stats(&context, v1::StatsRequest(), &out.stats);
+  if (!s.ok() && !server.metrics_address().empty()) {
+    // A long snapshot or load may hold every request thread: its /metrics
+    // (served apart) says whether that is why.
+    if (std::optional<std::string> busy = BusyFromMetrics(server.metrics_address(), timeout)) {
+      out.stats.set_server_id(server.id());
+      out.stats.set_busy(*busy);
+      return out;
+    }
+  }
   if (!s.ok()) {
     const absl::Status status = FromGrpcStatus(s);
     out.status = absl::Status(status.code(), absl::StrCat("Stats of server ", server.id(), " at ",

@@ -46,7 +46,10 @@ struct ClusterStatus {
 // Errors: Unavailable naming the address when the coordinator cannot be
 // reached or does not answer within `timeout` (the caller's exit code 4);
 // other coordinator errors as returned. A server that fails its Stats call
-// does not fail the whole: its ServerStats carries the error.
+// does not fail the whole: its ServerStats carries the error, or, when its
+// /metrics shows it busy with a long snapshot or load (cairn_shard_busy),
+// OK with stats.busy naming the operation (its request threads may all be
+// waiting for it).
 absl::StatusOr<ClusterStatus> FetchClusterStatus(const std::string& coordinator,
                                                  absl::Duration timeout);
 

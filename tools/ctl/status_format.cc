@@ -95,6 +95,7 @@ nlohmann::json StatusToJson(const ClusterStatus& status) {
           std::vector<uint32_t>(s.stats.partitions().begin(), s.stats.partitions().end());
       server["pushes_applied"] = s.stats.pushes_applied();
       server["pulls_served"] = s.stats.pulls_served();
+      if (!s.stats.busy().empty()) server["busy"] = s.stats.busy();
     } else {
       server["error"] = std::string(s.status.message());
     }
@@ -148,6 +149,14 @@ std::string StatusToText(const ClusterStatus& status) {
     if (!s.status.ok()) {
       servers.push_back({absl::StrCat(s.server_id), s.address, "?", "?", "?", "?"});
       absl::StrAppend(&errors, "error: ", s.status.message(), "\n");
+      continue;
+    }
+    if (!s.stats.busy().empty()) {
+      const std::string version =
+          s.stats.map_version() == 0 ? "?" : absl::StrCat(s.stats.map_version());
+      servers.push_back({absl::StrCat(s.server_id), s.address, version, "?", "?", "?"});
+      absl::StrAppend(&errors, "server ", s.server_id, " is busy: ", s.stats.busy(),
+                      " (requests wait; it keeps its lease)\n");
       continue;
     }
     servers.push_back({absl::StrCat(s.server_id), s.address, absl::StrCat(s.stats.map_version()),

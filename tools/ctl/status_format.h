@@ -14,6 +14,7 @@
 //                 "num_keys": 1000, "bytes": 16000, "servers": 2}, ...],
 //     "servers": [{"id": 0, "address": "...", "ok": true, "map_version": 3,
 //                  "partitions": [0, 2, ...], "pushes_applied": 40, "pulls_served": 40},
+//                 {"id": 2, ..., "busy": "snapshot"},  (a long operation holds it)
 //                 {"id": 1, "address": "...", "ok": false, "error": "..."}]
 //   }
 // Members are sorted by role (servers first), then id; partitions by number;

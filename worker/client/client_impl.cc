@@ -25,10 +25,10 @@ absl::Duration Backoff(int attempt) {
   return std::min(kMaxBackoff, absl::Milliseconds(50) * (1 << std::min(attempt, 10)));
 }
 
+// Decided on codes and the stale-map detail (common/status_conversion.h),
+// never on a message's text.
 bool Retriable(const grpc::Status& s) {
-  return StaleMapVersion(s).has_value() || s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
-          s.error_message().find("does not hold") != std::string::npos);
+  return StaleMapVersion(s).has_value() || s.error_code() == grpc::StatusCode::UNAVAILABLE;
 }
 
 }  // namespace

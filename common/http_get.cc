@@ -1,10 +1,10 @@
-#include "tests/testing/http_get.h"
+#include "common/http_get.h"
 
 #include <curl/curl.h>
 
 #include "absl/strings/str_cat.h"
 
-namespace cairn::testing {
+namespace cairn {
 namespace {
 
 size_t Append(char* data, size_t size, size_t n, void* out) {
@@ -16,6 +16,11 @@ size_t Append(char* data, size_t size, size_t n, void* out) {
 
 absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
                                     absl::Duration timeout) {
+  // curl_global_init is not thread-safe: once, before any handle.
+  static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (global != CURLE_OK) {
+    return absl::InternalError(absl::StrCat("curl_global_init: ", curl_easy_strerror(global)));
+  }
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
   std::string body;
@@ -40,4 +45,4 @@ absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std
   return body;
 }
 
-}  // namespace cairn::testing
+}  // namespace cairn
