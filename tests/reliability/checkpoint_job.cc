@@ -1,5 +1,7 @@
 #include "tests/reliability/checkpoint_job.h"
 
+#include <signal.h>
+
 #include <cstring>
 #include <map>
 #include <set>
@@ -143,6 +145,24 @@ absl::StatusOr<Observation> ObserveAndLeave(const testing::TestCluster& cluster,
   ASSIGN_OR_RETURN(seen.values, PullValues(*client, w));
   RETURN_IF_ERROR(client->Finish());
   return seen;
+}
+
+absl::Status StopGracefully(testing::TestCluster& cluster) {
+  std::vector<testing::Subprocess*> all;
+  for (int i = 0; i < cluster.num_servers(); ++i) all.push_back(&cluster.server(i));
+  all.push_back(&cluster.coordinator());
+  for (testing::Subprocess* p : all) RETURN_IF_ERROR(p->Signal(SIGTERM));
+  for (testing::Subprocess* p : all) {
+    absl::StatusOr<testing::ExitStatus> ended = p->Wait(absl::Seconds(20));
+    if (!ended.ok() || ended->ToString() != "exit code 0") {
+      const std::string log = p->ReadStderr();
+      return absl::FailedPreconditionError(absl::StrCat(
+          p->binary(), " (pid ", p->pid(), ") did not stop cleanly: ",
+          ended.ok() ? ended->ToString() : std::string(ended.status().message()), "\n",
+          log.substr(log.size() > 4000 ? log.size() - 4000 : 0)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<JobValues> ReadFinalValues(const testing::TestCluster& cluster,

@@ -89,6 +89,11 @@ absl::StatusOr<Observation> ObserveAndLeave(const testing::TestCluster& cluster,
 // cache) and pulls every value: the job's final state.
 absl::StatusOr<JobValues> ReadFinalValues(const testing::TestCluster& cluster, const Workload& w);
 
+// Stops every server and the coordinator of `cluster` with SIGTERM and waits
+// up to 20 s each. FailedPrecondition naming the first that did not exit 0,
+// with its stderr's tail.
+absl::Status StopGracefully(testing::TestCluster& cluster);
+
 // A checkpoint record as the coordinator logged it.
 struct LoggedRecord {
   int64_t clock = -1;

@@ -113,18 +113,6 @@ void CheckNoServerDeclaredDead(TestCluster& cluster) {
   }
 }
 
-void StopGracefully(TestCluster& cluster) {
-  std::vector<Subprocess*> all;
-  for (int i = 0; i < cluster.num_servers(); ++i) all.push_back(&cluster.server(i));
-  all.push_back(&cluster.coordinator());
-  for (Subprocess* p : all) REQUIRE(p->Signal(SIGTERM).ok());
-  for (Subprocess* p : all) {
-    absl::StatusOr<ExitStatus> ended = p->Wait(absl::Seconds(20));
-    INFO(p->ReadStderr());
-    REQUIRE(ended.ok());
-    CHECK(ended->ToString() == "exit code 0");
-  }
-}
 
 TEST_CASE("a checkpoint snapshot and a resume load that last four leases keep the servers alive "
           "and the job exact",
@@ -163,7 +151,9 @@ TEST_CASE("a checkpoint snapshot and a resume load that last four leases keep th
     std::cout << "snapshot stalled " << kStallMs << " ms (lease " << absl::FormatDuration(kLease)
               << "): servers declared dead 0; 10 BSP clocks took " << absl::FormatDuration(took)
               << std::endl;
-    StopGracefully(*cluster);
+    const absl::Status stopped = StopGracefully(*cluster);
+    INFO(stopped.message());
+    REQUIRE(stopped.ok());
   }
 
   // 2. Resuming: each server's load of the clock-10 checkpoint takes four

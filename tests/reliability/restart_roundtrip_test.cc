@@ -66,20 +66,6 @@ Observation RunWorkers(TestCluster& cluster, int64_t steps) {
   return *std::move(seen);
 }
 
-// Stops every process with SIGTERM; each must exit 0.
-void StopGracefully(TestCluster& cluster) {
-  std::vector<Subprocess*> all;
-  for (int i = 0; i < cluster.num_servers(); ++i) all.push_back(&cluster.server(i));
-  all.push_back(&cluster.coordinator());
-  for (Subprocess* p : all) REQUIRE(p->Signal(SIGTERM).ok());
-  for (Subprocess* p : all) {
-    absl::StatusOr<ExitStatus> ended = p->Wait(absl::Seconds(20));
-    INFO(p->ReadStderr());
-    REQUIRE(ended.ok());
-    CHECK(ended->ToString() == "exit code 0");
-  }
-}
-
 std::vector<v1::CheckpointRecord> ListRecords(const TestCluster& cluster) {
   CoordinatorClient coordinator(cluster.coordinator_address(), 64 << 20);
   absl::StatusOr<v1::ListCheckpointsResponse> list = coordinator.ListCheckpoints(absl::Seconds(5));
@@ -125,7 +111,9 @@ TEST_CASE("T9: a gracefully stopped job resumes bit-identical from the latest an
     CHECK(records[0].clock() == 6);
     CHECK(records[2].clock() == 10);
     first_record_at_10 = records[2].id();
-    StopGracefully(*cluster);
+    const absl::Status stopped = StopGracefully(*cluster);
+    INFO(stopped.message());
+    REQUIRE(stopped.ok());
   }
 
   // 2. Resume from the latest: clock 10, the same bits.
@@ -147,7 +135,9 @@ TEST_CASE("T9: a gracefully stopped job resumes bit-identical from the latest an
                      "process start to values read), mismatches %d",
                      seen.clock, bytes, seconds, bytes / seconds / 1e6, c.mismatched_keys)
               << std::endl;
-    StopGracefully(*cluster);
+    const absl::Status stopped = StopGracefully(*cluster);
+    INFO(stopped.message());
+    REQUIRE(stopped.ok());
   }
 
   // 3. Resume from clock 6, then run the branch on to 10.
@@ -190,7 +180,9 @@ TEST_CASE("T9: a gracefully stopped job resumes bit-identical from the latest an
         absl::StrSplit((*ctl)->ReadStdout(), '\n', absl::SkipEmpty());
     REQUIRE(lines.size() == 1 + records.size());
     CHECK(absl::StartsWith(lines.back(), absl::StrCat(records.back().id(), "  10  ")));
-    StopGracefully(*cluster);
+    const absl::Status stopped = StopGracefully(*cluster);
+    INFO(stopped.message());
+    REQUIRE(stopped.ok());
   }
 }
 

@@ -30,6 +30,15 @@ v1::PartitionMap Map(std::vector<std::pair<uint32_t, int64_t>> workers, uint64_t
   return cairn::Map(2, ids, version, /*server=*/0, starts);
 }
 
+// The value of "w" as worker 0 pulls it at clock 0 (never waits under ASP).
+float ValueAtClock0(Shard& shard) {
+  PullResult pull;
+  StartPull(shard, &pull, 0, 0);
+  REQUIRE(pull.done);
+  REQUIRE(pull.status.ok());
+  return pull.value();
+}
+
 // lr 1: w -= 1 per push.
 v1::PushRequest Push(uint32_t worker, uint64_t seq, int64_t clock) {
   return PushScalar(worker, seq, clock, 1.0f);
@@ -137,13 +146,7 @@ TEST_CASE("RELIABILITY T5: a zombie worker's pushes are refused once the map dro
   REQUIRE(shard.InstallMap(Map({{0, 0}, {1, 0}}, 1)).ok());
   REQUIRE(shard.Push(Push(0, 1, 0)).ok());
   REQUIRE(shard.Push(Push(1, 1, 0)).ok());
-  auto value = [&shard] {
-    PullResult pull;
-    StartPull(shard, &pull, 0, 0);
-    REQUIRE(pull.done);
-    REQUIRE(pull.status.ok());
-    return pull.value();
-  };
+  auto value = [&shard] { return ValueAtClock0(shard); };
   CHECK(value() == -2.0f);
 
   // Worker 1 paused past its lease: the coordinator's next map drops it.
@@ -278,13 +281,7 @@ TEST_CASE("a worker restarted under its id has every push applied and its old in
   // ASP, lr 1: w -= 1 per push applied.
   Shard shard(0, ScalarJob(v1::CONSISTENCY_ASP, 0), nullptr);
   REQUIRE(shard.InstallMap(IncarnationMap({{0, 1}}, 1)).ok());
-  auto value = [&shard] {
-    PullResult pull;
-    StartPull(shard, &pull, 0, 0);
-    REQUIRE(pull.done);
-    REQUIRE(pull.status.ok());
-    return pull.value();
-  };
+  auto value = [&shard] { return ValueAtClock0(shard); };
   for (uint64_t seq = 1; seq <= 10; ++seq) REQUIRE(shard.Push(PushAs(0, 1, seq, 1)).ok());
   CHECK(value() == -10.0f);
 
