@@ -102,8 +102,7 @@ double WaitFor(int port, const std::string& promql, Ok ok, absl::Duration wait) 
 TEST_CASE("launch --prometheus scrapes the training job and stops with it",
           "[integration][launch][prometheus]") {
   if (!Installed(kPrometheus)) {
-    WARN("SKIPPED: " << kPrometheus << " is not installed (Debian package prometheus)");
-    return;
+    FAIL(kPrometheus << " is not installed: tools/setup installs it (Debian package prometheus)");
   }
   const std::string dir = NewJobDir("launch_prometheus", /*epochs=*/100);
   auto launch = Subprocess::Spawn(
@@ -186,8 +185,7 @@ TEST_CASE("launch --prometheus without Prometheus installed names it and starts 
 
 TEST_CASE("launch --plot draws the per-epoch curves with gnuplot", "[integration][launch][plot]") {
   if (!Installed(kGnuplot)) {
-    WARN("SKIPPED: " << kGnuplot << " is not installed (Debian package gnuplot-nox)");
-    return;
+    FAIL(kGnuplot << " is not installed: tools/setup installs it (Debian package gnuplot-nox)");
   }
   const std::string dir = NewJobDir("launch_plot", /*epochs=*/2);
   const std::string svg = dir + "/curves.svg";

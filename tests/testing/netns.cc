@@ -33,10 +33,8 @@ std::string FindTool(const std::string& name) {
 }
 
 [[noreturn]] void Skip(const std::string& why) {
-  std::printf("SKIPPED: %s\n", why.c_str());
   std::fflush(stdout);
-  std::fflush(stderr);
-  std::_Exit(kSkipExitCode);
+  SkipTest(why);
 }
 
 const std::string& LogDir() {

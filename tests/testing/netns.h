@@ -23,11 +23,9 @@
 #include "absl/status/statusor.h"
 #include "tests/testing/process.h"
 
-namespace cairn::testing {
+#include "tests/testing/skip.h"
 
-// The exit code of a test case that cannot run here; ctest reports it as
-// skipped (SKIP_RETURN_CODE of every Cairn test).
-inline constexpr int kSkipExitCode = 77;
+namespace cairn::testing {
 
 // Makes the running test case continue in a private network namespace: the
 // first call re-executes this test binary, with the same arguments, under

@@ -22,11 +22,11 @@ using testing::kPromtool;
 
 const std::string kDeploy = std::string(CAIRN_SOURCE_DIR) + "/deploy/prometheus";
 
-bool PromtoolOrWarn() {
-  if (testing::HaveTool(kPromtool)) return true;
-  WARN("SKIPPED: " << kPromtool << " is not installed (Debian package prometheus; "
-                   << "tools/setup installs it)");
-  return false;
+// tools/setup installs promtool: without it the test fails.
+void RequirePromtool() {
+  if (!testing::HaveTool(kPromtool)) {
+    FAIL(kPromtool << " is not installed: tools/setup installs it (Debian package prometheus)");
+  }
 }
 
 testing::CommandResult Promtool(const std::vector<std::string>& args) {
@@ -50,7 +50,7 @@ std::string LocalConfigDir() {
 }
 
 TEST_CASE("promtool accepts the alert rules", "[tools][prometheus]") {
-  if (!PromtoolOrWarn()) return;
+  RequirePromtool();
   const testing::CommandResult r = Promtool({"check", "rules", kDeploy + "/alerts.yml"});
   INFO(r.output());
   CHECK(r.exit_code == 0);
@@ -59,7 +59,7 @@ TEST_CASE("promtool accepts the alert rules", "[tools][prometheus]") {
 
 TEST_CASE("the alert rules fire when and only when their unit tests expect",
           "[tools][prometheus]") {
-  if (!PromtoolOrWarn()) return;
+  RequirePromtool();
   const testing::CommandResult r = Promtool({"test", "rules", kDeploy + "/alerts_test.yml"});
   INFO(r.output());
   CHECK(r.exit_code == 0);
@@ -68,7 +68,7 @@ TEST_CASE("the alert rules fire when and only when their unit tests expect",
 
 TEST_CASE("the local scrape config reads file_sd targets in the documented format",
           "[tools][prometheus]") {
-  if (!PromtoolOrWarn()) return;
+  RequirePromtool();
   const std::string dir = LocalConfigDir();
   REQUIRE(testing::WriteFile(dir + "/targets/cairn.json", R"([
   {"targets": ["127.0.0.1:40123"], "labels": {"job": "cairn", "role": "coordinator"}},
@@ -92,7 +92,7 @@ TEST_CASE("the local scrape config reads file_sd targets in the documented forma
 }
 
 TEST_CASE("the Kubernetes scrape config is valid", "[tools][prometheus]") {
-  if (!PromtoolOrWarn()) return;
+  RequirePromtool();
   const std::string path = kDeploy + "/prometheus-kubernetes.yml";
   const testing::CommandResult direct = Promtool({"check", "config", path});
   if (direct.exit_code == 0) {

@@ -105,8 +105,8 @@ TEST_CASE("the script draws shared quantities once and the others per worker",
 
 TEST_CASE("gnuplot draws the curves as PNG and SVG", "[tools][launch][plot]") {
   if (::access(kGnuplotBinary, X_OK) != 0) {
-    WARN("SKIPPED: " << kGnuplotBinary << " is not installed (Debian package gnuplot-nox)");
-    return;
+    FAIL(kGnuplotBinary
+         << " is not installed: tools/setup installs it (Debian package gnuplot-nox)");
   }
   absl::StatusOr<std::string> dir = testing::MakeTempDir("launch_plot_unit");
   REQUIRE(dir.ok());

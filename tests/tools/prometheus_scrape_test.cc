@@ -87,9 +87,8 @@ double WaitFor(int port, const std::string& promql, bool (*ok)(double), absl::Du
 TEST_CASE("Prometheus scrapes a training job through the shipped config and file_sd targets",
           "[tools][prometheus][integration][slow]") {
   if (!testing::HaveTool(testing::kPrometheus)) {
-    WARN("SKIPPED: " << testing::kPrometheus << " is not installed (Debian package prometheus; "
-                     << "tools/setup installs it)");
-    return;
+    FAIL(testing::kPrometheus
+         << " is not installed: tools/setup installs it (Debian package prometheus)");
   }
   auto job = testing::ObservedJob::Start("prometheus_scrape", 2);
   INFO(job.status().message());

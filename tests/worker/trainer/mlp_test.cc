@@ -8,7 +8,9 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "kernels/cpu_backend.h"
+#include "tests/testing/skip.h"
 
 namespace cairn {
 namespace {
@@ -166,8 +168,7 @@ TEST_CASE("CUDA mlp step and evaluation match the CPU ones", "[gpu][worker][mlp]
   if (!cuda.ok()) {
     // tools/gpu-check sets CAIRN_REQUIRE_GPU: there a missing GPU is a failure.
     if (std::getenv("CAIRN_REQUIRE_GPU") != nullptr) FAIL(cuda.status().message());
-    WARN("skipped: no CUDA backend here: " << cuda.status().message());
-    return;
+    testing::SkipTest(absl::StrCat("no CUDA backend here: ", cuda.status().message()));
   }
   CpuBackend cpu;
   const std::vector<int> layers = {784, 256, 128, 10};
