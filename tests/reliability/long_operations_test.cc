@@ -5,7 +5,7 @@
 // declares the server dead and it drops everything it holds.
 //
 // A stall kill point (common/killpoint.h, `:stall_<MS>`) makes the copy or
-// the load last four leases on a small job, so the test runs in seconds:
+// the load last three and a half leases on a small job, so the test runs in seconds:
 // the same code path as a multi-gigabyte shard, without the gigabytes.
 // Before the lease was renewed without the shard lock, both cases ended with
 // the server declared dead.
@@ -36,16 +36,16 @@ using testing::ExitStatus;
 using testing::Subprocess;
 using testing::TestCluster;
 
-constexpr absl::Duration kLease = absl::Seconds(1);
-constexpr int kStallMs = 4000;  // four leases
+constexpr absl::Duration kLease = absl::Seconds(2);
+constexpr int kStallMs = 7000;  // three and a half leases
 constexpr int kServers = 2;
 
 // The checkpoint job (2 servers, BSP, a checkpoint every 2 clocks) with a
-// 1 s lease; `server_env` for every server.
+// 2 s lease; `server_env` for every server.
 std::unique_ptr<TestCluster> StartJob(const std::string& name, const std::string& ckpt,
                                       const std::string& resume, const std::string& server_env) {
   const std::string yaml = absl::StrReplaceAll(CheckpointJobYaml({ckpt, 2, 3, resume}),
-                                               {{"lease_timeout: 5s", "lease_timeout: 1s"}});
+                                               {{"lease_timeout: 5s", "lease_timeout: 2s"}});
   TestCluster::Env env;
   env.servers = {{server_env}, {server_env}};
   auto cluster = TestCluster::Start(name, yaml, kServers, env);
@@ -114,15 +114,15 @@ void CheckNoServerDeclaredDead(TestCluster& cluster) {
 }
 
 
-TEST_CASE("a checkpoint snapshot and a resume load that last four leases keep the servers alive "
-          "and the job exact",
+TEST_CASE("a checkpoint snapshot and a resume load that last over three leases keep the servers "
+          "alive and the job exact",
           "[reliability][checkpoint][lease]") {
   const Workload w = CheckpointWorkload();
   absl::StatusOr<std::string> dir = testing::MakeTempDir("long_operations");
   REQUIRE(dir.ok());
   const std::string ckpt = *dir + "/ckpt";
 
-  // 1. The second snapshot of each server (at clock 4) takes four leases.
+  // 1. The second snapshot of each server (at clock 4) takes 3.5 leases.
   {
     auto cluster = StartJob("long_snapshot", ckpt, "none",
                             absl::StrCat("CAIRN_KILLPOINT=shard.snapshot:at_2:stall_", kStallMs));
@@ -156,7 +156,7 @@ TEST_CASE("a checkpoint snapshot and a resume load that last four leases keep th
     REQUIRE(stopped.ok());
   }
 
-  // 2. Resuming: each server's load of the clock-10 checkpoint takes four
+  // 2. Resuming: each server's load of the clock-10 checkpoint takes 3.5
   // leases; the job goes on from clock 10, exact.
   {
     auto cluster = StartJob("long_load", ckpt, "latest",

@@ -37,7 +37,7 @@ cluster:
   workers: 2
   partitions: 8
   replication: 1
-  lease_timeout: 1s
+  lease_timeout: 2s
   heartbeat_interval: 200ms
   startup_timeout: 30s
   state_dir: none

@@ -40,7 +40,7 @@ cluster:
   servers: 1
   workers: 2
   partitions: 8
-  lease_timeout: 1s
+  lease_timeout: 2s
   heartbeat_interval: 200ms
   startup_timeout: 30s
   on_worker_loss: continue
