@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/backoff.h"
 #include "common/grpc_util.h"
 #include "common/status_conversion.h"
 
@@ -19,17 +20,16 @@ void SetDeadline(grpc::ClientContext* context, absl::Time deadline) {
 template <typename Call>
 auto WithRetry(const std::string& address, absl::Time deadline, Call call)
     -> decltype(call(deadline)) {
-  absl::Duration backoff = absl::Milliseconds(100);
+  constexpr Backoff kBackoff(absl::Milliseconds(100), absl::Seconds(2));
   absl::Status last;
-  while (true) {
+  for (int attempt = 0;; ++attempt) {
     auto result = call(std::min(deadline, absl::Now() + absl::Seconds(5)));
     if (result.ok()) return result;
     last = result.status();
     const bool retry = last.code() == absl::StatusCode::kUnavailable ||
                        last.code() == absl::StatusCode::kDeadlineExceeded;
-    if (!retry || absl::Now() + backoff >= deadline) break;
-    std::this_thread::sleep_for(absl::ToChronoMilliseconds(backoff));
-    backoff = std::min(backoff * 2, absl::Seconds(2));
+    if (!retry || absl::Now() + kBackoff.Delay(attempt) >= deadline) break;
+    std::this_thread::sleep_for(absl::ToChronoMilliseconds(kBackoff.Delay(attempt)));
   }
   if (last.code() == absl::StatusCode::kUnavailable ||
       last.code() == absl::StatusCode::kDeadlineExceeded) {

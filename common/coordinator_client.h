@@ -10,11 +10,12 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cairn/v1/coordinator.grpc.pb.h"
+#include "common/coordinator_channel.h"
 
 namespace cairn {
 
 // Thread-safe (gRPC stubs are).
-class CoordinatorClient {
+class CoordinatorClient final : public CoordinatorChannel {
  public:
   // `dead_after` > 0: the channel's keepalive (MakeChannel), so a connection
   // cut silently is replaced within about `dead_after`; the members pass
@@ -22,25 +23,25 @@ class CoordinatorClient {
   CoordinatorClient(const std::string& address, int64_t max_message_bytes,
                     absl::Duration dead_after = absl::ZeroDuration());
 
-  const std::string& address() const { return address_; }
+  const std::string& address() const override { return address_; }
 
   // Retry UNAVAILABLE with backoff (100 ms doubling to 2 s) until `deadline`;
   // then Unavailable naming the coordinator's address.
   absl::StatusOr<v1::RegisterServerResponse> RegisterServer(
       const v1::RegisterServerRequest& request, absl::Time deadline);
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
-      const v1::RegisterWorkerRequest& request, absl::Time deadline);
+      const v1::RegisterWorkerRequest& request, absl::Time deadline) override;
 
   // Single attempts with `timeout`.
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request,
-                                                  absl::Duration timeout);
-  absl::StatusOr<v1::GetPartitionMapResponse> GetPartitionMap(absl::Duration timeout);
+                                                  absl::Duration timeout) override;
+  absl::StatusOr<v1::GetPartitionMapResponse> GetPartitionMap(absl::Duration timeout) override;
   // Long poll: returns when the map version exceeds `known_version` or after `wait`.
   absl::StatusOr<v1::GetPartitionMapResponse> WatchPartitionMap(uint64_t known_version,
-                                                                absl::Duration wait);
-  absl::Status Leave(const v1::LeaveRequest& request, absl::Duration timeout);
+                                                                absl::Duration wait) override;
+  absl::Status Leave(const v1::LeaveRequest& request, absl::Duration timeout) override;
   absl::StatusOr<v1::ListMembersResponse> ListMembers(absl::Duration timeout);
-  // A server wrote its part of a checkpoint (server/shard/checkpoint_agent.h).
+  // A server wrote its part of a checkpoint (its checkpoint agent).
   absl::StatusOr<v1::ReportCheckpointResponse> ReportCheckpoint(
       const v1::ReportCheckpointRequest& request, absl::Duration timeout);
   // Takes a checkpoint now and waits for it to complete (cairnctl checkpoint).

@@ -1,27 +1,19 @@
 #include "common/initializer.h"
 
-#include <xxhash.h>
-
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "cairn/v1/types.pb.h"
+#include "common/hash.h"
 
 namespace cairn {
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Uniform in [0, 1) with 24 random bits (exact in float32).
 double Unit(uint64_t bits) { return static_cast<double>(bits >> 40) * 0x1.0p-24; }
 
 uint64_t TableSeed(const v1::TableSpec& t) {
-  return t.init().seed() ^ XXH64(t.name().data(), t.name().size(), 0);
+  return t.init().seed() ^ Xxh64(t.name());
 }
 
 double FanIn(const v1::TableSpec& t) {

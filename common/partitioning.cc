@@ -1,11 +1,19 @@
 #include "common/partitioning.h"
 
-#include <xxhash.h>
+#include "cairn/v1/types.pb.h"
+#include "common/hash.h"
 
 namespace cairn {
 
+uint64_t DenseNumElements(const v1::TableSpec& spec) {
+  if (spec.shape_size() == 0) return 0;
+  uint64_t n = 1;
+  for (int64_t d : spec.shape()) n *= d > 0 ? static_cast<uint64_t>(d) : 0;
+  return n;
+}
+
 uint32_t SparsePartition(Key key, uint32_t num_partitions) {
-  const uint64_t h = XXH64(&key, sizeof(key), /*seed=*/0);
+  const uint64_t h = Xxh64(&key, sizeof(key));
   return static_cast<uint32_t>(h % num_partitions);
 }
 

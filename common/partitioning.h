@@ -18,6 +18,10 @@
 
 namespace cairn {
 
+namespace v1 {
+class TableSpec;
+}  // namespace v1
+
 // Half-open [begin, end) of keys.
 struct KeyRange {
   Key begin = 0;
@@ -35,6 +39,11 @@ KeyRange DensePartitionRange(uint64_t num_chunks, uint32_t num_partitions,
 
 // Partition owning dense chunk `chunk` (< num_chunks).
 uint32_t DensePartition(uint64_t chunk, uint64_t num_chunks, uint32_t num_partitions);
+
+// Element count of a dense table's shape: the product of its dims; 0 for an
+// empty shape or one with a dim <= 0 (a table the config refuses). Every
+// count of a dense table's floats goes through this function.
+uint64_t DenseNumElements(const v1::TableSpec& spec);
 
 // Number of chunks of a dense table of `num_elements` floats cut in chunks of
 // `chunk_size` floats (the last chunk may be shorter).

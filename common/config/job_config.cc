@@ -1,6 +1,5 @@
 #include "common/config/job_config.h"
 
-#include <xxhash.h>
 
 #include <cerrno>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include "common/config/internal/override_tree.h"
 #include "common/config/internal/table_parser.h"
 #include "common/config/internal/yaml_tree.h"
+#include "common/hash.h"
 #include "common/net.h"
 #include "common/status_macros.h"
 
@@ -211,7 +211,7 @@ const char* WorkerLossPolicyName(WorkerLossPolicy policy) {
 std::string ConfigHash(const std::string& source, const std::vector<std::string>& overrides) {
   std::string text = source;
   for (const std::string& o : overrides) absl::StrAppend(&text, "\n--set ", o);
-  return absl::StrFormat("%016x", XXH64(text.data(), text.size(), /*seed=*/0));
+  return absl::StrFormat("%016x", Xxh64(text));
 }
 
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::string& file_name,

@@ -14,9 +14,9 @@
 #include "rocksdb/write_batch.h"
 #include "server/coordinator/coordinator_metrics.h"
 #include "server/coordinator/coordinator_store.h"
-#include "server/shard/checkpoint/checkpoint_codec.h"
-#include "server/shard/checkpoint/checkpoint_format.h"
-#include "server/shard/checkpoint/rocksdb_status.h"
+#include "server/checkpoint/checkpoint_codec.h"
+#include "server/checkpoint/checkpoint_format.h"
+#include "common/rocksdb_status.h"
 
 namespace cairn {
 namespace {
@@ -77,7 +77,7 @@ absl::StatusOr<std::vector<v1::CheckpointRecord>> CheckpointRegistry::ReadRecord
     return absl::NotFoundError(
         absl::StrCat("no checkpoint records in ", store_dir, " (no job wrote checkpoints here)"));
   }
-  RETURN_IF_ERROR(checkpoint::FromRocksStatus(
+  RETURN_IF_ERROR(FromRocksStatus(
       opened, absl::StrCat("open checkpoint records ", store_dir)));
   std::unique_ptr<rocksdb::DB> db(raw);
   std::vector<v1::CheckpointRecord> records;
@@ -90,7 +90,7 @@ absl::StatusOr<std::vector<v1::CheckpointRecord>> CheckpointRegistry::ReadRecord
                                   absl::StrCat(store_dir, ": checkpoint record ", id)));
     records.push_back(std::move(record));
   }
-  RETURN_IF_ERROR(checkpoint::FromRocksStatus(
+  RETURN_IF_ERROR(FromRocksStatus(
       it->status(), absl::StrCat("read checkpoint records ", store_dir)));
   return records;
 }
@@ -115,7 +115,7 @@ absl::Status CheckpointRegistry::Load() {
                                   absl::StrCat(dir_, ": checkpoint record ", id)));
     records_.push_back(std::move(record));
   }
-  return checkpoint::FromRocksStatus(it->status(), absl::StrCat("read checkpoint records ", dir_));
+  return FromRocksStatus(it->status(), absl::StrCat("read checkpoint records ", dir_));
 }
 
 absl::StatusOr<CheckpointRegistry::ReportResult> CheckpointRegistry::Report(
@@ -165,18 +165,18 @@ absl::Status CheckpointRegistry::Complete(int64_t clock) {
   record.set_unix_millis(absl::ToUnixMillis(absl::Now()));
   for (const auto& [key, piece] : pending_[clock]) *record.add_partitions() = piece;
   rocksdb::WriteBatch batch;
-  RETURN_IF_ERROR(checkpoint::FromRocksStatus(
+  RETURN_IF_ERROR(FromRocksStatus(
       batch.Put(RecordKey(record.id()), EncodeRecord(record)), "checkpoint record batch"));
   const size_t total = records_.size() + 1;
   const size_t drop = total > static_cast<size_t>(keep_) ? total - keep_ : 0;
   for (size_t i = 0; i < drop; ++i) {
-    RETURN_IF_ERROR(checkpoint::FromRocksStatus(batch.Delete(RecordKey(records_[i].id())),
+    RETURN_IF_ERROR(FromRocksStatus(batch.Delete(RecordKey(records_[i].id())),
                                                 "checkpoint record batch"));
   }
   rocksdb::WriteOptions options;
   options.sync = true;
   CAIRN_KILLPOINT("registry.before_record");
-  RETURN_IF_ERROR(checkpoint::FromRocksStatus(
+  RETURN_IF_ERROR(FromRocksStatus(
       store_->db()->Write(options, &batch), absl::StrCat("write checkpoint record to ", dir_)));
   records_.erase(records_.begin(), records_.begin() + drop);
   records_.push_back(record);

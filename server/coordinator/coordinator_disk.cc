@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "server/coordinator/checkpoint_registry.h"
 #include "server/coordinator/resume.h"
-#include "server/shard/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/checkpoint_format.h"
 
 namespace cairn {
 namespace {

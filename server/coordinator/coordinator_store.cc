@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "rocksdb/db.h"
-#include "server/shard/checkpoint/rocksdb_status.h"
+#include "common/rocksdb_status.h"
 
 namespace cairn {
 
@@ -29,7 +29,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorStore>> CoordinatorStore::Open(const s
     return absl::NotFoundError(absl::StrCat("no coordinator store in ", dir));
   }
   RETURN_IF_ERROR(
-      checkpoint::FromRocksStatus(opened, absl::StrCat("open coordinator store ", dir)));
+      FromRocksStatus(opened, absl::StrCat("open coordinator store ", dir)));
   return std::unique_ptr<CoordinatorStore>(
       new CoordinatorStore(dir, std::unique_ptr<rocksdb::DB>(raw)));
 }
@@ -46,12 +46,12 @@ absl::StatusOr<std::optional<std::string>> CoordinatorStore::Peek(const std::str
     return std::nullopt;
   }
   RETURN_IF_ERROR(
-      checkpoint::FromRocksStatus(opened, absl::StrCat("read coordinator store ", dir)));
+      FromRocksStatus(opened, absl::StrCat("read coordinator store ", dir)));
   std::unique_ptr<rocksdb::DB> db(raw);
   std::string value;
   rocksdb::Status got = db->Get(rocksdb::ReadOptions(), key, &value);
   if (got.IsNotFound()) return std::nullopt;
-  RETURN_IF_ERROR(checkpoint::FromRocksStatus(got, absl::StrCat("read coordinator store ", dir)));
+  RETURN_IF_ERROR(FromRocksStatus(got, absl::StrCat("read coordinator store ", dir)));
   return value;
 }
 
@@ -66,21 +66,21 @@ absl::StatusOr<std::optional<std::string>> CoordinatorStore::Get(const std::stri
   std::string value;
   rocksdb::Status got = db_->Get(rocksdb::ReadOptions(), key, &value);
   if (got.IsNotFound()) return std::nullopt;
-  RETURN_IF_ERROR(checkpoint::FromRocksStatus(got, absl::StrCat("read coordinator store ", dir_)));
+  RETURN_IF_ERROR(FromRocksStatus(got, absl::StrCat("read coordinator store ", dir_)));
   return value;
 }
 
 absl::Status CoordinatorStore::Put(const std::string& key, const std::string& value) {
   rocksdb::WriteOptions options;
   options.sync = true;
-  return checkpoint::FromRocksStatus(db_->Put(options, key, value),
+  return FromRocksStatus(db_->Put(options, key, value),
                                      absl::StrCat("write coordinator store ", dir_));
 }
 
 absl::Status CoordinatorStore::Delete(const std::string& key) {
   rocksdb::WriteOptions options;
   options.sync = true;
-  return checkpoint::FromRocksStatus(db_->Delete(options, key),
+  return FromRocksStatus(db_->Delete(options, key),
                                      absl::StrCat("write coordinator store ", dir_));
 }
 

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "server/shard/checkpoint/checkpoint_format.h"
-#include "server/shard/checkpoint/checkpoint_reader.h"
-#include "server/shard/checkpoint/job_shapes.h"
+#include "server/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/checkpoint_reader.h"
+#include "server/checkpoint/job_shapes.h"
 
 namespace cairn {
 

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "server/shard/checkpoint/checkpoint_codec.h"
+#include "server/checkpoint/checkpoint_codec.h"
 
 namespace cairn {
 namespace {

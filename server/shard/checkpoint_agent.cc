@@ -1,14 +1,16 @@
 #include "server/shard/checkpoint_agent.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/backoff.h"
 #include "common/coordinator_client.h"
 #include "common/killpoint.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "server/shard/checkpoint/checkpoint_writer.h"
+#include "server/checkpoint/checkpoint_writer.h"
 #include "server/shard/shard_metrics.h"
 
 namespace cairn {
@@ -53,46 +55,30 @@ CheckpointAgent::CheckpointAgent(Options options,
     : options_(std::move(options)),
       writer_(std::move(writer)),
       coordinator_(coordinator),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      queue_(options_.max_queued) {}
 
 CheckpointAgent::~CheckpointAgent() { Stop(); }
 
 void CheckpointAgent::Submit(ShardSnapshot snapshot) {
-  absl::MutexLock lock(&mu_);
-  if (stopping_ || queue_.size() >= options_.max_queued) {
-    LOG_WARN("checkpoint at clock {} dropped: {} still being written", snapshot.closed_before,
-             queue_.size());
+  const int64_t clock = snapshot.closed_before;
+  if (!queue_.Push(std::move(snapshot))) {
+    LOG_WARN("checkpoint at clock {} dropped: {} still being written{}", clock, queue_.size(),
+             queue_.closed() ? " (the agent is stopping)" : "");
     if (metrics_ != nullptr) metrics_->Checkpoint("dropped", 0, 0);
-    return;
   }
-  queue_.push_back(std::move(snapshot));
 }
 
 void CheckpointAgent::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return;
-    stopping_ = true;
-  }
+  queue_.Close();
   if (thread_.joinable()) thread_.join();
 }
 
 void CheckpointAgent::Run() {
-  while (true) {
-    ShardSnapshot snapshot;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](CheckpointAgent* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return a->stopping_ || !a->queue_.empty();
-          },
-          this));
-      if (queue_.empty()) return;  // stopping, nothing left
-      snapshot = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    const int64_t clock = snapshot.closed_before;
-    if (absl::Status s = WriteAndReport(std::move(snapshot)); !s.ok()) {
+  // After Stop, what was queued is still written.
+  while (std::optional<ShardSnapshot> snapshot = queue_.Pop()) {
+    const int64_t clock = snapshot->closed_before;
+    if (absl::Status s = WriteAndReport(std::move(*snapshot)); !s.ok()) {
       LOG_ERROR("checkpoint at clock {}: {}", clock, s.message());
       if (metrics_ != nullptr) metrics_->Checkpoint("failed", 0, 0);
     }
@@ -135,17 +121,13 @@ absl::Status CheckpointAgent::WriteAndReport(ShardSnapshot snapshot) {
   if (metrics_ != nullptr) metrics_->Checkpoint("ok", seconds, bytes);
 
   const absl::Time give_up = absl::Now() + kReportPatience;
-  absl::Duration backoff = absl::Milliseconds(100);
+  constexpr Backoff kBackoff(absl::Milliseconds(100), absl::Seconds(2));
   absl::StatusOr<v1::ReportCheckpointResponse> answer;
-  while (true) {
+  for (int attempt = 0;; ++attempt) {
     answer = coordinator_->ReportCheckpoint(report, absl::Seconds(10));
     if (answer.ok() || !absl::IsUnavailable(answer.status()) || absl::Now() > give_up) break;
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopping_) break;  // shutting down: one try only
-    }
-    absl::SleepFor(backoff);
-    backoff = std::min(2 * backoff, absl::Seconds(2));
+    if (queue_.closed()) break;  // shutting down: one try only
+    absl::SleepFor(kBackoff.Delay(attempt));
   }
   if (!answer.ok()) {
     return Annotate(answer.status(), absl::StrCat("report checkpoint ", m.id, " at clock ",

@@ -11,16 +11,14 @@
 #ifndef CAIRN_SERVER_SHARD_CHECKPOINT_AGENT_H_
 #define CAIRN_SERVER_SHARD_CHECKPOINT_AGENT_H_
 
-#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "server/shard/checkpoint/checkpoint_codec.h"
+#include "common/work_queue.h"
+#include "server/checkpoint/checkpoint_codec.h"
 #include "server/shard/shard.h"
 
 namespace cairn {
@@ -53,10 +51,10 @@ class CheckpointAgent {
 
   // Queues `snapshot` for writing; never blocks (it runs under the shard
   // lock). Drops it, logged and counted, when max_queued are waiting.
-  void Submit(ShardSnapshot snapshot) ABSL_LOCKS_EXCLUDED(mu_);
+  void Submit(ShardSnapshot snapshot);
 
   // Writes what is queued, then stops the thread. Idempotent.
-  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+  void Stop();
 
  private:
   CheckpointAgent(Options options, std::unique_ptr<checkpoint::CheckpointWriter> writer,
@@ -70,9 +68,7 @@ class CheckpointAgent {
   CoordinatorClient* const coordinator_;
   ShardMetrics* const metrics_;
 
-  absl::Mutex mu_;
-  std::deque<ShardSnapshot> queue_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  WorkQueue<ShardSnapshot> queue_;  // closed by Stop
   std::thread thread_;
 };
 

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/shard/checkpoint/checkpoint_format.h"
-#include "server/shard/checkpoint/checkpoint_reader.h"
-#include "server/shard/checkpoint/safetensors_import.h"
-#include "server/shard/optimizer/optimizer.h"
+#include "server/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/checkpoint_reader.h"
+#include "server/checkpoint/safetensors_import.h"
+#include "server/optimizer/optimizer.h"
 
 namespace cairn {
 // Reads the partitions of one checkpoint record from the servers' stores.

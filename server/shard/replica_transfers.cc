@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -30,45 +32,31 @@ ReplicaTransfers::ReplicaTransfers(uint32_t server_id, Shard* shard,
 ReplicaTransfers::~ReplicaTransfers() { Stop(); }
 
 void ReplicaTransfers::SendTo(uint32_t group, uint32_t joiner) {
-  absl::MutexLock lock(&mu_);
-  tasks_.push_back({true, group, joiner, absl::InfinitePast()});
+  tasks_.Push({true, group, joiner, absl::InfinitePast()});
 }
 
 void ReplicaTransfers::ReportReady(uint32_t group) {
-  absl::MutexLock lock(&mu_);
-  tasks_.push_back({false, group, 0, absl::InfinitePast()});
+  tasks_.Push({false, group, 0, absl::InfinitePast()});
 }
 
 void ReplicaTransfers::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return;
-    stopping_ = true;
-  }
+  tasks_.Close();
+  tasks_.Clear();  // what is not sent yet is dropped: the map moves on without this server
   if (thread_.joinable()) thread_.join();
 }
 
 void ReplicaTransfers::Run() {
   while (true) {
-    Task task;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(
-                               +[](ReplicaTransfers* t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                 return t->stopping_ || !t->tasks_.empty();
-                               },
-                               this),
-                           absl::Milliseconds(200));
-      if (stopping_) return;
-      if (tasks_.empty() || tasks_.front().not_before > absl::Now()) {
-        if (!tasks_.empty()) {  // not due yet: to the back
-          tasks_.push_back(tasks_.front());
-          tasks_.pop_front();
-        }
-        continue;
-      }
-      task = tasks_.front();
-      tasks_.pop_front();
+    std::optional<Task> next = tasks_.PopFor(absl::Milliseconds(200));
+    if (tasks_.closed()) return;
+    if (!next.has_value()) continue;
+    Task task = *next;
+    if (const absl::Time now = absl::Now(); task.not_before > now) {
+      // Not due yet: to the back, and a short wait so that a lone task
+      // waiting out its retry delay does not spin.
+      tasks_.Push(task);
+      absl::SleepFor(std::min(task.not_before - now, absl::Milliseconds(50)));
+      continue;
     }
     bool maybe_installed = false;
     absl::Status s =
@@ -88,8 +76,7 @@ void ReplicaTransfers::Run() {
              task.send ? "transfer" : "ready report", task.group,
              task.send ? absl::StrCat(" to server ", task.joiner) : "", s.message());
     task.not_before = absl::Now() + absl::Seconds(1);
-    absl::MutexLock lock(&mu_);
-    tasks_.push_back(task);
+    tasks_.Push(task);
   }
 }
 

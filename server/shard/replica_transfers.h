@@ -13,17 +13,15 @@
 #define CAIRN_SERVER_SHARD_REPLICA_TRANSFERS_H_
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/v1/shard.grpc.pb.h"
+#include "common/work_queue.h"
 
 namespace cairn {
 
@@ -40,10 +38,10 @@ class ReplicaTransfers {
   ~ReplicaTransfers();  // Stop()
 
   // Queue: send group `group`'s state to `joiner` (Shard's JoinerSink).
-  void SendTo(uint32_t group, uint32_t joiner) ABSL_LOCKS_EXCLUDED(mu_);
+  void SendTo(uint32_t group, uint32_t joiner);
   // Queue: tell the coordinator this server holds group `group` now.
-  void ReportReady(uint32_t group) ABSL_LOCKS_EXCLUDED(mu_);
-  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+  void ReportReady(uint32_t group);
+  void Stop();
 
  private:
   struct Task {
@@ -65,9 +63,7 @@ class ReplicaTransfers {
   const absl::Duration timeout_;
   const absl::Duration dead_after_;
 
-  absl::Mutex mu_;
-  std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  WorkQueue<Task> tasks_;  // closed by Stop
   std::map<std::string, std::unique_ptr<v1::ParameterService::Stub>> stubs_;  // worker thread only
   std::thread thread_;
 };

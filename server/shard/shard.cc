@@ -14,7 +14,7 @@
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
 #include "common/time_source.h"
-#include "server/shard/checkpoint/checkpoint_codec.h"
+#include "server/checkpoint/checkpoint_codec.h"
 #include "server/shard/shard_metrics.h"
 
 namespace cairn {

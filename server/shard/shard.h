@@ -36,7 +36,7 @@
 #include "cairn/v1/shard.pb.h"
 #include "server/shard/clock_tracker.h"
 #include "server/shard/grad_buffer.h"
-#include "server/shard/partition_rows.h"
+#include "server/checkpoint/partition_rows.h"
 #include "server/shard/sequence_window.h"
 #include "server/shard/table.h"
 

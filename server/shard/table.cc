@@ -12,17 +12,10 @@
 
 namespace cairn {
 
-uint64_t DenseNumElements(const v1::TableSpec& spec) {
-  uint64_t n = 1;
-  for (int64_t d : spec.shape()) n *= static_cast<uint64_t>(d);
-  return spec.shape_size() == 0 ? 0 : n;
-}
-
 uint32_t Table::PartitionOf(Key key) const {
   if (spec_.kind() == v1::TABLE_KIND_SPARSE) return SparsePartition(key, num_partitions_);
-  uint64_t elements = 1;
-  for (int64_t d : spec_.shape()) elements *= static_cast<uint64_t>(d);
-  return DensePartition(key, NumChunks(elements, spec_.chunk_size()), num_partitions_);
+  return DensePartition(key, NumChunks(DenseNumElements(spec_), spec_.chunk_size()),
+                        num_partitions_);
 }
 
 absl::StatusOr<std::unique_ptr<Table>> Table::Create(const v1::TableSpec& spec,

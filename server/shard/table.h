@@ -21,8 +21,8 @@
 #include "cairn/v1/types.pb.h"
 #include "common/bytes.h"
 #include "server/shard/grad_buffer.h"
-#include "server/shard/optimizer/optimizer.h"
-#include "server/shard/partition_rows.h"
+#include "server/optimizer/optimizer.h"
+#include "server/checkpoint/partition_rows.h"
 
 namespace cairn {
 
@@ -105,9 +105,6 @@ class Table {
 // the summed lengths.
 absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
                             int slots_per_element);
-
-// Element count of a dense table's shape (product of dims).
-uint64_t DenseNumElements(const v1::TableSpec& spec);
 
 // InvalidArgument naming the table when `values` (n floats) holds NaN or Inf
 // and the table's policy rejects them; names the first offending key.

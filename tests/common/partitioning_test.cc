@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "cairn/v1/types.pb.h"
+
 namespace cairn {
 namespace {
 
@@ -141,4 +143,24 @@ TEST_CASE("NumChunks rounds up and keeps a short last chunk", "[partitioning]") 
   CHECK(NumChunks(784 * 256, 16384) == 13);  // 200704 = 12 * 16384 + 4096
 }
 
+}  // namespace cairn
+
+namespace cairn {
+namespace {
+
+TEST_CASE("DenseNumElements: the product of the dims, 0 for an empty or non-positive shape",
+          "[partitioning]") {
+  v1::TableSpec t;
+  CHECK(DenseNumElements(t) == 0);  // no shape: no elements (not 1)
+  t.add_shape(784);
+  CHECK(DenseNumElements(t) == 784);
+  t.add_shape(256);
+  CHECK(DenseNumElements(t) == 784 * 256);
+  t.add_shape(0);
+  CHECK(DenseNumElements(t) == 0);
+  t.set_shape(2, -3);
+  CHECK(DenseNumElements(t) == 0);
+}
+
+}  // namespace
 }  // namespace cairn

@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "cairn/v1/types.pb.h"
 #include "common/daemon.h"
+#include "common/partitioning.h"
 #include "common/log.h"
 #include "tests/reliability/history.h"
 #include "tests/reliability/workload.h"
@@ -101,9 +102,7 @@ absl::Status DescribeWorkload(const Client& client, Workload* w) {
       return absl::InvalidArgumentError(absl::StrCat("table ", w->dense_table, " is not dense"));
     }
     if (absl::Status s = CheckExact(**t); !s.ok()) return s;
-    int64_t size = 1;
-    for (int64_t d : (*t)->shape()) size *= d;
-    w->dense_size = size;
+    w->dense_size = static_cast<int64_t>(DenseNumElements(**t));
   }
   if (!w->sparse_table.empty()) {
     absl::StatusOr<const v1::TableSpec*> t = client.Table(w->sparse_table);

@@ -11,8 +11,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/shard/checkpoint/checkpoint_format.h"
-#include "server/shard/checkpoint/checkpoint_reader.h"
+#include "server/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/checkpoint_reader.h"
 
 namespace cairn::reliability {
 namespace {

@@ -7,17 +7,10 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "common/hash.h"
 
 namespace cairn::reliability {
 namespace {
-
-// splitmix64's finalizer: a bijection of uint64 with good avalanche.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // FNV-1a, so table names hash the same in every process and build.
 uint64_t NameHash(absl::string_view name) {
@@ -30,7 +23,7 @@ uint64_t NameHash(absl::string_view name) {
 }
 
 uint64_t StepSeed(int worker, int64_t step) {
-  return Mix(Mix(static_cast<uint64_t>(worker) ^ 0x5eed) ^ static_cast<uint64_t>(step));
+  return SplitMix64(SplitMix64(static_cast<uint64_t>(worker) ^ 0x5eed) ^ static_cast<uint64_t>(step));
 }
 
 }  // namespace
@@ -66,9 +59,9 @@ std::vector<std::string> Workload::Tables() const {
 }
 
 float Gradient(int worker, int64_t step, absl::string_view table, Key key, int column) {
-  uint64_t h = Mix(NameHash(table) ^ StepSeed(worker, step));
-  h = Mix(h ^ key);
-  h = Mix(h ^ static_cast<uint64_t>(column));
+  uint64_t h = SplitMix64(NameHash(table) ^ StepSeed(worker, step));
+  h = SplitMix64(h ^ key);
+  h = SplitMix64(h ^ static_cast<uint64_t>(column));
   return static_cast<float>(static_cast<int>(h % 7) - 3);
 }
 
@@ -99,7 +92,7 @@ std::vector<Key> SparseStepKeys(const Workload& workload, int worker, int64_t st
   std::vector<Key> keys;
   keys.reserve(k);
   for (int64_t i = 0; i < k; ++i) {
-    const int64_t j = i + static_cast<int64_t>(Mix(seed + static_cast<uint64_t>(i)) %
+    const int64_t j = i + static_cast<int64_t>(SplitMix64(seed + static_cast<uint64_t>(i)) %
                                                static_cast<uint64_t>(count - i));
     const int64_t picked = at(j);
     swapped[j] = at(i);

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/spawn.h"
 #include "tests/testing/temp_dirs.h"
 
 namespace cairn::testing {
@@ -30,19 +30,6 @@ ExitStatus FromWaitStatus(int status) {
   if (WIFEXITED(status)) out.code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
   return out;
-}
-
-absl::Status ErrnoStatus(int error, const std::string& what) {
-  const std::string message = absl::StrCat(what, ": ", std::strerror(error));
-  switch (error) {
-    case ENOENT:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(message);
-    default:
-      return absl::InternalError(message);
-  }
 }
 
 // The last `max_chars` characters of `text`.
@@ -65,70 +52,24 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(
   process->stdout_path_ = log_prefix + ".stdout";
   process->stderr_path_ = log_prefix + ".stderr";
 
-  // Everything the child needs is prepared before fork: after it, the child
-  // may only make async-signal-safe calls.
-  std::vector<std::string> argv_storage;
-  argv_storage.push_back(binary);
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  const int in_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const int out_fd =
-      ::open(process->stdout_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const int err_fd =
-      ::open(process->stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int exec_pipe[2] = {-1, -1};  // the child reports a failed exec's errno here
-  const bool pipe_ok = ::pipe2(exec_pipe, O_CLOEXEC) == 0;
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  const int out_fd = ::open(process->stdout_path_.c_str(), kFlags, 0644);
+  const int err_fd = ::open(process->stderr_path_.c_str(), kFlags, 0644);
+  const int open_errno = errno;
   auto close_all = [&] {
-    for (int fd : {in_fd, out_fd, err_fd, exec_pipe[0], exec_pipe[1]}) {
+    for (int fd : {out_fd, err_fd}) {
       if (fd >= 0) ::close(fd);
     }
   };
-  if (in_fd < 0 || out_fd < 0 || err_fd < 0 || !pipe_ok) {
-    const int error = errno;
+  if (out_fd < 0 || err_fd < 0) {
     close_all();
-    return ErrnoStatus(error, absl::StrCat("cannot create the log files ", log_prefix,
-                                           ".{stdout,stderr} for ", binary));
+    return ErrnoStatus(open_errno, absl::StrCat("cannot create the log files ", log_prefix,
+                                                ".{stdout,stderr} for ", binary));
   }
-
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int error = errno;
-    close_all();
-    return ErrnoStatus(error, absl::StrCat("cannot fork to run ", binary));
-  }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
-    ::dup2(in_fd, STDIN_FILENO);
-    ::dup2(out_fd, STDOUT_FILENO);
-    ::dup2(err_fd, STDERR_FILENO);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::execv(binary.c_str(), argv.data());
-    const int error = errno;
-    [[maybe_unused]] ssize_t ignored = ::write(exec_pipe[1], &error, sizeof(error));
-    ::_exit(127);
-  }
-  ::close(exec_pipe[1]);
-  exec_pipe[1] = -1;
-  int exec_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(exec_pipe[0], &exec_errno, sizeof(exec_errno));
-  } while (n < 0 && errno == EINTR);
+  absl::StatusOr<pid_t> pid = SpawnChild(binary, args, {-1, out_fd, err_fd});
   close_all();
-  if (n == static_cast<ssize_t>(sizeof(exec_errno))) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return ErrnoStatus(exec_errno, absl::StrCat("cannot execute ", binary));
-  }
-  process->pid_ = pid;
+  if (!pid.ok()) return pid.status();
+  process->pid_ = *pid;
   return process;
 }
 

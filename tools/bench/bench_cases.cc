@@ -68,8 +68,8 @@ CaseRunner::CaseRunner(const CaseGroup& group, const v1::TableSpec& table, Clien
 
 absl::Status CaseRunner::Prepare() {
   const bool sparse = table_.kind() == v1::TABLE_KIND_SPARSE;
-  int64_t floats = sparse ? group_.rows * table_.width() : 1;
-  for (int64_t d : table_.shape()) floats *= d;
+  const int64_t floats = sparse ? group_.rows * table_.width()
+                               : static_cast<int64_t>(DenseNumElements(table_));
   if (table_.name() != group_.table || sparse != group_.sparse || floats != group_.num_floats) {
     return absl::InvalidArgumentError(
         absl::StrCat("case ", group_.id, " needs table ", group_.table, " of ",

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/spawn.h"
 
 namespace cairn::bench {
 namespace {
@@ -43,52 +43,26 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   const bool inherit = log_prefix.empty();
   const std::string err_path = inherit ? "" : log_prefix + ".stderr";
   constexpr int kFlags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
-  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const int out_fd = inherit ? dup(STDOUT_FILENO) : open((log_prefix + ".stdout").c_str(), kFlags, 0644);
-  const int err_fd = inherit ? dup(STDERR_FILENO) : open(err_path.c_str(), kFlags, 0644);
-  if (null_fd < 0 || out_fd < 0 || err_fd < 0) {
+  const int out_fd = inherit ? -1 : open((log_prefix + ".stdout").c_str(), kFlags, 0644);
+  const int err_fd = inherit ? -1 : open(err_path.c_str(), kFlags, 0644);
+  if (!inherit && (out_fd < 0 || err_fd < 0)) {
     absl::Status error = ErrnoError(absl::StrCat("cannot open the logs ", log_prefix, ".*"));
-    for (int fd : {null_fd, out_fd, err_fd}) {
+    for (int fd : {out_fd, err_fd}) {
       if (fd >= 0) close(fd);
     }
     return error;
   }
-  // Everything the child needs is prepared before fork: between fork and exec
-  // only async-signal-safe calls are allowed.
-  std::vector<std::string> argv_storage = {binary};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t parent = getpid();
-  sigset_t no_signals;
-  sigemptyset(&no_signals);
-
-  const pid_t pid = fork();
-  if (pid < 0) {
-    absl::Status error = ErrnoError("fork");
-    close(null_fd);
-    close(out_fd);
-    close(err_fd);
-    return error;
+  absl::StatusOr<pid_t> pid =
+      SpawnChild(binary, args,
+                 {-1, inherit ? STDOUT_FILENO : out_fd, inherit ? STDERR_FILENO : err_fd});
+  for (int fd : {out_fd, err_fd}) {
+    if (fd >= 0) close(fd);
   }
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the parent died before prctl
-    sigprocmask(SIG_SETMASK, &no_signals, nullptr);
-    dup2(null_fd, STDIN_FILENO);
-    dup2(out_fd, STDOUT_FILENO);
-    dup2(err_fd, STDERR_FILENO);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(null_fd);
-  close(out_fd);
-  close(err_fd);
+  if (!pid.ok()) return pid.status();
   auto child = std::unique_ptr<ChildProcess>(new ChildProcess());
   child->binary_ = binary;
   child->stderr_path_ = err_path;
-  child->pid_ = pid;
+  child->pid_ = *pid;
   return child;
 }
 

@@ -7,7 +7,8 @@
 // partition (Table::ExportPartition), and in the same run over the same bytes
 // times, --repeats times each, on a fresh store every time:
 //   Cairn write   CheckpointWriter::Open + Write of every partition (encode,
-//                 XXH64, one synced WriteBatch with the manifest, Flush)
+//                 XXH64, unsynced 64 MiB batches, a synced last batch
+//                 with the manifest, Flush)
 //   Cairn read    CheckpointReader::Open + Latest + ReadPartition of every
 //                 partition (XXH64 verified, decoded into PartitionRows)
 //   raw write     DB::Open with the writer's options, one WriteBatch of the
@@ -61,11 +62,11 @@
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/write_batch.h"
-#include "server/shard/checkpoint/checkpoint_codec.h"
-#include "server/shard/checkpoint/checkpoint_format.h"
-#include "server/shard/checkpoint/checkpoint_reader.h"
-#include "server/shard/checkpoint/checkpoint_writer.h"
-#include "server/shard/checkpoint/rocksdb_status.h"
+#include "server/checkpoint/checkpoint_codec.h"
+#include "server/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/checkpoint_reader.h"
+#include "server/checkpoint/checkpoint_writer.h"
+#include "common/rocksdb_status.h"
 #include "server/shard/table.h"
 
 namespace cairn {
@@ -73,7 +74,6 @@ namespace {
 
 using checkpoint::CheckpointReader;
 using checkpoint::CheckpointWriter;
-using checkpoint::FromRocksStatus;
 using checkpoint::Manifest;
 using checkpoint::PartitionData;
 using checkpoint::TableShape;

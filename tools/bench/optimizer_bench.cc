@@ -30,7 +30,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cairn/v1/types.pb.h"
-#include "server/shard/optimizer/optimizer.h"
+#include "server/optimizer/optimizer.h"
 
 namespace cairn {
 namespace {

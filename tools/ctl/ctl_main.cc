@@ -21,7 +21,7 @@
 #include "common/config/units.h"
 #include "common/coordinator_client.h"
 #include "common/net.h"
-#include "server/shard/checkpoint/safetensors_export.h"
+#include "server/checkpoint/safetensors_export.h"
 #include "tools/ctl/cluster_status.h"
 #include "tools/ctl/status_format.h"
 

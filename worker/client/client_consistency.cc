@@ -25,7 +25,7 @@ constexpr int64_t kNoClock = std::numeric_limits<int64_t>::max();
 absl::Status ClientImpl::JoinAtMinimum(absl::Time deadline) {
   std::shared_ptr<const Servers> servers = this->servers();
   int64_t start = clock_.load();
-  for (const auto& [id, stub] : servers->stubs) {
+  for (const auto& [id, channel] : servers->channels) {
     if (!servers->alive.contains(id)) continue;  // a dead server takes no clocks
     while (true) {
       grpc::ClientContext context;
@@ -36,7 +36,7 @@ absl::Status ClientImpl::JoinAtMinimum(absl::Time deadline) {
       request.set_incarnation(incarnation_);
       request.set_clock(clock_.load());
       v1::ClockResponse response;
-      const grpc::Status s = stub->Clock(&context, request, &response);
+      const grpc::Status s = ClockAndWait(*channel, &context, request, &response);
       if (s.ok()) {
         start = std::max(start, response.min_clock());
         break;

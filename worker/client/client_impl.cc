@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cairn/v1/coordinator.pb.h"
+#include "common/backoff.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/partitioning.h"
@@ -18,12 +19,8 @@
 namespace cairn {
 namespace {
 
-// A retry waits 50 ms, doubling per attempt up to this.
-constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
-
-absl::Duration Backoff(int attempt) {
-  return std::min(kMaxBackoff, absl::Milliseconds(50) * (1 << std::min(attempt, 10)));
-}
+// A retry waits 50 ms, doubling per attempt up to 1 s.
+constexpr Backoff kBackoff(absl::Milliseconds(50), absl::Seconds(1));
 
 // Decided on codes and the stale-map detail (common/status_conversion.h),
 // never on a message's text.
@@ -113,20 +110,23 @@ bool Scatter(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indi
 }  // namespace
 
 ClientImpl::ClientImpl(const ClientOptions& options,
-                       std::unique_ptr<CoordinatorClient> coordinator)
-    : options_(options), coordinator_(std::move(coordinator)), cache_(options.cache_bytes) {}
+                       std::unique_ptr<CoordinatorChannel> coordinator, ShardConnector connect)
+    : options_(options),
+      coordinator_(std::move(coordinator)),
+      connect_(std::move(connect)),
+      cache_(options.cache_bytes) {}
 
 ClientImpl::~ClientImpl() {
   DrainClocks().IgnoreError();  // callbacks must not outlive the client
   stop_.store(true);
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  Post(nullptr);  // wakes and ends the executor
+  tasks_.Close();  // the executor runs what is queued, then ends
   if (executor_thread_.joinable()) executor_thread_.join();
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   auto coordinator = std::make_unique<CoordinatorClient>(options.coordinator, 1ll << 30);
-  auto client = std::make_unique<ClientImpl>(options, std::move(coordinator));
+  auto client = std::make_unique<ClientImpl>(options, std::move(coordinator), nullptr);
   RETURN_IF_ERROR(client->Start());
   return std::unique_ptr<Client>(std::move(client));
 }
@@ -141,6 +141,10 @@ absl::Status ClientImpl::Start() {
   worker_id_ = registered.worker_id();
   incarnation_ = registered.incarnation();
   job_ = registered.job();
+  if (!connect_) {
+    connect_ = GrpcShardConnector(job_.max_message_bytes(),
+                                  absl::Milliseconds(job_.lease_timeout_ms()));
+  }
   for (const v1::TableSpec& t : job_.tables()) tables_by_name_[t.name()] = &t;
   if (options_.metrics_registry != nullptr) {
     metrics_ = std::make_unique<ClientMetrics>(*options_.metrics_registry, job_);
@@ -195,13 +199,11 @@ absl::Status ClientImpl::InstallMap(const v1::PartitionMap& map) {
       // Same server at the same address: keep its warm channel.
       auto a = old->addresses.find(m.id());
       if (a != old->addresses.end() && a->second == m.address()) {
-        servers->stubs[m.id()] = old->stubs.at(m.id());
+        servers->channels[m.id()] = old->channels.at(m.id());
         continue;
       }
     }
-    servers->stubs[m.id()] =
-        v1::ParameterService::NewStub(MakeChannel(m.address(), job_.max_message_bytes(),
-                                                  absl::Milliseconds(job_.lease_timeout_ms())));
+    servers->channels[m.id()] = connect_(m.address());
   }
   absl::MutexLock lock(&mu_);
   if (servers_ != nullptr && servers_->router.version() >= map.version()) return absl::OkStatus();
@@ -226,23 +228,11 @@ uint64_t ClientImpl::NextSequence(uint32_t group) {
 }
 
 void ClientImpl::Post(std::function<void()> task) {
-  absl::MutexLock lock(&exec_mu_);
-  tasks_.push_back(std::move(task));
+  tasks_.Push(std::move(task));
 }
 
 void ClientImpl::ExecutorLoop() {
-  while (true) {
-    std::function<void()> task;
-    {
-      absl::MutexLock lock(&exec_mu_);
-      exec_mu_.Await(absl::Condition(
-          +[](std::deque<std::function<void()>>* q) { return !q->empty(); }, &tasks_));
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
-    }
-    if (!task) return;
-    task();
-  }
+  while (std::optional<std::function<void()>> task = tasks_.Pop()) (*task)();
 }
 
 void ClientImpl::HeartbeatLoop() {
@@ -415,7 +405,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     piece->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
     const bool known = servers->router.HasGroup(piece->group);
     piece->server = known ? servers->router.GroupPrimary(piece->group) : 0;
-    auto stub_it = known ? servers->stubs.find(piece->server) : servers->stubs.end();
+    auto channel = known ? servers->channels.find(piece->server) : servers->channels.end();
     auto finish = [this, piece](grpc::Status status) {
       std::shared_ptr<Op> op = piece->op;
       bool last;
@@ -454,7 +444,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                                  op->attempt + 1 < attempts;
           const absl::Time give_up = op->start + attempts * options_.rpc_deadline;
           if (timed_out ||
-              (Retriable(status) && MonotonicNow() + Backoff(op->attempt) < give_up)) {
+              (Retriable(status) && MonotonicNow() + kBackoff.Delay(op->attempt) < give_up)) {
             if (op->is_push) {
               op->push_retry.push_back(std::move(piece->push));
             } else {
@@ -502,7 +492,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         Encode(in, idx, tv->mutable_keys(), tv->mutable_values());
       }
     }
-    if (stub_it == servers->stubs.end()) {
+    if (channel == servers->channels.end()) {
       finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                           absl::StrCat("no primary known for replica group ", piece->group)));
       continue;
@@ -510,7 +500,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     if (op->is_push) {
       v1::PushRequest& r = piece->push;
       r.set_map_version(version);
-      stub_it->second->async()->Push(&piece->context, &r, &piece->push_response, finish);
+      channel->second->Push(&piece->context, &r, &piece->push_response, finish);
     } else {
       v1::PullRequest& r = piece->pull;
       r.set_map_version(version);
@@ -524,7 +514,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         tk->set_table(in.spec->name());
         Encode(in, idx, tk->mutable_keys(), nullptr);
       }
-      stub_it->second->async()->Pull(&piece->context, &r, &piece->pull_response, finish);
+      channel->second->Pull(&piece->context, &r, &piece->pull_response, finish);
     }
   }
 }
@@ -552,7 +542,7 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
   // Retry off the gRPC thread: refresh the map (a failover moves a group to
   // a new primary), back off, send again.
   Post([this, op, retry = std::move(retry), push_retry = std::move(push_retry)]() mutable {
-    absl::SleepFor(Backoff(op->attempt));
+    absl::SleepFor(kBackoff.Delay(op->attempt));
     ++op->attempt;
     if (absl::Status s = RefreshMap(); !s.ok()) {
       LOG_WARN("map refresh before retry failed: {}", s.message());
@@ -684,8 +674,8 @@ void ClientImpl::SendClock(uint32_t server, int64_t clock, int attempt, absl::Ti
     v1::ClockResponse response;
   };
   std::shared_ptr<const Servers> servers = this->servers();
-  auto stub = servers->stubs.find(server);
-  if (stub == servers->stubs.end() || !servers->alive.contains(server)) return;  // gone
+  auto channel = servers->channels.find(server);
+  if (channel == servers->channels.end() || !servers->alive.contains(server)) return;  // gone
   auto* call = new Call;
   call->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
   call->request.set_map_version(servers->router.version());
@@ -696,16 +686,16 @@ void ClientImpl::SendClock(uint32_t server, int64_t clock, int attempt, absl::Ti
     absl::MutexLock lock(&clock_mu_);
     ++clocks_in_flight_;
   }
-  stub->second->async()->Clock(
+  channel->second->Clock(
       &call->context, &call->request, &call->response,
       [this, call, server, clock, attempt, give_up](grpc::Status s) {
         delete call;
-        if (!s.ok() && Retriable(s) && absl::Now() + Backoff(attempt) < give_up &&
+        if (!s.ok() && Retriable(s) && absl::Now() + kBackoff.Delay(attempt) < give_up &&
             !stop_.load()) {
           // The server may be failing over: refresh the map and tick it
           // again while it is alive (ticks are idempotent).
           Post([this, server, clock, attempt, give_up] {
-            absl::SleepFor(Backoff(attempt));
+            absl::SleepFor(kBackoff.Delay(attempt));
             if (absl::Status r = RefreshMap(); !r.ok()) {
               LOG_WARN("map refresh before a clock retry failed: {}", r.message());
             }
@@ -734,7 +724,7 @@ absl::Status ClientImpl::Finish() {
   std::shared_ptr<const Servers> servers = this->servers();
   absl::Status first = DrainClocks();
   servers = this->servers();  // a retried tick may have refreshed the map
-  for (const auto& [id, stub] : servers->stubs) {
+  for (const auto& [id, channel] : servers->channels) {
     if (!servers->alive.contains(id)) continue;
     v1::ClockRequest request;
     request.set_map_version(servers->router.version());
@@ -750,9 +740,9 @@ absl::Status ClientImpl::Finish() {
       grpc::ClientContext context;
       context.set_deadline(absl::ToChronoTime(give_up));
       v1::ClockResponse response;
-      s = stub->Clock(&context, request, &response);
-      if (s.ok() || !Retriable(s) || absl::Now() + Backoff(attempt) >= give_up) break;
-      absl::SleepFor(Backoff(attempt));
+      s = ClockAndWait(*channel, &context, request, &response);
+      if (s.ok() || !Retriable(s) || absl::Now() + kBackoff.Delay(attempt) >= give_up) break;
+      absl::SleepFor(kBackoff.Delay(attempt));
     }
     if (!s.ok() && first.ok()) first = Annotate(FromGrpcStatus(s), absl::StrCat("leave server ", id));
   }

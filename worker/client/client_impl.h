@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <set>
@@ -14,18 +13,23 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "cairn/v1/shard.grpc.pb.h"
+#include "cairn/v1/shard.pb.h"
 #include "common/coordinator_client.h"
+#include "common/work_queue.h"
 #include "worker/client/client.h"
 #include "worker/client/client_metrics.h"
 #include "worker/client/router.h"
 #include "worker/client/row_cache.h"
+#include "worker/client/shard_channel.h"
 
 namespace cairn {
 
 class ClientImpl final : public Client {
  public:
-  ClientImpl(const ClientOptions& options, std::unique_ptr<CoordinatorClient> coordinator);
+  // `connect` opens the channel to a server (shard_channel.h); null: gRPC,
+  // with the job's message limit and lease as keepalive.
+  ClientImpl(const ClientOptions& options, std::unique_ptr<CoordinatorChannel> coordinator,
+             ShardConnector connect);
   ~ClientImpl() override;
 
   // Registers, waits for the start-up barrier and connects to the servers.
@@ -61,7 +65,7 @@ class ClientImpl final : public Client {
  private:
   struct Servers {
     Router router;
-    std::map<uint32_t, std::shared_ptr<v1::ParameterService::Stub>> stubs;
+    std::map<uint32_t, std::shared_ptr<ShardChannel>> channels;
     std::map<uint32_t, std::string> addresses;
     std::set<uint32_t> alive;  // servers the map shows ALIVE: clocks go to these
   };
@@ -99,7 +103,8 @@ class ClientImpl final : public Client {
 
   // Constant after Start().
   const ClientOptions options_;
-  const std::unique_ptr<CoordinatorClient> coordinator_;
+  const std::unique_ptr<CoordinatorChannel> coordinator_;
+  ShardConnector connect_;
   uint32_t worker_id_ = 0;
   uint64_t incarnation_ = 0;  // this registration's; on every request
   v1::JobSpec job_;
@@ -133,8 +138,7 @@ class ClientImpl final : public Client {
   absl::Status lost_ ABSL_GUARDED_BY(clock_mu_);
 
   // Work that must not run on a gRPC callback thread (map refresh, retries).
-  absl::Mutex exec_mu_;
-  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(exec_mu_);
+  WorkQueue<std::function<void()>> tasks_;  // the executor's; closed by the destructor
 
   std::thread heartbeat_thread_;
   std::thread executor_thread_;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/shard/optimizer/optimizer.h"
+#include "server/optimizer/optimizer.h"
 #include "worker/trainer/model_tables_binding.h"
 #include "worker/trainer/parameter_store.h"
 

@@ -4,16 +4,10 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/hash.h"
 
 namespace cairn {
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Uniform in [0, bound), bound >= 1, without modulo bias: reject the draws
 // below 2^64 mod bound (as OpenBSD's arc4random_uniform does).

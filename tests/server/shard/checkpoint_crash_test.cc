@@ -18,8 +18,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "server/shard/checkpoint/checkpoint_reader.h"
-#include "server/shard/checkpoint/checkpoint_writer.h"
+#include "server/checkpoint/checkpoint_reader.h"
+#include "server/checkpoint/checkpoint_writer.h"
 #include "server/shard/table.h"
 #include "tests/server/shard/checkpoint_test_util.h"
 

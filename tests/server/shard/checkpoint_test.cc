@@ -11,10 +11,10 @@
 
 #include "common/partitioning.h"
 #include "rocksdb/db.h"
-#include "server/shard/checkpoint/checkpoint_format.h"
-#include "server/shard/checkpoint/checkpoint_reader.h"
-#include "server/shard/checkpoint/checkpoint_writer.h"
-#include "server/shard/checkpoint/restore_plan.h"
+#include "server/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/checkpoint_reader.h"
+#include "server/checkpoint/checkpoint_writer.h"
+#include "server/checkpoint/restore_plan.h"
 #include "server/shard/table.h"
 #include "tests/server/shard/checkpoint_test_util.h"
 

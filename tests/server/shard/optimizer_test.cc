@@ -3,7 +3,7 @@
 // Where the inputs allow it (powers of two, exact squares) the expected values
 // are exact in float32 and compared with ==; elsewhere the comments give the
 // arithmetic in exact decimals and the comparison allows float32 rounding.
-#include "server/shard/optimizer/optimizer.h"
+#include "server/optimizer/optimizer.h"
 
 #include <algorithm>
 #include <cmath>

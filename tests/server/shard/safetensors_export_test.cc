@@ -12,8 +12,8 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/escaping.h"
-#include "server/shard/checkpoint/checkpoint_writer.h"
-#include "server/shard/checkpoint/safetensors_export.h"
+#include "server/checkpoint/checkpoint_writer.h"
+#include "server/checkpoint/safetensors_export.h"
 #include "server/shard/table.h"
 #include "tests/server/shard/checkpoint_test_util.h"
 

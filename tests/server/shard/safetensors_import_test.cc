@@ -12,10 +12,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "server/shard/checkpoint/checkpoint_writer.h"
-#include "server/shard/checkpoint/safetensors_export.h"
-#include "server/shard/checkpoint/safetensors_import.h"
-#include "server/shard/optimizer/optimizer.h"
+#include "server/checkpoint/checkpoint_writer.h"
+#include "server/checkpoint/safetensors_export.h"
+#include "server/checkpoint/safetensors_import.h"
+#include "server/optimizer/optimizer.h"
 #include "server/shard/table.h"
 #include "tests/server/shard/checkpoint_test_util.h"
 

@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include "common/partitioning.h"
-#include "server/shard/checkpoint/checkpoint_reader.h"
-#include "server/shard/checkpoint/checkpoint_writer.h"
+#include "server/checkpoint/checkpoint_reader.h"
+#include "server/checkpoint/checkpoint_writer.h"
 #include "server/shard/shard.h"
 #include "tests/server/shard/checkpoint_test_util.h"
 

@@ -1,0 +1,40 @@
+#include "server/optimizer/adagrad.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "server/optimizer/internal/update_loop.h"
+
+namespace cairn {
+namespace {
+
+// Branch-free and vectorizable: the 0/0 guard is a select, not a jump, and
+// every element goes through the same operations in the same order, so a
+// block gives the same bits however it is cut into calls.
+CAIRN_UPDATE_LOOP
+void AdagradStep(float* __restrict w, float* __restrict acc,
+                 const float* __restrict g, size_t n, float lr, float eps,
+                 float wd) {
+  for (size_t i = 0; i < n; ++i) {
+    const float gi = g[i] + wd * w[i];
+    const float a = acc[i] + gi * gi;
+    acc[i] = a;
+    const float denom = std::sqrt(a) + eps;
+    const float update = (lr * gi) / denom;
+    w[i] = w[i] - (denom == 0.0f ? 0.0f : update);
+  }
+}
+
+}  // namespace
+
+void AdagradOptimizer::InitSlots(float* slots, size_t n) const {
+  std::fill_n(slots, n, options_.initial_accumulator);
+}
+
+void AdagradOptimizer::Apply(float* w, float* slots, const float* g, size_t n,
+                             int64_t /*step*/) const {
+  AdagradStep(w, slots, g, n, options_.learning_rate, options_.epsilon,
+              options_.weight_decay);
+}
+
+}  // namespace cairn

@@ -1,0 +1,72 @@
+#include "server/optimizer/sgd.h"
+
+#include <algorithm>
+
+#include "server/optimizer/internal/update_loop.h"
+
+namespace cairn {
+namespace {
+
+// The loops below take plain __restrict pointers and carry no branches so the
+// compiler vectorizes them; each element's arithmetic is the same whether it
+// runs in a vector lane or in the scalar tail, so results do not depend on how
+// a block is cut into calls.
+
+CAIRN_UPDATE_LOOP
+void PlainStep(float* __restrict w, const float* __restrict g, size_t n,
+               float lr, float wd) {
+  for (size_t i = 0; i < n; ++i) {
+    const float gi = g[i] + wd * w[i];
+    w[i] = w[i] - lr * gi;
+  }
+}
+
+CAIRN_UPDATE_LOOP
+void MomentumStep(float* __restrict w, float* __restrict v,
+                  const float* __restrict g, size_t n, float lr, float wd,
+                  float mu) {
+  for (size_t i = 0; i < n; ++i) {
+    const float gi = g[i] + wd * w[i];
+    const float vi = mu * v[i] + gi;
+    v[i] = vi;
+    w[i] = w[i] - lr * vi;
+  }
+}
+
+CAIRN_UPDATE_LOOP
+void NesterovStep(float* __restrict w, float* __restrict v,
+                  const float* __restrict g, size_t n, float lr, float wd,
+                  float mu) {
+  for (size_t i = 0; i < n; ++i) {
+    const float gi = g[i] + wd * w[i];
+    const float vi = mu * v[i] + gi;
+    v[i] = vi;
+    w[i] = w[i] - lr * (gi + mu * vi);
+  }
+}
+
+}  // namespace
+
+int SgdOptimizer::SlotsPerElement() const {
+  return options_.momentum > 0.0f ? 1 : 0;
+}
+
+void SgdOptimizer::InitSlots(float* slots, size_t n) const {
+  std::fill_n(slots, static_cast<size_t>(SlotsPerElement()) * n, 0.0f);
+}
+
+void SgdOptimizer::Apply(float* w, float* slots, const float* g, size_t n,
+                         int64_t /*step*/) const {
+  const float lr = options_.learning_rate;
+  const float wd = options_.weight_decay;
+  const float mu = options_.momentum;
+  if (mu == 0.0f) {
+    PlainStep(w, g, n, lr, wd);
+  } else if (options_.nesterov) {
+    NesterovStep(w, slots, g, n, lr, wd, mu);
+  } else {
+    MomentumStep(w, slots, g, n, lr, wd, mu);
+  }
+}
+
+}  // namespace cairn

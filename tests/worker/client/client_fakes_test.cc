@@ -1,0 +1,323 @@
+// The worker client's plumbing against fakes (tests/fakes/): the request
+// router, the push sequence numbers the servers' de-duplication window keys
+// on, and the conversion of server answers into what the caller sees, with
+// no process, socket or daemon. The same behaviours end to end, against real
+// servers, are in tests/integration/ (push_retry_test, failover tests).
+#include <catch2/catch.hpp>
+
+#include <grpcpp/support/status.h>
+
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "common/partitioning.h"
+#include "common/status_conversion.h"
+#include "tests/fakes/fake_coordinator.h"
+#include "tests/fakes/fake_shard.h"
+#include "worker/client/client_impl.h"
+#include "worker/client/router.h"
+
+namespace cairn {
+namespace {
+
+constexpr uint32_t kPartitions = 4;
+constexpr uint32_t kSparse = 0;  // table ids
+constexpr uint32_t kDense = 1;
+
+v1::JobSpec Job() {
+  v1::JobSpec job;
+  v1::TableSpec* emb = job.add_tables();
+  emb->set_id(kSparse);
+  emb->set_name("emb");
+  emb->set_kind(v1::TABLE_KIND_SPARSE);
+  emb->set_width(2);
+  emb->set_consistency(v1::CONSISTENCY_ASP);
+  v1::TableSpec* w = job.add_tables();
+  w->set_id(kDense);
+  w->set_name("w");
+  w->set_kind(v1::TABLE_KIND_DENSE);
+  w->add_shape(10);
+  w->set_chunk_size(4);  // chunks of 4, 4 and 2 floats
+  w->set_consistency(v1::CONSISTENCY_ASP);
+  job.set_num_partitions(kPartitions);
+  job.set_num_workers(1);
+  job.set_num_servers(2);
+  job.set_max_message_bytes(1 << 20);
+  job.set_request_split_bytes(1 << 20);
+  job.set_pull_deadline_ms(5000);
+  job.set_lease_timeout_ms(2000);
+  job.set_heartbeat_interval_ms(500);
+  job.set_replication(1);
+  return job;
+}
+
+// Partitions 0 and 1 are replica group 0, 2 and 3 group 1; `primary_of[g]`
+// is group g's primary.
+v1::PartitionMap Map(uint64_t version, std::vector<uint32_t> primary_of) {
+  v1::PartitionMap map;
+  map.set_version(version);
+  map.set_num_partitions(kPartitions);
+  map.set_ready(true);
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    v1::PartitionAssignment* a = map.add_assignments();
+    a->set_partition(p);
+    a->set_group(p / 2);
+    a->set_primary(primary_of[p / 2]);
+  }
+  for (uint32_t s = 0; s < 2; ++s) {
+    v1::Member* m = map.add_servers();
+    m->set_id(s);
+    m->set_role(v1::MEMBER_ROLE_SERVER);
+    m->set_state(v1::MEMBER_STATE_ALIVE);
+    m->set_address(absl::StrCat("server-", s));
+  }
+  v1::Member* w = map.add_workers();
+  w->set_id(0);
+  w->set_role(v1::MEMBER_ROLE_WORKER);
+  w->set_state(v1::MEMBER_STATE_ALIVE);
+  w->set_incarnation(1);
+  return map;
+}
+
+// One client connected to two fake servers through a fake coordinator.
+struct Rig {
+  explicit Rig(int push_attempts = 3) {
+    shards["server-0"] = std::make_shared<FakeShard>(0, Job(), 1);
+    shards["server-1"] = std::make_shared<FakeShard>(1, Job(), 1);
+    auto fake = std::make_unique<FakeCoordinator>(Job(), Map(1, {0, 1}));
+    coordinator = fake.get();
+    ClientOptions options;
+    options.worker_id = 0;
+    options.heartbeat = false;
+    options.cache_bytes = 0;
+    options.connect_timeout = absl::Seconds(5);
+    options.rpc_deadline = absl::Seconds(5);
+    options.push_attempts = push_attempts;
+    client = std::make_unique<ClientImpl>(
+        options, std::move(fake), [this](const std::string& address) {
+          std::shared_ptr<ShardChannel> channel = shards.at(address);
+          return channel;
+        });
+    const absl::Status started = client->Start();
+    REQUIRE(started.ok());
+  }
+  FakeShard& shard(uint32_t id) { return *shards.at(absl::StrCat("server-", id)); }
+
+  std::map<std::string, std::shared_ptr<FakeShard>> shards;
+  FakeCoordinator* coordinator = nullptr;
+  std::unique_ptr<ClientImpl> client;
+};
+
+std::vector<float> Grads(const std::vector<Key>& keys) {
+  std::vector<float> g;
+  for (Key k : keys) {
+    g.push_back(static_cast<float>(k));
+    g.push_back(static_cast<float>(k) + 0.5f);
+  }
+  return g;
+}
+
+// Keys whose partitions belong to replica group `group`.
+std::vector<Key> KeysOfGroup(uint32_t group, size_t n) {
+  std::vector<Key> keys;
+  for (Key k = 0; keys.size() < n; ++k) {
+    if (SparsePartition(k, kPartitions) / 2 == group) keys.push_back(k);
+  }
+  return keys;
+}
+
+TEST_CASE("the router sends each sparse key and dense chunk to its group's primary only",
+          "[client][router]") {
+  Rig rig;
+  std::vector<Key> keys(40);
+  std::iota(keys.begin(), keys.end(), Key{0});
+  const std::vector<float> grads = Grads(keys);
+  REQUIRE(rig.client->PushSparse("emb", keys, grads).get().ok());
+  std::vector<float> dense(10);
+  std::iota(dense.begin(), dense.end(), 1.0f);
+  REQUIRE(rig.client->PushDense({ConstDenseBuffer{"w", dense}}).get().ok());
+
+  for (Key k : keys) {
+    const uint32_t owner = SparsePartition(k, kPartitions) / 2;  // group g's primary is g
+    INFO("key " << k << ", partition " << SparsePartition(k, kPartitions));
+    CHECK(rig.shard(owner).Row(kSparse, k) ==
+          std::vector<float>{static_cast<float>(k), static_cast<float>(k) + 0.5f});
+    CHECK(rig.shard(1 - owner).Row(kSparse, k).empty());
+  }
+  // Dense chunks by range: 3 chunks over 4 partitions -> partition 0 owns
+  // none, chunk 0 is in partition 1, chunk 1 in 2, chunk 2 in 3.
+  for (Key c = 0; c < 3; ++c) {
+    const uint32_t owner = DensePartition(c, 3, kPartitions) / 2;
+    INFO("chunk " << c);
+    const std::vector<float> want(dense.begin() + 4 * c, dense.begin() + std::min<Key>(10, 4 * c + 4));
+    CHECK(rig.shard(owner).Row(kDense, c) == want);
+    CHECK(rig.shard(1 - owner).Row(kDense, c).empty());
+  }
+  // A request never mixes groups; each group's pushes are numbered 1, 2, ...
+  for (uint32_t s = 0; s < 2; ++s) {
+    std::vector<uint64_t> sequences;
+    for (const v1::PushRequest& r : rig.shard(s).pushes()) {
+      CHECK(r.group() == s);
+      CHECK(r.worker_id() == 0);
+      CHECK(r.incarnation() == 1);
+      CHECK(r.map_version() == 1);
+      sequences.push_back(r.sequence());
+    }
+    CHECK(sequences == std::vector<uint64_t>{1, 2});
+  }
+  // A pull reads back what was pushed, from the same servers.
+  std::vector<float> pulled(keys.size() * 2);
+  REQUIRE(rig.client->PullSparse("emb", keys, absl::MakeSpan(pulled)).get().ok());
+  CHECK(pulled == grads);
+}
+
+TEST_CASE("Router::Create refuses a map with a partition missing or a group with two primaries",
+          "[client][router]") {
+  v1::PartitionMap missing = Map(3, {0, 1});
+  missing.mutable_assignments()->RemoveLast();
+  absl::StatusOr<Router> r = Router::Create(missing);
+  REQUIRE(absl::IsInvalidArgument(r.status()));
+  CHECK_THAT(std::string(r.status().message()),
+             Catch::Contains("partition map version 3 assigns 3 of 4 partitions"));
+
+  v1::PartitionMap split = Map(4, {0, 1});
+  split.mutable_assignments(1)->set_primary(1);  // group 0: partition 0 on 0, 1 on 1
+  r = Router::Create(split);
+  REQUIRE(absl::IsInvalidArgument(r.status()));
+  CHECK_THAT(std::string(r.status().message()),
+             Catch::Contains("gives replica group 0 two primaries (0 and 1)"));
+
+  r = Router::Create(Map(5, {1, 0}));
+  REQUIRE(r.ok());
+  CHECK(r->GroupPrimary(0) == 1);
+  CHECK(r->Primary(3) == 0);
+  CHECK(r->Servers() == std::vector<uint32_t>{0, 1});
+  const std::map<uint32_t, std::vector<Key>> dense = r->RouteDense(3);
+  CHECK(dense.at(0) == std::vector<Key>{0});  // partition 1 (partition 0 owns no chunk)
+  CHECK(dense.at(1) == std::vector<Key>{1, 2});  // partitions 2 and 3
+}
+
+TEST_CASE("a push whose answer was lost is sent again with its sequence and applied once",
+          "[client][dedup]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfGroup(0, 5);
+  rig.shard(0).FailNext(FakeShard::Rpc::kPush,
+                        grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline"), 1,
+                        /*apply_first=*/true);
+  REQUIRE(rig.client->PushSparse("emb", keys, Grads(keys)).get().ok());
+
+  const std::vector<v1::PushRequest> sent = rig.shard(0).pushes();
+  REQUIRE(sent.size() == 2);
+  CHECK(sent[0].sequence() == 1);
+  CHECK(sent[1].sequence() == 1);
+  CHECK(sent[1].tables(0).values() == sent[0].tables(0).values());
+  CHECK(rig.shard(0).applied() == 1);
+  CHECK(rig.shard(0).duplicates() == 1);
+  for (Key k : keys) {
+    CHECK(rig.shard(0).Row(kSparse, k) ==
+          std::vector<float>{static_cast<float>(k), static_cast<float>(k) + 0.5f});
+  }
+  // The next push is a new one.
+  REQUIRE(rig.client->PushSparse("emb", keys, Grads(keys)).get().ok());
+  CHECK(rig.shard(0).pushes().back().sequence() == 2);
+  CHECK(rig.shard(0).applied() == 2);
+}
+
+TEST_CASE("a push that times out on every attempt fails saying it may have been applied",
+          "[client][dedup]") {
+  Rig rig(/*push_attempts=*/2);
+  const std::vector<Key> keys = KeysOfGroup(1, 3);
+  rig.shard(1).FailNext(FakeShard::Rpc::kPush,
+                        grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline"), 2);
+  const absl::Status s = rig.client->PushSparse("emb", keys, Grads(keys)).get();
+  REQUIRE(absl::IsDeadlineExceeded(s));
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("push to server 1 (replica group 1, sequence 1): 2 attempts timed "
+                             "out; it may have been applied (once) or not"));
+  CHECK(rig.shard(1).pushes().size() == 2);
+  CHECK(rig.shard(1).applied() == 0);
+}
+
+TEST_CASE("a stale-map answer refreshes the map and the push goes to the group's new primary "
+          "with its sequence",
+          "[client][router][dedup]") {
+  Rig rig;
+  // Group 0 fails over to server 1 (map version 2); the client still has 1.
+  rig.coordinator->SetMap(Map(2, {1, 1}));
+  rig.shard(0).set_map_version(2);
+  rig.shard(1).set_map_version(2);
+  const std::vector<Key> keys = KeysOfGroup(0, 4);
+  REQUIRE(rig.client->PushSparse("emb", keys, Grads(keys)).get().ok());
+
+  CHECK(rig.coordinator->map_reads() >= 1);
+  REQUIRE(rig.shard(0).pushes().size() == 1);
+  CHECK(rig.shard(0).pushes()[0].map_version() == 1);
+  CHECK(rig.shard(0).applied() == 0);
+  REQUIRE(rig.shard(1).pushes().size() == 1);
+  const v1::PushRequest& moved = rig.shard(1).pushes()[0];
+  CHECK(moved.group() == 0);
+  CHECK(moved.sequence() == 1);  // the same push, not a new one
+  CHECK(moved.map_version() == 2);
+  for (Key k : keys) CHECK(rig.shard(1).Row(kSparse, k).size() == 2);
+}
+
+TEST_CASE("server answers reach the caller with their code: refusals at once, UNAVAILABLE "
+          "retried",
+          "[client][status]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfGroup(0, 2);
+  std::vector<float> out(keys.size() * 2);
+
+  rig.shard(0).FailNext(FakeShard::Rpc::kPull,
+                        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     "table emb: key 7 shape [3] differs from [2]"));
+  absl::Status s = rig.client->PullSparse("emb", keys, absl::MakeSpan(out)).get();
+  REQUIRE(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("pull to server 0"));
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("table emb: key 7 shape [3] differs from [2]"));
+  CHECK(rig.shard(0).pulls().size() == 1);  // not retried
+
+  rig.shard(0).FailNext(FakeShard::Rpc::kPull,
+                        grpc::Status(grpc::StatusCode::UNAVAILABLE, "failing over"));
+  REQUIRE(rig.client->PullSparse("emb", keys, absl::MakeSpan(out)).get().ok());
+  CHECK(rig.shard(0).pulls().size() == 3);  // the refused one, the unavailable one, the retry
+
+  rig.shard(1).FailNext(FakeShard::Rpc::kPush,
+                        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                     "worker 0 incarnation 1 refused: the worker registered "
+                                     "again since (incarnation 2)"));
+  const std::vector<Key> other = KeysOfGroup(1, 1);
+  s = rig.client->PushSparse("emb", other, Grads(other)).get();
+  REQUIRE(absl::IsFailedPrecondition(s));
+  CHECK_FALSE(StaleMapVersion(s).has_value());  // a refusal, not a map to refresh
+  CHECK_THAT(std::string(s.message()), Catch::Contains("registered again since"));
+  CHECK(rig.shard(1).pushes().size() == 1);
+}
+
+TEST_CASE("clock ticks reach every live server and Finish leaves servers and coordinator",
+          "[client]") {
+  Rig rig;
+  REQUIRE(rig.client->Clock().ok());
+  REQUIRE(rig.client->Clock().ok());
+  REQUIRE(rig.client->Finish().ok());
+  for (uint32_t s = 0; s < 2; ++s) {
+    // The registration found the barrier passed (the fake's map is ready), so
+    // the client first asked each server's minimum clock (a tick at 0).
+    const std::vector<v1::ClockRequest> ticks = rig.shard(s).clocks();
+    REQUIRE(ticks.size() == 4);
+    CHECK(ticks[0].clock() == 0);
+    CHECK(ticks[1].clock() == 1);
+    CHECK(ticks[2].clock() == 2);
+    CHECK(ticks[3].leaving());
+    for (const v1::ClockRequest& t : ticks) CHECK(t.incarnation() == 1);
+  }
+  REQUIRE(rig.coordinator->leaves().size() == 1);
+  CHECK(rig.coordinator->leaves()[0].final_clock() == 2);
+}
+
+}  // namespace
+}  // namespace cairn
