@@ -918,9 +918,10 @@ absl::StatusOr<std::vector<v1::ReplicaChunk>> Shard::ExportGroup(uint32_t group,
         " under map version ", map_version_));
   }
   std::vector<v1::ReplicaChunk> chunks;
+  const uint64_t version = map_version_;  // the lambda below runs under mu_ too
   auto chunk = [&] {
     v1::ReplicaChunk c;
-    c.set_map_version(map_version_);
+    c.set_map_version(version);
     c.set_group(group);
     return c;
   };
