@@ -159,13 +159,18 @@ void Incarnation::RenewLeases() {
 }
 
 void Incarnation::WatchMap() {
+  // The newest map received before the start-up barrier: the shard installs
+  // no map that is not ready, so its own version stays 0 until then, and
+  // watching from it would return at once, thousands of times a second.
+  uint64_t waiting_version = 0;
   while (!stop_.load()) {
-    absl::StatusOr<v1::GetPartitionMapResponse> r =
-        context_.coordinator->WatchPartitionMap(shard_->map_version(), absl::Seconds(1));
+    absl::StatusOr<v1::GetPartitionMapResponse> r = context_.coordinator->WatchPartitionMap(
+        std::max(shard_->map_version(), waiting_version), absl::Seconds(1));
     if (!r.ok()) {
       SleepUnlessStopped(absl::Milliseconds(200), stop_);
       continue;
     }
+    if (!r->map().ready()) waiting_version = std::max(waiting_version, r->map().version());
     if (absl::Status s = shard_->InstallMap(r->map()); !s.ok()) {
       LOG_ERROR("cannot install partition map version {}: {}", r->map().version(), s.message());
       if (r->map().ready() && shard_->map_version() == 0) {  // no state to serve: give up
