@@ -85,6 +85,9 @@ absl::StatusOr<uint64_t> DenseTable::CheckKeys(const std::string& keys, size_t n
 }
 
 void DenseTable::Read(const std::string& keys, size_t n, std::string* out) const {
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < n; ++i) bytes += ChunkLength(KeyAt(keys, i)) * sizeof(float);
+  out->reserve(out->size() + bytes);  // one allocation, not one per 64 KiB chunk
   absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);
@@ -97,6 +100,7 @@ void DenseTable::Read(const std::string& keys, size_t n, std::string* out) const
 void DenseTable::Gather(const std::string& keys, size_t n, const std::string& values,
                         GradBuffer* buffer) const {
   const float* v = reinterpret_cast<const float*>(values.data());
+  buffer->Reserve(n, values.size() / sizeof(float));
   for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);
     const uint32_t len = ChunkLength(k);

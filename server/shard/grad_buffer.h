@@ -39,6 +39,14 @@ class GradBuffer {
     for (uint32_t i = 0; i < length; ++i) dst[i] += grad[i];
   }
 
+  // Room for `rows` more rows of `floats` more floats in all, so a push of
+  // known size is gathered without regrowing.
+  void Reserve(size_t rows, size_t floats) {
+    index_.reserve(index_.size() + rows);
+    rows_.reserve(rows_.size() + rows);
+    data_.reserve(data_.size() + floats);
+  }
+
   // Adds every row of `other`, scaled by nothing (plain sum).
   void AddAll(const GradBuffer& other) {
     for (const Row& r : other.rows_) Add(r.key, other.data_.data() + r.offset, r.length);

@@ -367,7 +367,6 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
 
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckVersion(request.map_version()));
-  bool buffered = false;
   for (const auto& [table, buffer] : grads) {
     if (table->spec().consistency() == v1::CONSISTENCY_BSP && request.clock() < closed_before_) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -379,16 +378,7 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
   RETURN_IF_ERROR(CheckGroupRole(request));
   RETURN_IF_ERROR(CheckPusherLive(request));
   if (!applied_[window].Insert(request.sequence())) return true;
-  for (auto& [table, buffer] : grads) {
-    if (buffer.empty()) continue;
-    if (table->spec().consistency() == v1::CONSISTENCY_BSP) {
-      pending_[request.clock()][table->spec().id()][request.worker_id()].AddAll(buffer);
-      buffered = true;
-    } else {
-      table->Apply(buffer);
-    }
-  }
-  (void)buffered;
+  for (auto& [table, buffer] : grads) ApplyOrHoldLocked(request, table, &buffer);
   ++pushes_applied_;
   if (metrics_ != nullptr) metrics_->PushBytes(bytes);
   return false;
@@ -1054,6 +1044,20 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
   return true;
 }
 
+void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, Table* table, GradBuffer* buffer) {
+  if (buffer->empty()) return;
+  if (table->spec().consistency() != v1::CONSISTENCY_BSP) {
+    table->Apply(*buffer);
+    return;
+  }
+  GradBuffer& pending = pending_[request.clock()][table->spec().id()][request.worker_id()];
+  if (pending.empty()) {
+    pending = std::move(*buffer);  // the worker's first piece of the iteration: no copy
+  } else {
+    pending.AddAll(*buffer);
+  }
+}
+
 absl::Status Shard::ApplyHeldPushLocked(const v1::PushRequest& request) {
   uint64_t bytes = 0;
   ASSIGN_OR_RETURN(Grads grads, GatherPush(request, &bytes));
@@ -1061,14 +1065,7 @@ absl::Status Shard::ApplyHeldPushLocked(const v1::PushRequest& request) {
           request.sequence())) {
     return absl::OkStatus();  // in the copy already
   }
-  for (auto& [table, buffer] : grads) {
-    if (buffer.empty()) continue;
-    if (table->spec().consistency() == v1::CONSISTENCY_BSP) {
-      pending_[request.clock()][table->spec().id()][request.worker_id()].AddAll(buffer);
-    } else {
-      table->Apply(buffer);
-    }
-  }
+  for (auto& [table, buffer] : grads) ApplyOrHoldLocked(request, table, &buffer);
   ++pushes_applied_;
   if (metrics_ != nullptr) metrics_->PushBytes(bytes);
   return absl::OkStatus();

@@ -262,6 +262,11 @@ class Shard {
   // gradients (tables are fixed once ready: no shard lock needed); adds the
   // payload size to `*bytes`. Errors: those Push() names for its contents.
   absl::StatusOr<Grads> GatherPush(const v1::PushRequest& request, uint64_t* bytes) const;
+  // One table's part of an accepted push: applied now (SSP, ASP), or added to
+  // the pushing worker's gradients of the request's iteration (BSP), moved
+  // in whole when it is the worker's first piece of that iteration.
+  void ApplyOrHoldLocked(const v1::PushRequest& request, Table* table, GradBuffer* buffer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Joiner: applies (SSP/ASP) or buffers (BSP, also for an iteration this
   // server already closed: the caller applies it) a push forwarded while the
   // group's transfer ran, once; no map check (it was made on arrival).

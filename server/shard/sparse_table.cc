@@ -57,6 +57,7 @@ void SparseTable::Read(const std::string& keys, size_t n, std::string* out) cons
 void SparseTable::Gather(const std::string& keys, size_t n, const std::string& values,
                          GradBuffer* buffer) const {
   const float* v = reinterpret_cast<const float*>(values.data());
+  buffer->Reserve(n, n * width_);
   for (size_t i = 0; i < n; ++i) buffer->Add(KeyAt(keys, i), v + i * width_, width_);
 }
 

@@ -72,14 +72,34 @@ absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
   return absl::OkStatus();
 }
 
+bool AllFinite(const char* floats, size_t n) {
+  // A binary32 value is NaN or infinite exactly when its 8 exponent bits are
+  // all ones (IEEE 754). Blocks of a fixed length vectorise at -O2; the bits
+  // are copied out, so `floats` needs no alignment.
+  constexpr uint32_t kExponent = 0x7f800000u;
+  constexpr size_t kBlock = 256;
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    uint32_t bits[kBlock];
+    std::memcpy(bits, floats + i * sizeof(float), sizeof(bits));
+    uint32_t bad = 0;
+    for (size_t j = 0; j < kBlock; ++j) bad |= static_cast<uint32_t>((bits[j] & kExponent) == kExponent);
+    if (bad != 0) return false;
+  }
+  for (; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, floats + i * sizeof(float), sizeof(bits));
+    if ((bits & kExponent) == kExponent) return false;
+  }
+  return true;
+}
+
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
                          const std::string& values, uint64_t floats_per_key) {
   if (spec.non_finite() == v1::NON_FINITE_POLICY_ALLOW) return absl::OkStatus();
   const size_t n = values.size() / sizeof(float);
   const float* v = reinterpret_cast<const float*>(values.data());
-  bool bad = false;
-  for (size_t i = 0; i < n; ++i) bad |= !std::isfinite(v[i]);
-  if (!bad) return absl::OkStatus();
+  if (AllFinite(values.data(), n)) return absl::OkStatus();
   for (size_t i = 0; i < n; ++i) {
     if (std::isfinite(v[i])) continue;
     // Dense keys carry variable-length chunks; name the key by offset when the

@@ -108,6 +108,10 @@ absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
 
 // InvalidArgument naming the table when `values` (n floats) holds NaN or Inf
 // and the table's policy rejects them; names the first offending key.
+// True when none of the `n` float32 values at `floats` is NaN or infinite.
+// Thread-safe (pure).
+bool AllFinite(const char* floats, size_t n);
+
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
                          const std::string& values, uint64_t floats_per_key);
 

@@ -15,6 +15,8 @@
 //             adam     + two slots read/written          (7 x block)
 //   best GB/s from the fastest pass
 //   of y+=x   median GB/s relative to y += x's
+// "finite check" is the servers' test of a pushed gradient for NaN and Inf
+// (server/shard/table.h AllFinite), which reads the block once (1 x block).
 // "rows of 64" lines apply the same optimizer one 64-float embedding row per
 // call, the way sparse pushes reach it, to show the per-call overhead.
 // Single-threaded; run on an idle machine for stable numbers.
@@ -31,6 +33,7 @@
 #include "CLI/CLI.hpp"
 #include "cairn/v1/types.pb.h"
 #include "server/optimizer/optimizer.h"
+#include "server/shard/table.h"
 
 namespace cairn {
 namespace {
@@ -107,6 +110,12 @@ int Run(size_t mib, int reps) {
   const double add_gbps = 3 * block / add.median_s / 1e9;
   Report("memcpy", 2 * block, copy, add_gbps);
   Report("y += x", 3 * block, add, add_gbps);
+  // The servers' finiteness check of a pushed gradient (reads it once).
+  bool finite = true;
+  const Result check = Time(reps, [&](int64_t) {
+    finite &= AllFinite(reinterpret_cast<const char*>(g.data()), n);
+  });
+  Report(finite ? "finite check" : "finite check (found one)", block, check, add_gbps);
 
   struct Variant {
     const char* name;
