@@ -121,6 +121,22 @@ void DenseTable::Apply(const GradBuffer& grads) {
   }
 }
 
+void DenseTable::ApplyUnique(const std::string& keys, size_t n, const std::string& values) {
+  const float* g = reinterpret_cast<const float*>(values.data());
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i) {
+    const Key k = KeyAt(keys, i);
+    const uint32_t len = ChunkLength(k);
+    Block& b = blocks_[BlockOf(k)];
+    const uint64_t off = k * chunk_size_ - b.first_element;
+    int64_t& step = b.steps[k - b.chunks.begin];
+    ++step;
+    optimizer_->Apply(b.values.data() + off, b.slots.data() + off * slots_per_element_, g, len,
+                      step);
+    g += len;
+  }
+}
+
 uint64_t DenseTable::NumKeys() const {
   uint64_t n = 0;
   for (const auto& b : chunk_block_) n += b.load(std::memory_order_acquire) >= 0;

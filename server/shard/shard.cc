@@ -367,10 +367,10 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
 
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckVersion(request.map_version()));
-  for (const auto& [table, buffer] : grads) {
-    if (table->spec().consistency() == v1::CONSISTENCY_BSP && request.clock() < closed_before_) {
+  for (const TableGrads& g : grads) {
+    if (g.table->spec().consistency() == v1::CONSISTENCY_BSP && request.clock() < closed_before_) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "push table=", table->spec().name(), " from worker ", request.worker_id(),
+          "push table=", g.table->spec().name(), " from worker ", request.worker_id(),
           " for iteration ", request.clock(), ": iterations below ", closed_before_,
           " are already applied"));
     }
@@ -378,7 +378,7 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
   RETURN_IF_ERROR(CheckGroupRole(request));
   RETURN_IF_ERROR(CheckPusherLive(request));
   if (!applied_[window].Insert(request.sequence())) return true;
-  for (auto& [table, buffer] : grads) ApplyOrHoldLocked(request, table, &buffer);
+  for (TableGrads& g : grads) ApplyOrHoldLocked(request, &g);
   ++pushes_applied_;
   if (metrics_ != nullptr) metrics_->PushBytes(bytes);
   return false;
@@ -449,10 +449,15 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
       if (metrics_ != nullptr) metrics_->NonFinite(name);
       return finite;
     }
-    GradBuffer buffer;
-    table->Gather(tv.keys(), n, tv.values(), &buffer);
     *bytes += tv.values().size() + tv.keys().size();
-    grads.emplace_back(table, std::move(buffer));
+    TableGrads& g = grads.emplace_back();
+    g.table = table;
+    if (table->spec().consistency() != v1::CONSISTENCY_BSP && KeysAscending(tv.keys(), n)) {
+      g.direct = &tv;  // applied from the request, which outlives the push
+      g.n = n;
+    } else {
+      table->Gather(tv.keys(), n, tv.values(), &g.buffer);
+    }
   }
   return grads;
 }
@@ -1044,17 +1049,23 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
   return true;
 }
 
-void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, Table* table, GradBuffer* buffer) {
-  if (buffer->empty()) return;
+void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads) {
+  Table* table = grads->table;
+  if (grads->direct != nullptr) {
+    table->ApplyUnique(grads->direct->keys(), grads->n, grads->direct->values());
+    return;
+  }
+  GradBuffer& buffer = grads->buffer;
+  if (buffer.empty()) return;
   if (table->spec().consistency() != v1::CONSISTENCY_BSP) {
-    table->Apply(*buffer);
+    table->Apply(buffer);
     return;
   }
   GradBuffer& pending = pending_[request.clock()][table->spec().id()][request.worker_id()];
   if (pending.empty()) {
-    pending = std::move(*buffer);  // the worker's first piece of the iteration: no copy
+    pending = std::move(buffer);  // the worker's first piece of the iteration: no copy
   } else {
-    pending.AddAll(*buffer);
+    pending.AddAll(buffer);
   }
 }
 
@@ -1065,7 +1076,7 @@ absl::Status Shard::ApplyHeldPushLocked(const v1::PushRequest& request) {
           request.sequence())) {
     return absl::OkStatus();  // in the copy already
   }
-  for (auto& [table, buffer] : grads) ApplyOrHoldLocked(request, table, &buffer);
+  for (TableGrads& g : grads) ApplyOrHoldLocked(request, &g);
   ++pushes_applied_;
   if (metrics_ != nullptr) metrics_->PushBytes(bytes);
   return absl::OkStatus();

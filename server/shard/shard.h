@@ -254,8 +254,17 @@ class Shard {
   // Buffered BSP gradients of one iteration: table -> worker -> rows.
   using IterationBuffer = std::map<uint32_t, std::map<uint32_t, GradBuffer>>;
 
-  // A push's gradients per table.
-  using Grads = std::vector<std::pair<Table*, GradBuffer>>;
+  // One table's part of a push. Summed per key into `buffer`; or, when the
+  // table applies pushes at once (SSP, ASP) and the keys are strictly
+  // ascending (distinct), left in the request (`direct`, its `n` keys) and
+  // applied from there without a copy.
+  struct TableGrads {
+    Table* table = nullptr;
+    GradBuffer buffer;
+    const v1::TableValues* direct = nullptr;
+    size_t n = 0;
+  };
+  using Grads = std::vector<TableGrads>;
 
   absl::Status CheckVersion(uint64_t version) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks a push's tables, keys, lengths and values and gathers its
@@ -265,7 +274,7 @@ class Shard {
   // One table's part of an accepted push: applied now (SSP, ASP), or added to
   // the pushing worker's gradients of the request's iteration (BSP), moved
   // in whole when it is the worker's first piece of that iteration.
-  void ApplyOrHoldLocked(const v1::PushRequest& request, Table* table, GradBuffer* buffer)
+  void ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Joiner: applies (SSP/ASP) or buffers (BSP, also for an iteration this
   // server already closed: the caller applies it) a push forwarded while the

@@ -85,6 +85,17 @@ void SparseTable::Apply(const GradBuffer& grads) {
   }
 }
 
+void SparseTable::ApplyUnique(const std::string& keys, size_t n, const std::string& values) {
+  const float* g = reinterpret_cast<const float*>(values.data());
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t slot = FindOrCreate(KeyAt(keys, i));
+    const uint64_t off = static_cast<uint64_t>(slot) * width_;
+    optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_,
+                      g + i * width_, width_, ++steps_[slot]);
+  }
+}
+
 uint64_t SparseTable::NumKeys() const {
   absl::ReaderMutexLock lock(&mu_);
   return index_.size();

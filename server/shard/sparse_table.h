@@ -23,6 +23,8 @@ class SparseTable final : public Table {
       ABSL_LOCKS_EXCLUDED(mu_);
   void Gather(const std::string& keys, size_t n, const std::string& values,
               GradBuffer* buffer) const override;
+  void ApplyUnique(const std::string& keys, size_t n, const std::string& values) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override

@@ -72,6 +72,13 @@ absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
   return absl::OkStatus();
 }
 
+bool KeysAscending(const std::string& keys, size_t n) {
+  for (size_t i = 1; i < n; ++i) {
+    if (KeyAt(keys, i - 1) >= KeyAt(keys, i)) return false;
+  }
+  return true;
+}
+
 bool AllFinite(const char* floats, size_t n) {
   // A binary32 value is NaN or infinite exactly when its 8 exponent bits are
   // all ones (IEEE 754). Blocks of a fixed length vectorise at -O2; the bits

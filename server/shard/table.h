@@ -56,6 +56,12 @@ class Table {
   // Applies the optimizer once to every row of `grads`.
   virtual void Apply(const GradBuffer& grads) = 0;
 
+  // Applies a push whose `n` keys are all distinct straight from its bytes,
+  // in their order (keys checked; `values` as for Gather): the same updates,
+  // bit for bit, as Gather into an empty buffer and Apply, without copying
+  // the gradient.
+  virtual void ApplyUnique(const std::string& keys, size_t n, const std::string& values) = 0;
+
   // Keys (chunks or rows) held, and value bytes held.
   virtual uint64_t NumKeys() const = 0;
   virtual uint64_t NumValueBytes() const = 0;
@@ -108,6 +114,10 @@ absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
 
 // InvalidArgument naming the table when `values` (n floats) holds NaN or Inf
 // and the table's policy rejects them; names the first offending key.
+// True when the `n` keys at `keys` are strictly ascending, hence distinct
+// (the client sends a dense table's chunks in order). Thread-safe (pure).
+bool KeysAscending(const std::string& keys, size_t n);
+
 // True when none of the `n` float32 values at `floats` is NaN or infinite.
 // Thread-safe (pure).
 bool AllFinite(const char* floats, size_t n);
