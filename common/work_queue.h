@@ -45,7 +45,8 @@ class WorkQueue {
     return TakeLocked();
   }
 
-  // Pop waiting at most `timeout` (monotonic): nullopt also when none came.
+  // Pop waiting at most `timeout` (absl's timed wait, which ends at a
+  // wall-clock deadline): nullopt also when none came.
   std::optional<T> PopFor(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     mu_.AwaitWithTimeout(absl::Condition(this, &WorkQueue::ReadyLocked), timeout);

@@ -109,15 +109,19 @@ void DenseTable::Gather(const std::string& keys, size_t n, const std::string& va
   }
 }
 
+void DenseTable::ApplyChunkLocked(Key chunk, const float* grad, uint32_t length) {
+  Block& b = blocks_[BlockOf(chunk)];
+  const uint64_t off = chunk * chunk_size_ - b.first_element;
+  int64_t& step = b.steps[chunk - b.chunks.begin];
+  ++step;
+  optimizer_->Apply(b.values.data() + off, b.slots.data() + off * slots_per_element_, grad,
+                    length, step);
+}
+
 void DenseTable::Apply(const GradBuffer& grads) {
   absl::MutexLock lock(&mu_);
   for (const GradBuffer::Row& row : grads.rows()) {
-    Block& b = blocks_[BlockOf(row.key)];
-    const uint64_t off = row.key * chunk_size_ - b.first_element;
-    int64_t& step = b.steps[row.key - b.chunks.begin];
-    ++step;
-    optimizer_->Apply(b.values.data() + off, b.slots.data() + off * slots_per_element_,
-                      grads.RowData(row), row.length, step);
+    ApplyChunkLocked(row.key, grads.RowData(row), row.length);
   }
 }
 
@@ -127,12 +131,7 @@ void DenseTable::ApplyUnique(const std::string& keys, size_t n, const std::strin
   for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);
     const uint32_t len = ChunkLength(k);
-    Block& b = blocks_[BlockOf(k)];
-    const uint64_t off = k * chunk_size_ - b.first_element;
-    int64_t& step = b.steps[k - b.chunks.begin];
-    ++step;
-    optimizer_->Apply(b.values.data() + off, b.slots.data() + off * slots_per_element_, g, len,
-                      step);
+    ApplyChunkLocked(k, g, len);
     g += len;
   }
 }

@@ -42,6 +42,9 @@ class DenseTable final : public Table {
     std::vector<float> slots;   // S * values.size(), slot-major per chunk
     std::vector<int64_t> steps; // updates applied, per chunk
   };
+  // One optimizer step on chunk `chunk` with `length` floats of gradient.
+  void ApplyChunkLocked(Key chunk, const float* grad, uint32_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Floats in chunk `chunk`.
   uint32_t ChunkLength(Key chunk) const;
   // The block holding `chunk`, -1 when not held.

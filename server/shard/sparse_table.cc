@@ -75,25 +75,22 @@ uint32_t SparseTable::FindOrCreate(Key key) {
   return it->second;
 }
 
+void SparseTable::ApplyRowLocked(Key key, const float* grad) {
+  const uint32_t slot = FindOrCreate(key);
+  const uint64_t off = static_cast<uint64_t>(slot) * width_;
+  optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_, grad, width_,
+                    ++steps_[slot]);
+}
+
 void SparseTable::Apply(const GradBuffer& grads) {
   absl::MutexLock lock(&mu_);
-  for (const GradBuffer::Row& row : grads.rows()) {
-    const uint32_t slot = FindOrCreate(row.key);
-    const uint64_t off = static_cast<uint64_t>(slot) * width_;
-    optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_,
-                      grads.RowData(row), width_, ++steps_[slot]);
-  }
+  for (const GradBuffer::Row& row : grads.rows()) ApplyRowLocked(row.key, grads.RowData(row));
 }
 
 void SparseTable::ApplyUnique(const std::string& keys, size_t n, const std::string& values) {
   const float* g = reinterpret_cast<const float*>(values.data());
   absl::MutexLock lock(&mu_);
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t slot = FindOrCreate(KeyAt(keys, i));
-    const uint64_t off = static_cast<uint64_t>(slot) * width_;
-    optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_,
-                      g + i * width_, width_, ++steps_[slot]);
-  }
+  for (size_t i = 0; i < n; ++i) ApplyRowLocked(KeyAt(keys, i), g + i * width_);
 }
 
 uint64_t SparseTable::NumKeys() const {

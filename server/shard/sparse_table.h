@@ -37,6 +37,9 @@ class SparseTable final : public Table {
  private:
   // Slot of `key`, created from the initializer when absent.
   uint32_t FindOrCreate(Key key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One optimizer step on row `key` (created when absent) with `width_`
+  // floats of gradient.
+  void ApplyRowLocked(Key key, const float* grad) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const uint32_t width_;

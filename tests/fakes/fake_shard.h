@@ -92,8 +92,7 @@ class FakeShard final : public ShardChannel {
     {
       absl::MutexLock lock(&mu_);
       pulls_.push_back(*request);
-      std::optional<Failure> failure = NextFailureLocked(Rpc::kPull);
-      status = failure.has_value() ? failure->status : CheckMapLocked(request->map_version());
+      status = StatusLocked(Rpc::kPull, request->map_version());
       if (status.ok()) {
         response->set_min_clock(MinClockLocked());
         for (const v1::TableKeys& t : request->tables()) {
@@ -118,8 +117,7 @@ class FakeShard final : public ShardChannel {
     {
       absl::MutexLock lock(&mu_);
       clocks_.push_back(*request);
-      std::optional<Failure> failure = NextFailureLocked(Rpc::kClock);
-      status = failure.has_value() ? failure->status : CheckMapLocked(request->map_version());
+      status = StatusLocked(Rpc::kClock, request->map_version());
       if (status.ok()) {
         clock_of_[request->worker_id()] = request->clock();
         response->set_min_clock(MinClockLocked());
@@ -189,6 +187,12 @@ class FakeShard final : public ShardChannel {
     Failure f = queue.front();
     queue.pop_front();
     return f;
+  }
+
+  // A read's answer: the next scripted failure, else the map check.
+  grpc::Status StatusLocked(Rpc rpc, uint64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::optional<Failure> failure = NextFailureLocked(rpc);
+    return failure.has_value() ? failure->status : CheckMapLocked(version);
   }
 
   grpc::Status CheckMapLocked(uint64_t version) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
