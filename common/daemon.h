@@ -11,14 +11,26 @@
 
 namespace cairn {
 
-// Process exit codes shared by every binary.
+// Process exit codes shared by every binary (docs/deploy.md, "Exit codes").
+// Permanent: running the process again with the same input fails the same
+// way; a scheduler should fail the job. Retryable: a restart may succeed.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;         // the job itself failed
-inline constexpr int kExitBadConfig = 2;       // bad flags or YAML
-inline constexpr int kExitPortTaken = 3;       // cannot listen
-inline constexpr int kExitUnreachable = 4;     // coordinator unreachable / start-up timeout
-inline constexpr int kExitLostCoordinator = 5; // coordinator gone for too long
-inline constexpr int kExitDeclaredDead = 7;    // server: the coordinator declared it dead (fenced)
+inline constexpr int kExitFailure = 1;          // permanent: the job itself failed
+inline constexpr int kExitBadConfig = 2;        // permanent: bad flags, YAML or index
+inline constexpr int kExitPortTaken = 3;        // retryable: cannot listen
+inline constexpr int kExitUnreachable = 4;      // retryable: coordinator unreachable or its
+                                                // name unresolved; start-up barrier timed out
+inline constexpr int kExitLostCoordinator = 5;  // retryable: coordinator gone for too long
+inline constexpr int kExitWorkerLost = 6;       // permanent: coordinator, a worker lost under
+                                                // cluster.on_worker_loss: fail
+inline constexpr int kExitDeclaredDead = 7;     // retryable: server declared dead (fenced)
+inline constexpr int kExitAllWorkersLost = 8;   // permanent: coordinator, every worker lost
+inline constexpr int kExitDataLost = 9;         // permanent: coordinator, a replica group lost
+                                                // every copy and no checkpoint covers it
+inline constexpr int kExitJobFailed = 10;       // permanent: server or worker, the coordinator
+                                                // ended the job as failed
+inline constexpr int kExitIndexTaken = 11;      // retryable: another live process holds the
+                                                // index (ALREADY_EXISTS); free once its lease ends
 
 // Blocks SIGINT and SIGTERM in the calling thread and every thread it starts
 // afterwards; call first thing in main().

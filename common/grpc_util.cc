@@ -1,6 +1,7 @@
 #include "common/grpc_util.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include <algorithm>
 
@@ -9,6 +10,10 @@
 namespace cairn {
 
 absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options) {
+  // grpc.health.v1 on every server (Kubernetes' grpc probes, grpc_health_probe):
+  // SERVING from the start unless the owner says otherwise
+  // (SetServing below).
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &port);
@@ -32,6 +37,12 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options) 
   }
   out.port = port;
   return out;
+}
+
+void SetServing(grpc::Server* server, bool serving) {
+  if (grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
+    health->SetServingStatus(serving);
+  }
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int64_t max_message_bytes,

@@ -42,6 +42,11 @@ struct StartedServer {
 // taken or the address cannot be bound.
 absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options);
 
+// Sets what grpc.health.v1 answers for every service of `server` (started
+// by StartGrpcServer, which serves it): SERVING or NOT_SERVING. A server
+// restoring its state, or draining at a stop, is not serving. Thread-safe.
+void SetServing(grpc::Server* server, bool serving);
+
 // An insecure channel to `address` with Cairn's limits and keepalive. With
 // `dead_after` > 0 (the data path: the job's lease_timeout) the channel pings
 // every dead_after / 2 and drops a connection whose ping is not answered

@@ -20,6 +20,7 @@
 #include "absl/strings/str_replace.h"
 #include "common/config/job_config.h"
 #include "common/daemon.h"
+#include "common/identity.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "kernels/backend.h"
@@ -85,6 +86,8 @@ int TrainingExitCode(const absl::Status& status) {
     case absl::StatusCode::kDeadlineExceeded:
     case absl::StatusCode::kAborted:
       return kExitLost;
+    case absl::StatusCode::kCancelled:  // the coordinator ended the job as failed
+      return kExitJobFailed;
     default:
       return kExitFailed;
   }
@@ -99,6 +102,9 @@ struct Session {
   std::unique_ptr<MetricsServer> metrics_server;
   std::unique_ptr<WorkerMetrics> metrics;
   std::unique_ptr<ProgressReporter> progress;
+#ifdef CAIRN_WORKER_HAS_CLIENT
+  std::unique_ptr<Client> client;  // cluster mode: registered before the data loads
+#endif
 };
 
 // Also sets up the console progress (a bar on a terminal, logfmt lines
@@ -158,11 +164,33 @@ int RunLocal(Session& s, const Flags& flags) {
                 RunInfo{"local", s.backend->Describe(), 0, 1, s.config.training.batch_size});
 }
 
-int RunWithCluster(Session& s, const Flags& flags) {
 #ifdef CAIRN_WORKER_HAS_CLIENT
+// Registers with the coordinator first, before the data and the model load,
+// so that a refused index (ALREADY_EXISTS: another live worker holds it),
+// an index out of range or a coordinator that cannot be reached ends the
+// process within seconds. Returns 0 or the exit code.
+int ConnectToCluster(Session& s, const Flags& flags) {
+  const EnvLookup env = ProcessEnv();
+  // --coordinator (or --set cluster.coordinator=) is already in the config.
+  const bool coordinator_flag =
+      std::any_of(flags.overrides.begin(), flags.overrides.end(), [](const std::string& o) {
+        return o.rfind("cluster.coordinator=", 0) == 0;
+      });
+  absl::StatusOr<Sourced> coordinator = ResolveCoordinator(
+      coordinator_flag ? s.config.cluster.coordinator : "", s.config.cluster.coordinator, env);
+  if (!coordinator.ok()) return Fail(kExitConfig, coordinator.status());
+  absl::StatusOr<ResolvedIndex> index =
+      ResolveIndex("worker", flags.worker_id, "--worker-id", s.config.cluster.workers, env);
+  if (!index.ok()) return Fail(kExitConfig, index.status());
+  if (!index->source.empty()) LOG_INFO("worker index {} from {}", index->index, index->source);
+  if (absl::Status resolved =
+          WaitUntilResolvable(coordinator->value, coordinator->source, absl::Seconds(10));
+      !resolved.ok()) {
+    return Fail(kExitUnreachable, resolved);
+  }
   ClientOptions options;
-  options.coordinator = s.config.cluster.coordinator;
-  options.worker_id = flags.worker_id;
+  options.coordinator = coordinator->value;
+  options.worker_id = index->index;
   options.connect_timeout = s.config.cluster.startup_timeout;
   options.rpc_deadline = s.config.rpc.deadline;
   if (s.metrics_server != nullptr) {
@@ -172,20 +200,31 @@ int RunWithCluster(Session& s, const Flags& flags) {
   LOG_INFO("connecting to coordinator {}", options.coordinator);
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
   if (!client.ok()) {
-    const bool bad_options = client.status().code() == absl::StatusCode::kInvalidArgument;
-    return Fail(bad_options ? kExitConfig : kExitUnreachable, client.status());
+    const absl::Status& st = client.status();
+    return Fail(absl::IsInvalidArgument(st)        ? kExitConfig
+                : absl::IsAlreadyExists(st)        ? kExitIndexTaken
+                : absl::IsFailedPrecondition(st) || absl::IsCancelled(st) ? kExitJobFailed
+                                                   : kExitUnreachable,
+                st);
   }
-  const int worker = static_cast<int>((*client)->worker_id());
-  const int workers = static_cast<int>((*client)->job().num_workers());
-  LOG_INFO("worker {} of {}", worker, workers);
+  s.client = *std::move(client);
+  LOG_INFO("worker {} of {}", s.client->worker_id(), s.client->job().num_workers());
+  return kExitOk;
+}
+#endif
+
+int RunWithCluster(Session& s, const Flags& flags) {
+#ifdef CAIRN_WORKER_HAS_CLIENT
+  const int worker = static_cast<int>(s.client->worker_id());
+  const int workers = static_cast<int>(s.client->job().num_workers());
   absl::StatusOr<std::unique_ptr<PsParameterStore>> store =
-      PsParameterStore::Create(client->get(), s.tables, s.mlp->num_params());
+      PsParameterStore::Create(s.client.get(), s.tables, s.mlp->num_params());
   if (!store.ok()) return Fail(kExitConfig, store.status());
   absl::StatusOr<TrainingSummary> summary = Train(*s.mlp, **store, s.data.train, s.data.test,
                                                   MakeTrainerOptions(s, flags, worker, workers));
   s.progress->Finish();  // before any message, so it starts on a line of its own
   if (!summary.ok()) return Fail(TrainingExitCode(summary.status()), summary.status());
-  absl::Status left = (*client)->Finish();
+  absl::Status left = s.client->Finish();
   if (!left.ok()) LOG_WARN("leaving the job: {}", left.ToString());
   return Finish(
       s, flags, *summary,
@@ -211,6 +250,27 @@ int Run(const Flags& flags) {
            flags.config, s.config.config_hash, flags.local ? "local" : "cluster",
            absl::StrJoin(t.layers, "-"), t.batch_size, t.epochs, t.max_steps, t.seed);
 
+  const bool metrics_flag =
+      std::any_of(flags.overrides.begin(), flags.overrides.end(),
+                  [](const std::string& o) { return o.rfind("metrics.", 0) == 0; });
+  if (!flags.local || metrics_flag) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> server =
+        MetricsServer::Start(s.config.metrics.host, s.config.metrics.port, "worker");
+    if (!server.ok()) {
+      return Fail(
+          server.status().code() == absl::StatusCode::kUnavailable ? kExitPortTaken : kExitConfig,
+          server.status());
+    }
+    s.metrics_server = *std::move(server);
+    s.metrics = std::make_unique<WorkerMetrics>(s.metrics_server->registry());
+    LOG_INFO("metrics on http://{}/metrics", s.metrics_server->address());
+  }
+#ifdef CAIRN_WORKER_HAS_CLIENT
+  if (!flags.local) {
+    if (const int code = ConnectToCluster(s, flags); code != kExitOk) return code;
+  }
+#endif
+
   absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(t.device);
   if (!backend.ok()) return Fail(SetupExitCode(backend.status()), backend.status());
   s.backend = *std::move(backend);
@@ -231,21 +291,6 @@ int Run(const Flags& flags) {
   if (!tables.ok()) return Fail(kExitConfig, tables.status());
   s.tables = *std::move(tables);
 
-  const bool metrics_flag =
-      std::any_of(flags.overrides.begin(), flags.overrides.end(),
-                  [](const std::string& o) { return o.rfind("metrics.", 0) == 0; });
-  if (!flags.local || metrics_flag) {
-    absl::StatusOr<std::unique_ptr<MetricsServer>> server =
-        MetricsServer::Start(s.config.metrics.host, s.config.metrics.port, "worker");
-    if (!server.ok()) {
-      return Fail(
-          server.status().code() == absl::StatusCode::kUnavailable ? kExitPortTaken : kExitConfig,
-          server.status());
-    }
-    s.metrics_server = *std::move(server);
-    s.metrics = std::make_unique<WorkerMetrics>(s.metrics_server->registry());
-    LOG_INFO("metrics on http://{}/metrics", s.metrics_server->address());
-  }
   return flags.local ? RunLocal(s, flags) : RunWithCluster(s, flags);
 }
 
@@ -261,10 +306,15 @@ int main(int argc, char** argv) {
   app.footer(
       "--set and the flags marked \"overrides\" change the config file's values.\n"
       "Exit codes: 0 done; 1 training failed; 2 bad flags, config, data or device; 3 metrics "
-      "port taken; 4 coordinator unreachable or start-up barrier timed out; 5 cluster lost.");
+      "port taken; 4 coordinator unreachable, its name unresolved, or start-up barrier timed "
+      "out; 5 cluster lost; 10 the coordinator ended the job as failed; 11 the worker index is "
+      "held by a live worker. docs/deploy.md, \"Exit codes\".");
   app.add_option("--config", flags.config, "job YAML file")->required();
   app.add_flag("--local", flags.local, "train in this process, without servers");
-  app.add_option("--worker-id", flags.worker_id, "worker id to ask for (default: assigned)")
+  app.add_option("--worker-id", flags.worker_id,
+                 "worker id to ask for (default: $CAIRN_INDEX, $JOB_COMPLETION_INDEX, the "
+                 "StatefulSet ordinal, $SLURM_PROCID - $CAIRN_INDEX_OFFSET, else assigned; "
+                 "docs/deploy.md)")
       ->check(CLI::Range(0, 1 << 30));
   app.add_option("--summary", flags.summary, "write a JSON summary here when done");
   app.add_option("--trace-loss", flags.trace_loss, "keep the first N step losses in the summary")

@@ -112,6 +112,8 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("cluster.rereplication_delay", FormatDurationForConfig(c.cluster.rereplication_delay));
   out.Add("cluster.on_worker_loss", WorkerLossPolicyName(c.cluster.on_worker_loss));
   out.Add("cluster.state_dir", c.cluster.state_dir.empty() ? kNoStateDir : c.cluster.state_dir);
+  out.Add("cluster.exit_when_done", c.cluster.exit_when_done ? "true" : "false");
+  out.Add("cluster.shutdown_grace", FormatDurationForConfig(c.cluster.shutdown_grace));
   out.Add("rpc.max_message_size", FormatSizeForConfig(c.rpc.max_message_bytes));
   out.Add("rpc.request_split_size", FormatSizeForConfig(c.rpc.request_split_bytes));
   out.Add("rpc.deadline", FormatDurationForConfig(c.rpc.deadline));

@@ -37,7 +37,7 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
                                    {"coordinator", "servers", "workers", "partitions",
                                     "lease_timeout", "heartbeat_interval", "startup_timeout",
                                     "replication", "rereplication_delay", "on_worker_loss",
-                                    "state_dir"}));
+                                    "state_dir", "exit_when_done", "shutdown_grace"}));
   RETURN_IF_ERROR(r.String("coordinator", /*non_empty=*/true, &c->coordinator));
   if (r.Has("coordinator")) {
     absl::StatusOr<HostPort> hp = ParseHostPort(c->coordinator, r.Path("coordinator"));
@@ -71,6 +71,8 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
   std::string loss = WorkerLossPolicyName(c->on_worker_loss);
   RETURN_IF_ERROR(r.Choice("on_worker_loss", {"continue", "fail"}, &loss));
   c->on_worker_loss = loss == "fail" ? WorkerLossPolicy::kFail : WorkerLossPolicy::kContinue;
+  RETURN_IF_ERROR(r.Bool("exit_when_done", &c->exit_when_done));
+  RETURN_IF_ERROR(r.Duration("shutdown_grace", absl::ZeroDuration(), &c->shutdown_grace));
   return absl::OkStatus();
 }
 

@@ -55,6 +55,16 @@ struct ClusterConfig {
   // persistence (unset without checkpoint.dir, or `none`).
   std::string state_dir;
   bool state_dir_set = false;      // the YAML (or an override) named state_dir
+  // When every worker has finished and left: the coordinator takes a final
+  // checkpoint (with checkpoint.dir), tells the servers to stop, they exit
+  // 0, and it exits 0 last. false: servers and coordinator stay up for
+  // workers to come and go until they are stopped.
+  bool exit_when_done = true;
+  // How long a stop may take: a SIGTERM's drain (requests in flight answered,
+  // queued checkpoints written) and, at the job's end, the final checkpoint
+  // and the servers' exit. Set Kubernetes' terminationGracePeriodSeconds
+  // (and Slurm's KillWait) at least this long.
+  absl::Duration shutdown_grace = absl::Seconds(30);
 };
 
 // The cluster.state_dir value that turns persistence off.

@@ -31,6 +31,7 @@
 #include "server/coordinator/coordinator_metrics.h"
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/job_end.h"
 #include "server/coordinator/lease_expirer.h"
 #include "server/coordinator/worker_loss.h"
 
@@ -50,21 +51,22 @@ struct Flags {
 
 // Fails the job when the start-up barrier is not passed within
 // `startup_timeout` (B12: nobody should wait forever for a member that never
-// comes): logs the missing ids and sets `*failed`, which ends the main wait.
+// comes): names the missing ids and fails the job through `job_end`, which
+// tells the members that came and ends the main wait.
 class StartupWatchdog {
  public:
-  // state must outlive this.
-  StartupWatchdog(const CoordinatorState* state, absl::Duration startup_timeout,
-                  std::atomic<bool>* failed)
-      : thread_([state, startup_timeout, failed, this] {
+  // state and job_end must outlive this.
+  StartupWatchdog(const CoordinatorState* state, absl::Duration startup_timeout, JobEnd* job_end)
+      : thread_([state, startup_timeout, job_end, this] {
           if (state->WaitUntilReady(startup_timeout) || stopping_.load()) return;
           const CoordinatorState::Missing missing = state->MissingMembers();
-          LOG_ERROR(
-              "start-up barrier not passed within {} (cluster.startup_timeout): missing server "
-              "ids [{}], missing worker ids [{}]; failing the job",
-              absl::FormatDuration(startup_timeout), absl::StrJoin(missing.servers, ", "),
-              absl::StrJoin(missing.workers, ", "));
-          failed->store(true);
+          job_end->Fail(kExitUnreachable,
+                        absl::StrCat("start-up barrier not passed within ",
+                                     absl::FormatDuration(startup_timeout),
+                                     " (cluster.startup_timeout): missing server ids [",
+                                     absl::StrJoin(missing.servers, ", "),
+                                     "], missing worker ids [",
+                                     absl::StrJoin(missing.workers, ", "), "]"));
         }) {}
   // The caller must have called CoordinatorState::Shutdown(), which ends the wait.
   ~StartupWatchdog() { thread_.join(); }
@@ -196,16 +198,19 @@ int Run(const Flags& flags) {
   }
   const absl::Duration expiry_period =
       std::max(absl::Milliseconds(job.heartbeat_interval_ms()) / 2, absl::Milliseconds(10));
-  // Set by the start-up watchdog or a worker loss under on_worker_loss: fail;
-  // ends the main wait.
-  std::atomic<bool> must_stop{false};
-  std::atomic<bool> worker_lost{false};
+  // Set once the job has ended (job_end.h): finished, or failed by its own
+  // verdict, a worker loss under on_worker_loss: fail, or the start-up
+  // watchdog. Ends the main wait.
+  std::atomic<bool> ended{false};
+  JobEnd::Options end_options;
+  end_options.exit_when_done = config->cluster.exit_when_done;
+  end_options.shutdown_grace = config->cluster.shutdown_grace;
+  JobEnd job_end(&state, driver.get(), end_options, &ended);
   WorkerLossHandler loss_handler(config->cluster.on_worker_loss);
   LeaseExpirer expirer(&state, expiry_period,
                        [&](const std::vector<MemberRecord>& expired) {
-                         if (loss_handler.Handle(expired)) {
-                           worker_lost.store(true);
-                           must_stop.store(true);
+                         if (std::optional<std::string> cause = loss_handler.Handle(expired)) {
+                           job_end.Fail(kExitWorkerLost, *cause);
                          }
                        });
 
@@ -228,14 +233,15 @@ int Run(const Flags& flags) {
   {
     std::optional<StartupWatchdog> watchdog;
     if (config->cluster.startup_timeout > absl::ZeroDuration()) {
-      watchdog.emplace(&state, config->cluster.startup_timeout, &must_stop);
+      watchdog.emplace(&state, config->cluster.startup_timeout, &job_end);
     }
-    const int sig = WaitForTermination(&must_stop);
+    const int sig = WaitForTermination(&ended);
     if (sig != 0) {
       LOG_INFO("received {}; shutting down", strsignal(sig));
     } else {
-      exit_code = worker_lost.load() ? kExitWorkerLost : kExitUnreachable;
+      exit_code = job_end.exit_code();
     }
+    job_end.Stop();
     if (watchdog) watchdog->Stopping();
     state.Shutdown();  // releases WatchPartitionMap calls and the watchdog
   }
@@ -286,11 +292,13 @@ int main(int argc, char** argv) {
                "(which is dropped; checkpoint records stay). Without it a coordinator resumes "
                "the stored job of the same config and refuses another job's (exit 2)");
   app.footer(
-      "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 failure; 2 bad config or flags, a "
+      "Exit codes: 0 the job finished (every worker finished and left; servers stopped) or "
+      "SIGTERM/SIGINT; 1 failure, or the final checkpoint failed; 2 bad config or flags, a "
       "checkpoint to resume from that is missing, damaged or does not fit the job, or "
-      "cluster.state_dir holding another job's state; "
-      "3 address in use; 4 start-up barrier not passed within cluster.startup_timeout; "
-      "6 a worker was lost and cluster.on_worker_loss is fail.");
+      "cluster.state_dir holding another job's state; 3 address in use; 4 start-up barrier "
+      "not passed within cluster.startup_timeout; 6 a worker was lost and "
+      "cluster.on_worker_loss is fail; 8 every worker was lost; 9 a replica group lost every "
+      "copy and no checkpoint covers it. docs/deploy.md, \"Exit codes\".");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

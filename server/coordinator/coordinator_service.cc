@@ -5,6 +5,15 @@
 #include "common/status_conversion.h"
 
 namespace cairn {
+namespace {
+
+void SetEnding(const CoordinatorState& state, v1::GetPartitionMapResponse* response) {
+  auto [job_state, reason] = state.Ending();
+  response->set_job_state(job_state);
+  response->set_job_end_reason(std::move(reason));
+}
+
+}  // namespace
 
 CoordinatorService::CoordinatorService(CoordinatorState* state, CoordinatorMetrics* metrics,
                                        CheckpointRegistry* registry, CheckpointDriver* driver)
@@ -50,7 +59,9 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_lease_ms(absl::ToInt64Milliseconds(result->lease));
   response->set_map_version(result->map_version);
-  response->set_job_done(false);
+  response->set_job_state(result->job_state);
+  response->set_job_done(result->job_state != v1::JOB_STATE_RUNNING);
+  response->set_job_end_reason(result->job_end_reason);
   return grpc::Status::OK;
 }
 
@@ -60,6 +71,7 @@ grpc::Status CoordinatorService::GetPartitionMap(grpc::ServerContext*,
   Count("GetPartitionMap");
   *response->mutable_map() = state_->Map();
   *response->mutable_job() = state_->job();
+  SetEnding(*state_, response);
   return grpc::Status::OK;
 }
 
@@ -71,6 +83,7 @@ grpc::Status CoordinatorService::WatchPartitionMap(grpc::ServerContext*,
       std::clamp(absl::Milliseconds(request->wait_ms()), absl::ZeroDuration(), kMaxWatchWait);
   *response->mutable_map() = state_->WaitForMap(request->known_version(), wait);
   *response->mutable_job() = state_->job();
+  SetEnding(*state_, response);
   return grpc::Status::OK;
 }
 

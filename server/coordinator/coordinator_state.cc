@@ -114,6 +114,11 @@ absl::StatusOr<CoordinatorState::Registration> CoordinatorState::Register(
         " for the members of its stored job (map version ", map_.version(),
         ") to re-attach; retry"));
   }
+  if (job_state_ != v1::JOB_STATE_RUNNING) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the job is over (", job_state_ == v1::JOB_STATE_FINISHED ? "finished" : "failed",
+        job_end_reason_.empty() ? "" : ": ", job_end_reason_, "); it takes no new members"));
+  }
   LeaseTable::RegisterArgs args = given;
   if (args.role == v1::MEMBER_ROLE_WORKER && ready_) {
     args.start_clock = MinLiveWorkerClockLocked(
@@ -175,7 +180,24 @@ absl::StatusOr<CoordinatorState::HeartbeatResult> CoordinatorState::Heartbeat(
       pending_failovers_.erase(pending);
     }
   }
-  return HeartbeatResult{leases_.lease_timeout(), map_.version()};
+  return HeartbeatResult{leases_.lease_timeout(), map_.version(), job_state_, job_end_reason_};
+}
+
+void CoordinatorState::EndJob(v1::JobState state, const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (job_state_ != v1::JOB_STATE_RUNNING) return;
+  job_state_ = state;
+  job_end_reason_ = reason;
+}
+
+std::pair<v1::JobState, std::string> CoordinatorState::Ending() const {
+  absl::MutexLock lock(&mu_);
+  return {job_state_, job_end_reason_};
+}
+
+std::vector<uint32_t> CoordinatorState::UnrecoverableGroups() const {
+  absl::MutexLock lock(&mu_);
+  return {unrecoverable_groups_.begin(), unrecoverable_groups_.end()};
 }
 
 void CoordinatorState::NoteReattachedLocked(v1::MemberRole role, uint32_t id) {
@@ -313,7 +335,7 @@ v1::PartitionMap CoordinatorState::WaitForMap(uint64_t known_version,
                                               absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto changed = [this, known_version]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return shutdown_ || map_.version() > known_version;
+    return shutdown_ || job_state_ != v1::JOB_STATE_RUNNING || map_.version() > known_version;
   };
   mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
   return map_;
@@ -523,9 +545,11 @@ void CoordinatorState::RestoreLostGroupsLocked(
     for (uint32_t b : a.backups()) live |= alive.contains(b);
     if (!live) lost.insert(a.group());
   }
-  if (lost.empty() || alive.empty()) return;
+  if (lost.empty()) return;
   const std::optional<v1::CheckpointRecord> record =
       checkpoint_source_ ? checkpoint_source_() : std::nullopt;
+  if (!record.has_value()) unrecoverable_groups_.insert(lost.begin(), lost.end());
+  if (alive.empty()) return;  // with a checkpoint: restored onto the next server to come
   if (!record.has_value()) {
     LOG_ERROR("replica groups [{}] lost every copy and there is no complete checkpoint to "
               "restore them from: their partitions stay on dead servers",

@@ -51,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cairn/v1/coordinator.pb.h"
 #include "cairn/v1/types.pb.h"
 #include "common/time_source.h"
 #include "server/coordinator/coordinator_metrics.h"
@@ -100,6 +101,8 @@ class CoordinatorState {
   struct HeartbeatResult {
     absl::Duration lease;   // granted from now
     uint64_t map_version = 0;
+    v1::JobState job_state = v1::JOB_STATE_RUNNING;  // as EndJob set it
+    std::string job_end_reason;
   };
   // Renews the lease; `clock` is a worker's current clock (ignored for
   // servers and when negative); `map_version` the map version the member
@@ -143,7 +146,7 @@ class CoordinatorState {
 
   // Long poll: returns the map as soon as its version exceeds `known_version`,
   // or when `timeout` (real time, not the TimeSource) has passed, or at
-  // Shutdown(), whichever comes first.
+  // Shutdown() or EndJob(), whichever comes first.
   v1::PartitionMap WaitForMap(uint64_t known_version, absl::Duration timeout) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -177,6 +180,17 @@ class CoordinatorState {
     std::vector<uint32_t> workers;
   };
   Missing MissingMembers() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Announces how the job ended (FINISHED or FAILED, with the cause) in
+  // every heartbeat answer from now on (job_end.h). The first call wins.
+  void EndJob(v1::JobState state, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Replica groups that lost every copy after the start-up barrier when no
+  // complete checkpoint could restore them: their values are gone.
+  std::vector<uint32_t> UnrecoverableGroups() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // What EndJob announced: RUNNING and "" before.
+  std::pair<v1::JobState, std::string> Ending() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Wakes every WaitForMap and WaitUntilReady now and makes later ones return
   // at once.
@@ -251,6 +265,9 @@ class CoordinatorState {
   v1::PartitionMap map_ ABSL_GUARDED_BY(mu_);
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  v1::JobState job_state_ ABSL_GUARDED_BY(mu_) = v1::JOB_STATE_RUNNING;
+  std::string job_end_reason_ ABSL_GUARDED_BY(mu_);
+  std::set<uint32_t> unrecoverable_groups_ ABSL_GUARDED_BY(mu_);
   Restoring restoring_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, PendingFailover> pending_failovers_ ABSL_GUARDED_BY(mu_);  // by promoted id
   // Replica groups short of copies, and since when (rereplication_delay).

@@ -1,5 +1,6 @@
 #include "server/coordinator/resume.h"
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <utility>
@@ -46,6 +47,14 @@ absl::Status CheckResumePoint(const v1::CheckpointRecord& record, const v1::JobS
   }
   for (const auto& [key, pieces] : stores) {
     const std::string store = checkpoint::ServerStoreDir(dir, key.first);
+    std::error_code error;
+    if (!std::filesystem::is_directory(store, error)) {
+      return absl::NotFoundError(absl::StrCat(
+          "checkpoint record ", record.id(), " names server ", key.first, "'s store ", store,
+          ", which this coordinator cannot see: checkpoint.dir must be one filesystem that "
+          "the coordinator and every server mount (NFS or Lustre under Slurm, a "
+          "ReadWriteMany volume on Kubernetes; docs/deploy.md, \"Checkpoints on a cluster\")"));
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::CheckpointReader> reader,
                      checkpoint::CheckpointReader::Open(store));
     ASSIGN_OR_RETURN(std::vector<checkpoint::Manifest> manifests, reader->List());

@@ -6,8 +6,8 @@
 
 namespace cairn {
 
-bool WorkerLossHandler::Handle(const std::vector<MemberRecord>& expired) {
-  bool fail = false;
+std::optional<std::string> WorkerLossHandler::Handle(const std::vector<MemberRecord>& expired) {
+  std::optional<std::string> fail;
   for (const MemberRecord& m : expired) {
     if (m.role != v1::MEMBER_ROLE_WORKER) continue;
     {
@@ -19,7 +19,10 @@ bool WorkerLossHandler::Handle(const std::vector<MemberRecord>& expired) {
           "worker {} lost at clock {} (lease expired, no clean leave); cluster.on_worker_loss is "
           "fail: failing the job",
           m.id, m.clock);
-      fail = true;
+      if (!fail.has_value()) {
+        fail = absl::StrCat("worker ", m.id, " was lost at clock ", m.clock,
+                            " and cluster.on_worker_loss is fail");
+      }
     } else {
       LOG_WARN(
           "worker {} lost at clock {} (lease expired, no clean leave): its data shard is "

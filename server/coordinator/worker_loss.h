@@ -10,9 +10,10 @@
 //             cairn_coordinator_members{role="worker",state="dead"} and in
 //             the coordinator's closing "job summary" log line.
 //   fail      log an error naming the worker and its clock and report that
-//             the job must fail; cairn-coordinator then exits with
-//             kExitWorkerLost, which stops a cairn-launch job (any daemon
-//             ending fails the job) or tells the job's supervisor.
+//             the job must fail; cairn-coordinator then fails the job
+//             (job_end.h: the members are told and exit) and exits with
+//             kExitWorkerLost, which stops a cairn-launch job or tells the
+//             job's scheduler.
 //
 // Field case B16: a job must never "succeed" silently without a worker.
 //
@@ -20,6 +21,7 @@
 #ifndef CAIRN_SERVER_COORDINATOR_WORKER_LOSS_H_
 #define CAIRN_SERVER_COORDINATOR_WORKER_LOSS_H_
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,20 +29,18 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/config/job_config.h"
+#include "common/daemon.h"
 #include "server/coordinator/lease_table.h"
 
 namespace cairn {
-
-// cairn-coordinator's exit code when a worker was lost under `fail`.
-inline constexpr int kExitWorkerLost = 6;
 
 class WorkerLossHandler {
  public:
   explicit WorkerLossHandler(WorkerLossPolicy policy) : policy_(policy) {}
 
   // Logs and records each worker of `expired` (servers are ignored) as the
-  // policy says. Returns true when the job must fail.
-  bool Handle(const std::vector<MemberRecord>& expired) ABSL_LOCKS_EXCLUDED(mu_);
+  // policy says. Returns the cause when the job must fail, else nullopt.
+  std::optional<std::string> Handle(const std::vector<MemberRecord>& expired) ABSL_LOCKS_EXCLUDED(mu_);
 
   // One line for the coordinator's exit: "job summary: workers finished
   // [0, 1]; workers lost [worker 3 at clock 50]; still running []", from

@@ -121,6 +121,25 @@ void Incarnation::End(IncarnationEnd end) {
   if (must_stop_ != nullptr) must_stop_->store(true);
 }
 
+bool Incarnation::JobEnded(v1::JobState state, const std::string& reason) {
+  if (state != v1::JOB_STATE_FINISHED && state != v1::JOB_STATE_FAILED) return false;
+  // Heartbeat and watch threads may both see it: the first one reports.
+  if (job_ended_.exchange(true)) return true;
+  if (state == v1::JOB_STATE_FINISHED) {
+    LOG_INFO("the coordinator announced the job finished: server {} stops", server_id_);
+    End(IncarnationEnd::kJobFinished);
+  } else {
+    {
+      absl::MutexLock lock(&reason_mu_);
+      job_end_reason_ = reason;
+    }
+    LOG_ERROR("the coordinator ended the job as failed ({}): server {} stops", reason,
+              server_id_);
+    End(IncarnationEnd::kJobFailed);
+  }
+  return true;
+}
+
 void Incarnation::RenewLeases() {
   const v1::JobSpec& job = registered_.job();
   const bool fencing = job.replication() > 1;
@@ -141,6 +160,7 @@ void Incarnation::RenewLeases() {
     if (r.ok()) {
       last_ok = MonotonicNow();
       if (fencing) shard_->SetLeaseDeadline(sent + fence);
+      if (JobEnded(r->job_state(), r->job_end_reason())) return;
     } else if (absl::IsNotFound(r.status())) {
       // Declared dead: a backup may serve this server's groups now, with
       // pushes this server never saw. Refuse everything from this moment.
@@ -170,6 +190,7 @@ void Incarnation::WatchMap() {
       SleepUnlessStopped(absl::Milliseconds(200), stop_);
       continue;
     }
+    if (JobEnded(r->job_state(), r->job_end_reason())) return;
     if (!r->map().ready()) waiting_version = std::max(waiting_version, r->map().version());
     if (absl::Status s = shard_->InstallMap(r->map()); !s.ok()) {
       LOG_ERROR("cannot install partition map version {}: {}", r->map().version(), s.message());

@@ -19,9 +19,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/v1/coordinator.pb.h"
 #include "server/shard/rpc/parameter_service.h"
@@ -42,6 +45,8 @@ enum class IncarnationEnd {
   kDeclaredDead,     // the coordinator answered a heartbeat with NOT_FOUND
   kLostCoordinator,  // no heartbeat answered for max(10 s, 4 leases)
   kFailed,           // the first ready partition map could not be installed
+  kJobFinished,      // the coordinator announced the job finished: leave, exit 0
+  kJobFailed,        // the coordinator announced the job failed (job_end_reason())
 };
 
 class Incarnation {
@@ -82,6 +87,12 @@ class Incarnation {
 
   uint32_t server_id() const { return server_id_; }
 
+  // kJobFailed: the cause the coordinator gave.
+  std::string job_end_reason() const ABSL_LOCKS_EXCLUDED(reason_mu_) {
+    absl::MutexLock lock(&reason_mu_);
+    return job_end_reason_;
+  }
+
  private:
   Incarnation(const Context& context, const v1::RegisterServerResponse& registered,
               absl::Time registering);
@@ -89,6 +100,9 @@ class Incarnation {
   void WatchMap();
   void ExpireWaiters();
   void End(IncarnationEnd end);
+  // When `state` (from a heartbeat or watch answer) says the job is over,
+  // ends the incarnation as kJobFinished or kJobFailed and returns true.
+  bool JobEnded(v1::JobState state, const std::string& reason);
 
   const Context context_;
   const v1::RegisterServerResponse registered_;
@@ -104,6 +118,9 @@ class Incarnation {
   std::shared_ptr<const ParameterService::Attached> attached_;
 
   std::atomic<bool>* must_stop_ = nullptr;
+  std::atomic<bool> job_ended_{false};
+  mutable absl::Mutex reason_mu_;
+  std::string job_end_reason_ ABSL_GUARDED_BY(reason_mu_);
   std::atomic<bool> stop_{false};
   std::atomic<IncarnationEnd> end_{IncarnationEnd::kStopped};
   bool stopped_ = false;

@@ -15,6 +15,7 @@
 #include "common/coordinator_client.h"
 #include "common/daemon.h"
 #include "common/grpc_util.h"
+#include "common/identity.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/net.h"
@@ -27,6 +28,9 @@
 
 namespace cairn {
 namespace {
+
+// How long the coordinator's host name may take to appear in DNS.
+constexpr absl::Duration kResolveTimeout = absl::Seconds(10);
 
 struct Flags {
   std::string config;
@@ -47,13 +51,26 @@ int Run(const Flags& flags) {
     std::cerr << "cairn-server: " << config.status().message() << "\n";
     return kExitBadConfig;
   }
-  if (!flags.coordinator.empty()) {
-    absl::StatusOr<HostPort> hp = ParseHostPort(flags.coordinator, "--coordinator");
-    if (!hp.ok()) {
-      std::cerr << "cairn-server: " << hp.status().message() << "\n";
-      return kExitBadConfig;
-    }
-    config->cluster.coordinator = flags.coordinator;
+  const EnvLookup env = ProcessEnv();
+  absl::StatusOr<Sourced> coordinator_address =
+      ResolveCoordinator(flags.coordinator, config->cluster.coordinator, env);
+  if (!coordinator_address.ok()) {
+    std::cerr << "cairn-server: " << coordinator_address.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  config->cluster.coordinator = coordinator_address->value;
+  absl::StatusOr<ResolvedIndex> index =
+      ResolveIndex("server", flags.server_id, "--server-id", config->cluster.servers, env);
+  if (!index.ok()) {
+    std::cerr << "cairn-server: " << index.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  if (!index->source.empty()) LOG_INFO("server index {} from {}", index->index, index->source);
+  if (absl::Status s = WaitUntilResolvable(config->cluster.coordinator, coordinator_address->source,
+                                           kResolveTimeout);
+      !s.ok()) {
+    std::cerr << "cairn-server: " << s.message() << "\n";
+    return kExitUnreachable;
   }
   absl::StatusOr<HostPort> listen = ParseHostPort(flags.listen, "--listen", true);
   if (!listen.ok()) {
@@ -82,7 +99,8 @@ int Run(const Flags& flags) {
     std::cerr << "cairn-server: " << started.status().message() << "\n";
     return kExitPortTaken;
   }
-  const std::string advertise_host = flags.advertise.empty() ? listen->host : flags.advertise;
+  const std::string advertise_host =
+      ResolveAdvertiseHost(flags.advertise, listen->host, env).value;
   // Field case B20: never register an address other hosts cannot dial.
   const std::string coordinator_host =
       ParseHostPort(config->cluster.coordinator, "cluster.coordinator")->host;
@@ -92,9 +110,10 @@ int Run(const Flags& flags) {
     std::cerr << "cairn-server: would advertise " << advertise_host
               << ", which workers on other hosts cannot reach (coordinator at "
               << config->cluster.coordinator
-              << "); set --advertise to this host's routable address\n";
+              << "); set --advertise (or CAIRN_ADVERTISE_HOST) to this host's routable address\n";
     return kExitBadConfig;
   }
+  SetServing(started->server.get(), false);  // until registered and serving its shard
   const std::string address = FormatHostPort(advertise_host, started->port);
   LOG_INFO("serving ParameterService on {} (max message {} bytes), /metrics on {}", address,
            config->rpc.max_message_bytes, (*metrics_server)->address());
@@ -104,7 +123,7 @@ int Run(const Flags& flags) {
   v1::RegisterServerRequest reg;
   reg.set_address(address);
   reg.set_metrics_address((*metrics_server)->address());
-  reg.set_requested_id(flags.server_id);
+  reg.set_requested_id(index->index);
   const Incarnation::Context context{&*config, &coordinator, &metrics, &service};
   std::atomic<bool> must_stop{false};
   int code = kExitOk;
@@ -115,7 +134,10 @@ int Run(const Flags& flags) {
         coordinator.RegisterServer(reg, registering + config->cluster.startup_timeout);
     if (!registered.ok()) {
       std::cerr << "cairn-server: " << registered.status().message() << "\n";
-      code = kExitUnreachable;
+      code = absl::IsAlreadyExists(registered.status())       ? kExitIndexTaken
+             : absl::IsInvalidArgument(registered.status())    ? kExitBadConfig
+             : absl::IsFailedPrecondition(registered.status()) ? kExitJobFailed
+                                                               : kExitUnreachable;
       break;
     }
     LOG_INFO("registered as server {} with the coordinator at {}", registered->server_id(),
@@ -132,6 +154,7 @@ int Run(const Flags& flags) {
       code = kExitFailure;
       break;
     }
+    SetServing(started->server.get(), true);
     if (first && !flags.port_file.empty()) {
       const int mport = std::stoi((*metrics_server)->address().substr(
           (*metrics_server)->address().rfind(':') + 1));
@@ -142,8 +165,9 @@ int Run(const Flags& flags) {
       }
     }
     const int sig = WaitForTermination(&must_stop);
+    SetServing(started->server.get(), false);  // draining
     if (sig != 0) LOG_INFO("signal {}: shutting down", sig);
-    absl::StatusOr<IncarnationEnd> end = (*incarnation)->Stop();
+    absl::StatusOr<IncarnationEnd> end = (*incarnation)->Stop(config->cluster.shutdown_grace);
     if (!end.ok()) {
       LOG_ERROR("{}", end.status().message());
       code = kExitFailure;
@@ -162,9 +186,20 @@ int Run(const Flags& flags) {
       must_stop.store(false);
       continue;
     }
+    if (*end == IncarnationEnd::kJobFinished || *end == IncarnationEnd::kJobFailed) {
+      // Tell the coordinator at once rather than by a lease running out: it
+      // exits once every server has left.
+      v1::LeaveRequest leave;
+      leave.set_role(v1::MEMBER_ROLE_SERVER);
+      leave.set_id((*incarnation)->server_id());
+      if (absl::Status s = coordinator.Leave(leave, absl::Seconds(5)); !s.ok()) {
+        LOG_WARN("leaving the job: {}", s.ToString());
+      }
+    }
     code = *end == IncarnationEnd::kFailed          ? kExitFailure
            : *end == IncarnationEnd::kDeclaredDead    ? kExitDeclaredDead
            : *end == IncarnationEnd::kLostCoordinator ? kExitLostCoordinator
+           : *end == IncarnationEnd::kJobFailed       ? kExitJobFailed
                                                       : kExitOk;
     break;
   }
@@ -183,13 +218,17 @@ int main(int argc, char** argv) {
   CLI::App app{"cairn-server: holds partitions of a Cairn job's tables and serves pull/push."};
   app.add_option("--config", flags.config, "job YAML file")->required();
   app.add_option("--coordinator", flags.coordinator,
-                 "coordinator host:port (overrides cluster.coordinator)");
+                 "coordinator host:port (default: $CAIRN_COORDINATOR, else cluster.coordinator)");
   app.add_option("--listen", flags.listen, "host:port to serve on; port 0 picks a free one")
       ->capture_default_str();
   app.add_option("--advertise", flags.advertise,
-                 "host other processes dial (default: the --listen host)");
+                 "host other processes dial (default: $CAIRN_ADVERTISE_HOST, else the --listen "
+                 "host)");
   app.add_option("--metrics-port", flags.metrics_port, "port of /metrics (overrides metrics.port)");
-  app.add_option("--server-id", flags.server_id, "ask for this server id (default: any)");
+  app.add_option("--server-id", flags.server_id,
+                 "ask for this server id (default: $CAIRN_INDEX, $JOB_COMPLETION_INDEX, the "
+                 "StatefulSet ordinal, $SLURM_PROCID - $CAIRN_INDEX_OFFSET, else any; "
+                 "docs/deploy.md)");
   app.add_option("--port-file", flags.port_file,
                  "write 'grpc=PORT' and 'metrics=PORT' here once serving");
   app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
@@ -203,7 +242,18 @@ int main(int argc, char** argv) {
   app.add_option("--set", flags.overrides,
                  "config override key.path=value, applied on top of the file (repeatable)")
       ->allow_extra_args(false);
-  CLI11_PARSE(app, argc, argv);
+  app.footer(
+      "Exit codes: 0 the job finished (the coordinator said so) or SIGTERM/SIGINT; 1 failure; "
+      "2 bad flags, config or index; 3 port in use; 4 coordinator unreachable or its name "
+      "does not resolve; 5 coordinator lost for too long; 7 declared dead under "
+      "--on-declared-dead exit; 10 the coordinator ended the job as failed; 11 the index is "
+      "held by a live server. docs/deploy.md, \"Exit codes\".");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? cairn::kExitOk : cairn::kExitBadConfig;  // bad flags: permanent
+  }
   cairn::InitLogging("server", flags.log_level);
   return cairn::Run(flags);
 }

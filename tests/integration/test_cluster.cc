@@ -42,10 +42,14 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(const std::strin
   ASSIGN_OR_RETURN(cluster->dir_, MakeTempDir(name));
   cluster->config_ = cluster->dir_ + "/job.yaml";
   RETURN_IF_ERROR(WriteFile(cluster->config_, yaml));
+  if (yaml.find("exit_when_done") == std::string::npos) {
+    cluster->coordinator_args_ = {"--set", "cluster.exit_when_done=false"};
+  }
+  std::vector<std::string> args = {"--config", cluster->config_, "--listen", host + ":0",
+                                   "--port-file", cluster->dir_ + "/coordinator.ports"};
+  args.insert(args.end(), cluster->coordinator_args_.begin(), cluster->coordinator_args_.end());
   ASSIGN_OR_RETURN(cluster->coordinator_,
-                   SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-coordinator",
-                                {"--config", cluster->config_, "--listen", host + ":0",
-                                 "--port-file", cluster->dir_ + "/coordinator.ports"},
+                   SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-coordinator", args,
                                 env.coordinator, cluster->dir_ + "/coordinator"));
   ASSIGN_OR_RETURN(auto ports, ReadPortFile(cluster->dir_ + "/coordinator.ports",
                                             absl::Seconds(30), cluster->coordinator_.get()));
@@ -88,6 +92,7 @@ absl::Status TestCluster::RestartCoordinator(const std::vector<std::string>& ext
   const std::string port_file = absl::StrCat(dir_, "/coordinator-", n, ".ports");
   std::vector<std::string> args = {"--config", config_, "--listen", coordinator_address_,
                                    "--port-file", port_file};
+  args.insert(args.end(), coordinator_args_.begin(), coordinator_args_.end());
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   ASSIGN_OR_RETURN(auto next, SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-coordinator", args, env,
                                            absl::StrCat(dir_, "/coordinator-", n)));

@@ -246,11 +246,25 @@ int Run(Flags flags) {
   const double wall_seconds = absl::ToDoubleSeconds(absl::Now() - started);
   const std::vector<int> lost_workers = supervisor.FailedWorkers();
   supervisor.ClearStatus();
-  supervisor.Log(lost_workers.empty()
-                     ? std::string("all workers finished; stopping the servers and the coordinator")
-                     : absl::StrCat("the workers left finished (", lost_workers.size(), " of ",
-                                    num_workers,
-                                    " lost); stopping the servers and the coordinator"));
+  const std::string finished =
+      lost_workers.empty() ? std::string("all workers finished")
+                           : absl::StrCat("the workers left finished (", lost_workers.size(),
+                                          " of ", num_workers, " lost)");
+  if (config->cluster.exit_when_done) {
+    // The coordinator ends the job itself (a final checkpoint, then the
+    // servers, then itself); stop whatever is still up after its grace.
+    supervisor.Log(absl::StrCat(finished, "; the servers and the coordinator end the job"));
+    event = supervisor.RunUntil([&] { return supervisor.AllDaemonsEnded(); },
+                                absl::Now() + config->cluster.shutdown_grace + absl::Seconds(10));
+    if (event.kind == Event::Kind::kFailed || event.kind == Event::Kind::kSignal) {
+      return Abort(supervisor, event, "the end of the job");
+    }
+    if (event.kind == Event::Kind::kTimeout) {
+      supervisor.Log("the servers and the coordinator did not exit by themselves; stopping them");
+    }
+  } else {
+    supervisor.Log(absl::StrCat(finished, "; stopping the servers and the coordinator"));
+  }
   for (const std::string& name : supervisor.StopAll(kStopGrace)) {
     supervisor.Log(absl::StrCat(name, " did not stop within ", absl::FormatDuration(kStopGrace),
                                 " of SIGTERM and was killed"));

@@ -115,8 +115,13 @@ Event Supervisor::RunUntil(const std::function<bool()>& ready, absl::Time deadli
         Log(absl::StrCat(m->name, " ended (", m->exit->ToString(), ")"));
         continue;
       }
-      const bool ok = m->role == Role::kWorker && m->exit->success();
-      if (ok) Log(absl::StrCat(m->name, " finished (", m->exit->ToString(), ")"));
+      // A server or the coordinator exits 0 by itself once the job is over
+      // (cluster.exit_when_done); a worker exiting 0 has finished.
+      const bool ok = m->exit->success();
+      if (ok) {
+        Log(absl::StrCat(m->name, m->role == Role::kWorker ? " finished (" : " stopped (",
+                         m->exit->ToString(), ")"));
+      }
       if (!ok && m->role == Role::kWorker && worker_failures_tolerated_ && AnyWorkerLeft() &&
           FailedWhileTraining(*m->exit)) {
         Log(absl::StrCat(m->name, " failed (", m->exit->ToString(),
@@ -151,6 +156,12 @@ bool Supervisor::AllWorkersEnded() const {
     if (!m.exit.has_value()) return false;
   }
   return any;
+}
+
+bool Supervisor::AllDaemonsEnded() const {
+  return std::all_of(members_.begin(), members_.end(), [](const Member& m) {
+    return m.exit.has_value() || m.role == Role::kWorker || m.role == Role::kPrometheus;
+  });
 }
 
 bool Supervisor::FailedWhileTraining(const ExitStatus& exit) {

@@ -95,6 +95,8 @@ class Supervisor {
   // True when every started worker has ended, however (and at least one was
   // started).
   bool AllWorkersEnded() const;
+  // Every coordinator and server process has ended.
+  bool AllDaemonsEnded() const;
 
   // The indices of the workers that ended other than with exit code 0, in
   // start order.

@@ -48,6 +48,11 @@ absl::Status ClientImpl::JoinAtMinimum(absl::Time deadline) {
         return Annotate(FromGrpcStatus(s), absl::StrCat("joining at server ", id,
                                                         "'s minimum clock"));
       }
+      {
+        // The job failed or the coordinator is gone meanwhile: no retry helps.
+        absl::MutexLock lock(&clock_mu_);
+        if (!lost_.ok()) return lost_;
+      }
       absl::SleepFor(absl::Milliseconds(50));
     }
   }

@@ -164,6 +164,13 @@ absl::Status ClientImpl::Start() {
     }
     absl::StatusOr<v1::GetPartitionMapResponse> next = coordinator_->WatchPartitionMap(
         map.version(), std::min(absl::Seconds(2), deadline - absl::Now()));
+    if (next.ok() && next->job_state() == v1::JOB_STATE_FAILED) {
+      return absl::CancelledError(absl::StrCat(
+          "the coordinator ended the job as failed: ", next->job_end_reason()));
+    }
+    if (next.ok() && next->job_state() == v1::JOB_STATE_FINISHED) {
+      return absl::FailedPreconditionError("the job is over (finished); it takes no new members");
+    }
     if (next.ok()) {
       map = next->map();
     } else {
@@ -252,6 +259,16 @@ void ClientImpl::HeartbeatLoop() {
     std::shared_ptr<const Servers> s = servers();
     hb.set_map_version(s == nullptr ? 0 : s->router.version());
     absl::StatusOr<v1::HeartbeatResponse> r = coordinator_->Heartbeat(hb, interval * 2);
+    if (r.ok() && r->job_state() == v1::JOB_STATE_FAILED) {
+      // The job cannot go on (a server's data lost, another worker lost
+      // under on_worker_loss: fail): every later call fails with the cause.
+      const absl::Status failed = absl::CancelledError(
+          absl::StrCat("the coordinator ended the job as failed: ", r->job_end_reason()));
+      LOG_ERROR("{}", failed.message());
+      absl::MutexLock lock(&clock_mu_);
+      if (lost_.ok()) lost_ = failed;
+      return;
+    }
     if (r.ok()) {
       last_ok = MonotonicNow();
     } else if (absl::IsNotFound(r.status()) || MonotonicNow() - last_ok > loss_timeout) {
@@ -544,6 +561,16 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
   Post([this, op, retry = std::move(retry), push_retry = std::move(push_retry)]() mutable {
     absl::SleepFor(kBackoff.Delay(op->attempt));
     ++op->attempt;
+    {
+      // The coordinator is gone, declared this worker dead or failed the
+      // job: no retry can succeed (C06: end within the grace, not after
+      // deadlines of retries).
+      absl::MutexLock lock(&clock_mu_);
+      if (!lost_.ok()) {
+        op->promise.set_value(lost_);
+        return;
+      }
+    }
     if (absl::Status s = RefreshMap(); !s.ok()) {
       LOG_WARN("map refresh before retry failed: {}", s.message());
     }
@@ -696,6 +723,14 @@ void ClientImpl::SendClock(uint32_t server, int64_t clock, int attempt, absl::Ti
           // again while it is alive (ticks are idempotent).
           Post([this, server, clock, attempt, give_up] {
             absl::SleepFor(kBackoff.Delay(attempt));
+            {
+              absl::MutexLock lock(&clock_mu_);
+              if (!lost_.ok()) {  // no retry can succeed
+                if (clock_error_.ok()) clock_error_ = lost_;
+                --clocks_in_flight_;
+                return;
+              }
+            }
             if (absl::Status r = RefreshMap(); !r.ok()) {
               LOG_WARN("map refresh before a clock retry failed: {}", r.message());
             }

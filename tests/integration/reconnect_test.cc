@@ -1,0 +1,109 @@
+// Field case C07: after a server restart, a client must not stay
+// UNAVAILABLE for tens of seconds because gRPC's reconnect backoff grew
+// while the server was down. A server is SIGKILLed; a client on Cairn's
+// channel (common/grpc_util.h MakeChannel, as workers and servers use it)
+// keeps calling it for 20 s, long enough for an uncapped backoff to reach
+// tens of seconds; a new server starts on the same address; its first
+// answered call comes within 5 s of the new server's port file.
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cairn/v1/shard.grpc.pb.h"
+#include "common/grpc_util.h"
+#include "tests/integration/test_cluster.h"
+#include "tests/testing/process.h"
+
+namespace cairn {
+namespace {
+
+using testing::Subprocess;
+using testing::TestCluster;
+
+constexpr char kYaml[] = R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 1
+  workers: 1
+  partitions: 4
+  lease_timeout: 2s
+  heartbeat_interval: 200ms
+  startup_timeout: 120s
+tables:
+  - name: w
+    kind: dense
+    shape: [64]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+metrics:
+  host: 127.0.0.1
+  port: 0
+)";
+
+// A cairn-server on `port` (0: any) of loopback; writes `port_file`.
+std::unique_ptr<Subprocess> StartServer(const TestCluster& cluster, int port,
+                                        const std::string& port_file, const std::string& log) {
+  auto p = Subprocess::Spawn(CAIRN_BINARY_DIR "/bin/cairn-server",
+                             {"--config", cluster.config_path(), "--coordinator",
+                              cluster.coordinator_address(), "--listen",
+                              absl::StrCat("127.0.0.1:", port), "--port-file", port_file},
+                             log);
+  REQUIRE(p.ok());
+  return *std::move(p);
+}
+
+bool Answered(v1::ParameterService::Stub& stub) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
+  v1::StatsResponse response;
+  return stub.Stats(&context, v1::StatsRequest(), &response).ok();
+}
+
+}  // namespace
+
+TEST_CASE("C07: a client reaches a server restarted on the same address within 5 s of its "
+          "start, after 20 s of failed calls",
+          "[integration][cases]") {
+  auto cluster = TestCluster::Start("reconnect", kYaml, 0);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  const std::string dir = (*cluster)->dir();
+  auto first = StartServer(**cluster, 0, dir + "/first.ports", dir + "/first");
+  auto ports = testing::ReadPortFile(dir + "/first.ports", absl::Seconds(30), first.get());
+  REQUIRE(ports.ok());
+  const int port = (*ports)["grpc"];
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  auto stub = v1::ParameterService::NewStub(
+      MakeChannel(address, 64 << 20, /*dead_after=*/absl::Seconds(2)));
+  REQUIRE(Answered(*stub));
+
+  first->Kill();
+  const absl::Time down_until = absl::Now() + absl::Seconds(20);
+  int failed = 0;
+  while (absl::Now() < down_until) {
+    if (!Answered(*stub)) ++failed;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(failed > 50);
+
+  auto second = StartServer(**cluster, port, dir + "/second.ports", dir + "/second");
+  REQUIRE(testing::ReadPortFile(dir + "/second.ports", absl::Seconds(30), second.get()).ok());
+  const absl::Time back = absl::Now();
+  bool answered = false;
+  while (!answered && absl::Now() < back + absl::Seconds(30)) {
+    answered = Answered(*stub);
+    if (!answered) absl::SleepFor(absl::Milliseconds(50));
+  }
+  const absl::Duration took = absl::Now() - back;
+  INFO("first answer " << absl::FormatDuration(took) << " after the new server's port file\n"
+                       << (*cluster)->Logs() << "\n--- second server:\n"
+                       << second->ReadStderr());
+  CHECK(answered);
+  CHECK(took < absl::Seconds(5));
+}
+
+}  // namespace cairn
