@@ -75,7 +75,9 @@ std::unique_ptr<Subprocess> StartWorker(const TestCluster& cluster, const std::s
                                         const std::vector<std::string>& env,
                                         const std::vector<std::string>& args) {
   std::vector<std::string> argv = env;
-  argv.push_back(CAIRN_BINARY_DIR "/bin/cairn-worker");
+  // With CAIRN_ROLE set, through the `cairn` entry point.
+  const bool by_role = std::find(env.begin(), env.end(), "CAIRN_ROLE=worker") != env.end();
+  argv.push_back(by_role ? CAIRN_BINARY_DIR "/bin/cairn" : CAIRN_BINARY_DIR "/bin/cairn-worker");
   for (const std::string& a : {std::string("--config"), cluster.config_path(),
                                std::string("--metrics-port"), std::string("0")}) {
     argv.push_back(a);
@@ -222,8 +224,8 @@ TEST_CASE("C04: bad identities end the process within seconds with a clear error
     CHECK(second->ReadStderr().find("worker 0 is already registered and alive") !=
           std::string::npos);
   }
-  SECTION("an index out of range exits 2 naming where it came from") {
-    auto bad = StartWorker(**cluster, "worker7", {"JOB_COMPLETION_INDEX=7"}, {});
+  SECTION("an index out of range exits 2 naming where it came from (run as `cairn`)") {
+    auto bad = StartWorker(**cluster, "worker7", {"CAIRN_ROLE=worker", "JOB_COMPLETION_INDEX=7"}, {});
     const ExitStatus s = EndOf(*bad, absl::Seconds(30));
     INFO(bad->ReadStderr());
     CHECK(s.code == 2);
