@@ -127,6 +127,22 @@ Sourced ResolveAdvertiseHost(const std::string& flag_value, const std::string& l
   return {listen_host, "--listen"};
 }
 
+std::string DialableAddress(const std::string& bound, const std::string& host) {
+  absl::StatusOr<HostPort> hp = ParseHostPort(bound, "address", /*allow_zero_port=*/true);
+  if (!hp.ok() || host.empty()) return bound;
+  if (hp->host != "0.0.0.0" && hp->host != "::") return bound;
+  return FormatHostPort(host, hp->port);
+}
+
+std::string OwnHost(const EnvLookup& env) {
+  if (std::optional<std::string> v = env("CAIRN_ADVERTISE_HOST"); v.has_value() && !v->empty()) {
+    return *v;
+  }
+  char buffer[256] = {};
+  if (::gethostname(buffer, sizeof(buffer) - 1) != 0) return "";
+  return buffer;
+}
+
 absl::Status WaitUntilResolvable(const std::string& host_port, const std::string& source,
                                  absl::Duration timeout) {
   absl::StatusOr<HostPort> hp = ParseHostPort(host_port, source);

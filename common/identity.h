@@ -63,6 +63,16 @@ absl::StatusOr<Sourced> ResolveCoordinator(const std::string& flag_value,
 Sourced ResolveAdvertiseHost(const std::string& flag_value, const std::string& listen_host,
                              const EnvLookup& env);
 
+// The address others should dial for a service bound to `bound` (host:port):
+// `bound` itself, or, when it is bound to every interface (0.0.0.0, ::),
+// `host` with its port. For /metrics addresses registered with the
+// coordinator (cairnctl and dashboards dial them).
+std::string DialableAddress(const std::string& bound, const std::string& host);
+
+// The host a worker names itself by: CAIRN_ADVERTISE_HOST, else the
+// machine's host name.
+std::string OwnHost(const EnvLookup& env);
+
 // Waits until the host of `host_port` resolves (getaddrinfo), retrying for
 // up to `timeout`: a scheduler's DNS records may appear a moment after the
 // process starts. Errors: Unavailable naming the host, `source` and the

@@ -194,7 +194,7 @@ int ConnectToCluster(Session& s, const Flags& flags) {
   options.connect_timeout = s.config.cluster.startup_timeout;
   options.rpc_deadline = s.config.rpc.deadline;
   if (s.metrics_server != nullptr) {
-    options.metrics_address = s.metrics_server->address();
+    options.metrics_address = DialableAddress(s.metrics_server->address(), OwnHost(env));
     options.metrics_registry = &s.metrics_server->registry();  // cairn_client_* metrics
   }
   LOG_INFO("connecting to coordinator {}", options.coordinator);

@@ -122,7 +122,7 @@ int Run(const Flags& flags) {
                                 config->cluster.lease_timeout);
   v1::RegisterServerRequest reg;
   reg.set_address(address);
-  reg.set_metrics_address((*metrics_server)->address());
+  reg.set_metrics_address(DialableAddress((*metrics_server)->address(), advertise_host));
   reg.set_requested_id(index->index);
   const Incarnation::Context context{&*config, &coordinator, &metrics, &service};
   std::atomic<bool> must_stop{false};

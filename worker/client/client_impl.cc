@@ -197,15 +197,21 @@ absl::StatusOr<const v1::TableSpec*> ClientImpl::Table(const std::string& name) 
 
 absl::Status ClientImpl::InstallMap(const v1::PartitionMap& map) {
   ASSIGN_OR_RETURN(Router router, Router::Create(map));
-  auto servers = std::make_shared<Servers>(Servers{std::move(router), {}, {}});
+  auto servers = std::make_shared<Servers>(Servers{std::move(router), {}, {}, {}});
   std::shared_ptr<const Servers> old = this->servers();
   for (const v1::Member& m : map.servers()) {
     servers->addresses[m.id()] = m.address();
+    servers->incarnations[m.id()] = m.incarnation();
     if (m.state() == v1::MEMBER_STATE_ALIVE) servers->alive.insert(m.id());
     if (old != nullptr) {
-      // Same server at the same address: keep its warm channel.
+      // The same process at the same address: keep its warm channel. A
+      // server registered again (a restart under its id) gets a fresh one:
+      // the old channel's connection attempts, failing while it was down,
+      // would hold the first calls for seconds (field case C07).
       auto a = old->addresses.find(m.id());
-      if (a != old->addresses.end() && a->second == m.address()) {
+      auto i = old->incarnations.find(m.id());
+      if (a != old->addresses.end() && a->second == m.address() &&
+          i != old->incarnations.end() && i->second == m.incarnation()) {
         servers->channels[m.id()] = old->channels.at(m.id());
         continue;
       }

@@ -67,6 +67,7 @@ class ClientImpl final : public Client {
     Router router;
     std::map<uint32_t, std::shared_ptr<ShardChannel>> channels;
     std::map<uint32_t, std::string> addresses;
+    std::map<uint32_t, uint64_t> incarnations;  // Member.incarnation of each server
     std::set<uint32_t> alive;  // servers the map shows ALIVE: clocks go to these
   };
 
