@@ -69,6 +69,25 @@ class ManifestError(Exception):
     """Something Kubernetes would refuse or that cannot work as written."""
 
 
+# Cairn's exit codes (common/daemon.h, docs/deploy.md "Exit codes"), for
+# messages about how a process ended.
+EXIT_CODES = {
+    0: "finished", 1: "internal failure", 2: "bad flags, YAML or index",
+    3: "port in use", 4: "coordinator unreachable, name unresolved or start-up barrier timed out",
+    5: "lost the coordinator", 6: "a worker was lost under on_worker_loss: fail",
+    7: "declared dead", 8: "every worker was lost", 9: "a replica group lost every copy",
+    10: "the coordinator ended the job as failed", 11: "index held by another live process",
+}
+
+
+def describe_exit(code):
+    if code is None:
+        return "still running"
+    if code < 0:
+        return f"killed by signal {-code}"
+    return f"exit {code} ({EXIT_CODES.get(code, 'unknown')})"
+
+
 def load_objects(paths):
     """Every object of the YAML files, each with `_file` set to its file."""
     objects = []

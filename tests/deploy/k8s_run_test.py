@@ -55,23 +55,6 @@ MAX_STEPS = 40
 READY_TIMEOUT = 20.0      # seconds a pod gets to pass its probes here
 START_GAP = 0.4           # seconds between two pod starts
 RUN_TIMEOUT = 120.0       # seconds from the first start to the workers' end
-EXIT_CODES = {
-    0: "finished", 1: "internal failure", 2: "bad flags, YAML or index",
-    3: "port in use", 4: "coordinator unreachable, name unresolved or start-up barrier timed out",
-    5: "lost the coordinator", 6: "a worker was lost under on_worker_loss: fail",
-    7: "declared dead", 8: "every worker was lost", 9: "a replica group lost every copy",
-    10: "the coordinator ended the job as failed", 11: "index held by another live process",
-}
-
-
-def describe_exit(code):
-    if code is None:
-        return "still running"
-    if code < 0:
-        return f"killed by signal {-code}"
-    return f"exit {code} ({EXIT_CODES.get(code, 'unknown')})"
-
-
 def manifest_files(source_dir, recipe):
     files = []
     for rel in RECIPES[recipe]:
@@ -208,9 +191,9 @@ class Run:
         for name, proc in self.procs.items():
             if name not in self.exit_time and proc.poll() is not None:
                 self.exit_time[name] = time.monotonic()
-                self.note(f"{name}: {describe_exit(proc.returncode)}")
+                self.note(f"{name}: {k8s_pods.describe_exit(proc.returncode)}")
                 if proc.returncode != 0:
-                    self.fail(f"{name}: {describe_exit(proc.returncode)} while the job ran")
+                    self.fail(f"{name}: {k8s_pods.describe_exit(proc.returncode)} while the job ran")
                     ok = False
         return ok
 
@@ -403,7 +386,7 @@ class Run:
                 self.fail(f"{pod.name}: trained {steps[-1]} steps, not training.max_steps {MAX_STEPS}")
             code = self.procs[pod.name].returncode if pod.name in self.procs else None
             if code != 0:
-                self.fail(f"{pod.name}: {describe_exit(code)}")
+                self.fail(f"{pod.name}: {k8s_pods.describe_exit(code)}")
 
     def finish(self, daemons, workers):
         cluster = self.settings.get("cluster") or {}
@@ -431,7 +414,7 @@ class Run:
                               "with cluster.exit_when_done true it should have exited 0 "
                               "(JobSet would stop it with SIGTERM)")
                 elif proc.returncode != 0:
-                    self.fail(f"{pod.name}: {describe_exit(proc.returncode)} at the end of the job")
+                    self.fail(f"{pod.name}: {k8s_pods.describe_exit(proc.returncode)} at the end of the job")
             coord = [p for p in daemons if p.component == "coordinator" and p.name in self.exit_time]
             others = [p for p in daemons if p.component != "coordinator" and p.name in self.exit_time]
             for c in coord:
@@ -445,7 +428,7 @@ class Run:
             for pod in daemons:
                 proc = self.procs.get(pod.name)
                 if proc is not None and proc.poll() is not None:
-                    self.fail(f"{pod.name}: {describe_exit(proc.returncode)} after the workers finished, "
+                    self.fail(f"{pod.name}: {k8s_pods.describe_exit(proc.returncode)} after the workers finished, "
                               "although cluster.exit_when_done is false; its controller would start it again")
             # kubectl delete: SIGTERM to every pod at once.
             live = [p for p in daemons if p.name in self.procs and self.procs[p.name].poll() is None]
@@ -458,7 +441,7 @@ class Run:
             for pod in live:
                 code = k8s_pods.terminate(self.procs[pod.name], 0.1)
                 if code != 0:
-                    self.fail(f"{pod.name}: {describe_exit(code)} on SIGTERM "
+                    self.fail(f"{pod.name}: {k8s_pods.describe_exit(code)} on SIGTERM "
                               f"(terminationGracePeriodSeconds {grace})")
 
     def read_log(self, pod):
@@ -525,7 +508,7 @@ def main():
         for pod in run.pods if hasattr(run, "pods") else []:
             log = run.read_log(pod)
             code = run.procs[pod.name].returncode if pod.name in run.procs else None
-            print(f"--- {pod.name} ({describe_exit(code) if pod.name in run.procs else 'not started'}), "
+            print(f"--- {pod.name} ({k8s_pods.describe_exit(code) if pod.name in run.procs else 'not started'}), "
                   f"last lines of {run.logs.get(pod.name, '-')}:")
             print("\n".join(log.splitlines()[-12:]))
         print(f"{len(run.failures)} failures in {elapsed:.1f}s; the run's files are in {run.workdir}")

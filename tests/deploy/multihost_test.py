@@ -77,27 +77,12 @@ RUN_TIMEOUT_S = 110.0     # from the first start to the last worker's exit
 LAUNCH_TIMEOUT_S = 110.0  # the loopback run, whole
 MEMBERSHIP_TIMEOUT_S = 30.0  # to see every member listed, while the job runs
 CAIRNCTL_DEADLINE = "10s"    # each call of cairnctl (a busy machine is slow)
-EXIT_CODES = {
-    0: "finished", 1: "internal failure", 2: "bad flags, YAML or index", 3: "port in use",
-    4: "coordinator unreachable, name unresolved or start-up barrier timed out",
-    5: "lost the coordinator", 6: "a worker was lost under on_worker_loss: fail",
-    7: "declared dead", 8: "every worker was lost", 9: "a replica group lost every copy",
-    10: "the coordinator ended the job as failed", 11: "index held by another live process",
-}
 
 T0 = time.monotonic()
 
 
 def say(msg):
     print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
-
-
-def describe_exit(code):
-    if code is None:
-        return "still running"
-    if code < 0:
-        return f"killed by signal {-code}"
-    return f"exit {code} ({EXIT_CODES.get(code, 'unknown')})"
 
 
 class Interrupted(Exception):
@@ -311,7 +296,7 @@ class Run:
         for h in self.hosts:
             if h.exit_time is not None and not h.reported:
                 h.reported = True
-                say(f"{h.hostname}: {describe_exit(h.proc.returncode)}")
+                say(f"{h.hostname}: {k8s_pods.describe_exit(h.proc.returncode)}")
 
     def wait_listening(self, h, port, timeout):
         deadline = time.monotonic() + timeout
@@ -442,7 +427,7 @@ class Run:
         if not self.wait_listening(coordinator, COORDINATOR_PORT, START_TIMEOUT_S):
             self.poll_exits()
             self.fail(f"cairn-coordinator: not listening on port {COORDINATOR_PORT} within "
-                      f"{START_TIMEOUT_S:.0f}s ({describe_exit(coordinator.proc.returncode)})")
+                      f"{START_TIMEOUT_S:.0f}s ({k8s_pods.describe_exit(coordinator.proc.returncode)})")
             return False
         for h in self.hosts[1:]:
             self.start(h)
@@ -456,7 +441,7 @@ class Run:
             early = [h for h in self.hosts if h.exit_time is not None and h.proc.returncode != 0]
             if early:
                 for h in early:
-                    self.fail(f"{h.hostname}: {describe_exit(h.proc.returncode)} while the job ran")
+                    self.fail(f"{h.hostname}: {k8s_pods.describe_exit(h.proc.returncode)} while the job ran")
                 aborted = True
                 break
             if not checked and "start-up barrier passed" in self.read_log(coordinator):
@@ -477,7 +462,7 @@ class Run:
             self.fail("the job ended before the coordinator's membership could be checked")
         for h in workers:
             if h.proc.returncode != 0:
-                self.fail(f"{h.hostname}: {describe_exit(h.proc.returncode)}")
+                self.fail(f"{h.hostname}: {k8s_pods.describe_exit(h.proc.returncode)}")
             else:
                 say(f"{h.hostname} exited 0")
         last_worker = max(h.exit_time for h in workers)
@@ -494,7 +479,7 @@ class Run:
                 self.fail(f"{h.hostname}: still running {LIFECYCLE_S:.0f}s after the last worker "
                           "finished; it should have exited 0 by itself")
             elif h.proc.returncode != 0:
-                self.fail(f"{h.hostname}: {describe_exit(h.proc.returncode)} at the end of the job")
+                self.fail(f"{h.hostname}: {k8s_pods.describe_exit(h.proc.returncode)} at the end of the job")
             else:
                 say(f"{h.hostname} exited 0 {h.exit_time - last_worker:.2f}s after the last worker")
         self.timings["multihost, to the last exit"] = time.monotonic() - start
@@ -569,7 +554,7 @@ class Run:
                 code = None
         self.timings["loopback (cairn-launch)"] = time.monotonic() - start
         if code != 0:
-            self.fail(f"cairn-launch: {describe_exit(code)} after {self.timings['loopback (cairn-launch)']:.0f}s"
+            self.fail(f"cairn-launch: {k8s_pods.describe_exit(code)} after {self.timings['loopback (cairn-launch)']:.0f}s"
                       + (f" (its limit is {LAUNCH_TIMEOUT_S:.0f}s)" if code is None else ""))
             return
         with open(summary, encoding="utf-8") as f:
@@ -655,13 +640,13 @@ class Run:
 
         for h in self.hosts:
             code = h.proc.returncode if h.proc is not None else None
-            print(f"--- {h.hostname} ({describe_exit(code) if h.proc else 'not started'}), "
+            print(f"--- {h.hostname} ({k8s_pods.describe_exit(code) if h.proc else 'not started'}), "
                   f"last lines of {h.log}:")
             print(tail(self.read_log(h)))
         if self.launch is not None:
             path = os.path.join(self.workdir, "logs", "cairn-launch.log")
             with open(path, encoding="utf-8", errors="replace") as f:
-                print(f"--- cairn-launch ({describe_exit(self.launch.returncode)}), last lines of {path}:")
+                print(f"--- cairn-launch ({k8s_pods.describe_exit(self.launch.returncode)}), last lines of {path}:")
                 print(tail(f.read()))
 
 

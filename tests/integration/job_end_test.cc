@@ -95,6 +95,19 @@ std::unique_ptr<Subprocess> StartWorker(const TestCluster& cluster, const std::s
   return *std::move(p);
 }
 
+// Workers 0..shape.workers-1 by --worker-id, once the coordinator has
+// passed the start-up barrier with them.
+std::vector<std::unique_ptr<Subprocess>> StartWorkersPastBarrier(TestCluster& cluster,
+                                                                 const JobShape& shape) {
+  std::vector<std::unique_ptr<Subprocess>> workers;
+  for (int i = 0; i < shape.workers; ++i) {
+    workers.push_back(
+        StartWorker(cluster, absl::StrCat("worker", i), {}, {"--worker-id", absl::StrCat(i)}));
+  }
+  REQUIRE(cluster.coordinator().WaitForStderr("start-up barrier passed", absl::Seconds(60)).ok());
+  return workers;
+}
+
 // Waits for `p` to end within `timeout`; its status (code -1 if it did not).
 ExitStatus EndOf(Subprocess& p, absl::Duration timeout) {
   absl::StatusOr<ExitStatus> s = p.Wait(timeout);
@@ -151,14 +164,8 @@ TEST_CASE("every worker lost (kill -9): the coordinator exits 8, the servers 10"
   shape.max_steps = 0;  // a whole epoch: longer than the test waits
   auto cluster = TestCluster::Start("job_end_lost", JobYaml(shape), shape.servers);
   REQUIRE(cluster.ok());
-  std::vector<std::unique_ptr<Subprocess>> workers;
-  for (int i = 0; i < shape.workers; ++i) {
-    workers.push_back(
-        StartWorker(**cluster, absl::StrCat("worker", i), {}, {"--worker-id", absl::StrCat(i)}));
-  }
   INFO((*cluster)->Logs());
-  REQUIRE((*cluster)->coordinator().WaitForStderr("start-up barrier passed",
-                                                  absl::Seconds(60)).ok());
+  std::vector<std::unique_ptr<Subprocess>> workers = StartWorkersPastBarrier(**cluster, shape);
   absl::SleepFor(absl::Milliseconds(500));
   for (auto& w : workers) w->Kill();
   const ExitStatus c = EndOf((*cluster)->coordinator(), absl::Seconds(30));
@@ -181,14 +188,8 @@ TEST_CASE("a replica group lost with no checkpoint: the coordinator exits 9 nami
   shape.max_steps = 0;
   auto cluster = TestCluster::Start("job_end_data", JobYaml(shape), shape.servers);
   REQUIRE(cluster.ok());
-  std::vector<std::unique_ptr<Subprocess>> workers;
-  for (int i = 0; i < shape.workers; ++i) {
-    workers.push_back(
-        StartWorker(**cluster, absl::StrCat("worker", i), {}, {"--worker-id", absl::StrCat(i)}));
-  }
   INFO((*cluster)->Logs());
-  REQUIRE((*cluster)->coordinator().WaitForStderr("start-up barrier passed",
-                                                  absl::Seconds(60)).ok());
+  std::vector<std::unique_ptr<Subprocess>> workers = StartWorkersPastBarrier(**cluster, shape);
   (*cluster)->server(1).Kill();
   const ExitStatus c = EndOf((*cluster)->coordinator(), absl::Seconds(30));
   CHECK(c.code == 9);
