@@ -14,7 +14,8 @@ machine) from a slurm.conf written into a temporary directory, then:
      script's USR1 trap must take a checkpoint (cairnctl) and requeue the
      job, and the requeued run's coordinator must resume from it;
   4. submits deploy/slurm/cairn-multiprog.sbatch (one srun --multi-prog step
-     of 5 tasks): COMPLETED, workers above MIN_ACCURACY.
+     of 5 tasks, MULTIPROG_STEPS steps per worker): COMPLETED, the step exits
+     0, each worker ran exactly those steps.
 
 CAIRN_SLURM_CASES (a comma list) names the cases to run; by default 1, 2 and
 4 ("hetjob,server killed,multiprog"). Case 3 runs only when named
@@ -48,6 +49,9 @@ import time
 
 MIN_ACCURACY = 0.80       # one epoch of the example MLP reaches about 0.83
 JOB_TIMEOUT_S = 150       # one job, from submission to its end
+# The multi-prog variant runs the same binaries with the same flags as the
+# het job, which trains a whole epoch: a short run shows its wiring.
+MULTIPROG_STEPS = 100
 FAILURE_BOUND_S = 90      # from the SIGKILL to the job's clear end (a lease and more)
 # Leases long enough for a machine busy with other tests (the example's 5 s
 # can run out while a starved worker starts up).
@@ -355,12 +359,18 @@ def exit_codes(out):
     return codes
 
 
-def check_accuracy(out, workers):
+def check_accuracy(out, workers, steps=None):
+    """Each worker's summary: test accuracy at least MIN_ACCURACY after a
+    whole epoch, or, for a run cut at `steps`, exactly that many steps."""
     for i in range(workers):
         path = os.path.join(out, f"worker-{i}.json")
         check(os.path.exists(path), f"worker {i} wrote its summary")
         with open(path) as f:
-            acc = json.load(f)["test_accuracy"]
+            summary = json.load(f)
+        if steps is not None:
+            check(summary["steps"] == steps, f"worker {i} ran {summary['steps']} steps (of {steps})")
+            continue
+        acc = summary["test_accuracy"]
         check(acc >= MIN_ACCURACY, f"worker {i} test accuracy {acc:.4f} >= {MIN_ACCURACY}")
 
 
@@ -471,7 +481,8 @@ def case_multiprog(cluster, src, base_env):
     script = os.path.join(src, "deploy", "slurm", "cairn-multiprog.sbatch")
     t = time.monotonic()
     job_id, out, _ = submit(cluster, script, "multiprog",
-                            dict(base_env, CAIRN_SET=f"{LEASE} training.epochs=1", CAIRN_SERVERS="2"),
+                            dict(base_env, CAIRN_SET=f"{LEASE} training.epochs=1 "
+                                     f"training.max_steps={MULTIPROG_STEPS}", CAIRN_SERVERS="2"),
                             sbatch_args=("--ntasks=5",))
     recs, _ = wait_job(cluster, job_id, JOB_TIMEOUT_S, out)
     say(f"multiprog: ended after {time.monotonic() - t:.1f}s")
@@ -479,7 +490,7 @@ def case_multiprog(cluster, src, base_env):
     check(recs[0]["JobState"] == "COMPLETED" and recs[0]["ExitCode"] == "0:0",
           f"job {recs[0]['JobState']} exit {recs[0]['ExitCode']}")
     check(exit_codes(out) == {(0, "all"): 0}, f"the step exited 0 (every task 0): {exit_codes(out)}")
-    check_accuracy(out, 2)
+    check_accuracy(out, 2, steps=MULTIPROG_STEPS)
 
 
 def lint(src):
