@@ -12,12 +12,15 @@
 #ifndef CAIRN_TESTS_FAKES_FAKE_SHARD_H_
 #define CAIRN_TESTS_FAKES_FAKE_SHARD_H_
 
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -70,8 +73,17 @@ class FakeShard final : public ShardChannel {
     for (int i = 0; i < count; ++i) failures_[rpc].push_back({status, apply_first});
   }
 
-  void Push(grpc::ClientContext*, const v1::PushRequest* request, v1::PushResponse* response,
+  // Parses the wire bytes as the server's gRPC stack would, so tests also
+  // check what the client's zero-copy serialization produced.
+  void Push(grpc::ClientContext*, const grpc::ByteBuffer* bytes, v1::PushResponse* response,
             Done done) override ABSL_LOCKS_EXCLUDED(mu_) {
+    grpc::ByteBuffer copy(*bytes);
+    auto request = std::make_unique<v1::PushRequest>();
+    if (!grpc::SerializationTraits<v1::PushRequest>::Deserialize(&copy, request.get()).ok()) {
+      Answer(std::move(done), grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                           "cannot parse the PushRequest"));
+      return;
+    }
     grpc::Status status;
     {
       absl::MutexLock lock(&mu_);

@@ -41,8 +41,35 @@ struct Piece {
   grpc::ClientContext context;
   v1::PullRequest pull;
   v1::PullResponse pull_response;
-  v1::PushRequest push;
+  std::shared_ptr<PushPayload> push;  // built once: a retry sends the same bytes
+  grpc::ByteBuffer push_bytes;        // push's wire bytes for this attempt
   v1::PushResponse push_response;
+};
+
+// Held by each value slice of one push attempt (push_payload.h): the op's
+// future waits until gRPC has released them all.
+struct SendPin {
+  std::shared_ptr<ClientImpl::Op> op;
+  std::shared_ptr<PushPayload> payload;  // its gathered buffers are on the wire
+
+  SendPin(std::shared_ptr<ClientImpl::Op> o, std::shared_ptr<PushPayload> p)
+      : op(std::move(o)), payload(std::move(p)) {
+    absl::MutexLock lock(&op->mu);
+    ++op->pinned_sends;
+  }
+  ~SendPin() {
+    std::optional<absl::Status> result;
+    {
+      absl::MutexLock lock(&op->mu);
+      if (--op->pinned_sends == 0 && op->result.has_value()) {
+        result = std::move(op->result);
+        op->result.reset();
+      }
+    }
+    if (result.has_value()) op->promise.set_value(*std::move(result));
+  }
+  SendPin(const SendPin&) = delete;
+  SendPin& operator=(const SendPin&) = delete;
 };
 
 // Value bytes of one entry: what the request split counts (keys are 8 bytes
@@ -53,32 +80,13 @@ uint64_t EntryBytes(const ClientImpl::TableInput& in, uint32_t index) {
   return static_cast<uint64_t>(in.spec->width()) * sizeof(float);
 }
 
-// Writes keys (and, for pushes, values) of `indices` of `in` into a message.
-void Encode(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indices,
-            std::string* keys, std::string* values) {
+// Writes the keys of `indices` of `in` into a message (little-endian uint64).
+void EncodeKeys(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indices,
+                std::string* keys) {
   keys->reserve(indices.size() * sizeof(Key));
   for (uint32_t i : indices) {
     const Key k = in.keys == nullptr ? static_cast<Key>(i) : in.keys[i];
     keys->append(reinterpret_cast<const char*>(&k), sizeof(k));
-  }
-  if (values == nullptr) return;
-  // Size the buffer once: growing it chunk by chunk maps and faults fresh
-  // pages over and over.
-  uint64_t bytes = 0;
-  for (uint32_t i : indices) bytes += EntryBytes(in, i);
-  values->reserve(values->size() + bytes);
-  if (in.keys == nullptr) {
-    const uint64_t cs = static_cast<uint64_t>(in.spec->chunk_size());
-    for (uint32_t c : indices) {
-      values->append(reinterpret_cast<const char*>(in.in + c * cs),
-                     ChunkLength(in, c) * sizeof(float));
-    }
-  } else {
-    const uint64_t w = static_cast<uint64_t>(in.spec->width());
-    values->reserve(indices.size() * w * sizeof(float));
-    for (uint32_t i : indices) {
-      values->append(reinterpret_cast<const char*>(in.in + i * w), w * sizeof(float));
-    }
   }
 }
 
@@ -337,7 +345,7 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
 
 void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                         const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only,
-                        std::vector<v1::PushRequest> resend) {
+                        std::vector<std::shared_ptr<PushPayload>> resend) {
   std::shared_ptr<const Servers> servers = this->servers();
   // group -> list of (input, indices), in input order.
   std::map<uint32_t, std::vector<std::pair<size_t, std::vector<uint32_t>>>> routed;
@@ -382,9 +390,9 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
   // Cut each group's share into pieces of about request_split_bytes.
   const uint64_t split = std::max<int64_t>(job_.request_split_bytes(), 4096);
   std::vector<std::unique_ptr<Piece>> pieces;
-  for (v1::PushRequest& r : resend) {
+  for (std::shared_ptr<PushPayload>& r : resend) {
     auto piece = std::make_unique<Piece>();
-    piece->group = r.group();
+    piece->group = r->header.group();
     piece->push = std::move(r);
     pieces.push_back(std::move(piece));
   }
@@ -417,7 +425,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     op->outstanding = static_cast<int>(pieces.size());
   }
   if (pieces.empty()) {
-    op->promise.set_value(absl::OkStatus());
+    CompleteOp(op, absl::OkStatus());
     return;
   }
   const uint64_t version = servers->router.version();
@@ -479,7 +487,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                 FromGrpcStatus(status),
                 op->is_push && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
                     ? absl::StrCat("push to server ", piece->server, " (replica group ",
-                                   piece->group, ", sequence ", piece->push.sequence(), "): ",
+                                   piece->group, ", sequence ", piece->push->header.sequence(), "): ",
                                    op->attempt + 1, " attempts timed out; it may have been "
                                    "applied (once) or not: pull to see")
                     : absl::StrCat(op->is_push ? "push" : "pull", " to server ", piece->server));
@@ -492,7 +500,8 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     };
     if (op->is_push && !resending) {
       // Built once: a retry sends these same bytes with the same sequence.
-      v1::PushRequest& r = piece->push;
+      piece->push = std::make_shared<PushPayload>();
+      v1::PushRequest& r = piece->push->header;
       r.set_worker_id(worker_id_);
       r.set_incarnation(incarnation_);
       r.set_clock(op->clock);
@@ -500,7 +509,8 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       r.set_sequence(NextSequence(piece->group));
       for (const auto& [input, idx] : piece->entries) {
         const TableInput& in = op->inputs[input];
-        v1::TableValues* tv = r.add_tables();
+        PushTablePayload& table = piece->push->tables.emplace_back();
+        v1::TableValues* tv = &table.meta;
         tv->set_table_id(in.spec->id());
         tv->set_table(in.spec->name());
         tv->set_dtype(v1::DTYPE_FLOAT32);
@@ -512,7 +522,13 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         } else {
           for (int64_t d : in.spec->shape()) tv->add_shape(d);
         }
-        Encode(in, idx, tv->mutable_keys(), tv->mutable_values());
+        EncodeKeys(in, idx, tv->mutable_keys());
+        for (uint32_t j : idx) {
+          PushPayload::AddRange(&table, absl::MakeConstSpan(
+                                            reinterpret_cast<const char*>(in.in + OffsetOf(in, j)),
+                                            FloatsOf(in, j) * sizeof(float)));
+        }
+        PushPayload::Seal(&table);
       }
     }
     if (channel == servers->channels.end()) {
@@ -521,9 +537,10 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       continue;
     }
     if (op->is_push) {
-      v1::PushRequest& r = piece->push;
-      r.set_map_version(version);
-      channel->second->Push(&piece->context, &r, &piece->push_response, finish);
+      piece->push->header.set_map_version(version);
+      piece->push_bytes =
+          SerializePush(*piece->push, std::make_shared<SendPin>(op, piece->push));
+      channel->second->Push(&piece->context, &piece->push_bytes, &piece->push_response, finish);
     } else {
       v1::PullRequest& r = piece->pull;
       r.set_map_version(version);
@@ -535,16 +552,27 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         v1::TableKeys* tk = r.add_tables();
         tk->set_table_id(in.spec->id());
         tk->set_table(in.spec->name());
-        Encode(in, idx, tk->mutable_keys(), nullptr);
+        EncodeKeys(in, idx, tk->mutable_keys());
       }
       channel->second->Pull(&piece->context, &r, &piece->pull_response, finish);
     }
   }
 }
 
+void ClientImpl::CompleteOp(const std::shared_ptr<Op>& op, absl::Status status) {
+  {
+    absl::MutexLock lock(&op->mu);
+    if (op->pinned_sends > 0) {
+      op->result = std::move(status);  // the last SendPin sets it
+      return;
+    }
+  }
+  op->promise.set_value(std::move(status));
+}
+
 void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
   std::vector<std::pair<size_t, std::vector<uint32_t>>> retry;
-  std::vector<v1::PushRequest> push_retry;
+  std::vector<std::shared_ptr<PushPayload>> push_retry;
   absl::Status error;
   {
     absl::MutexLock lock(&op->mu);
@@ -559,7 +587,7 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
       InvalidatePushed(*op);
     }
     if (error.ok() && !op->is_push) RecordReads(op.get());
-    op->promise.set_value(error);
+    CompleteOp(op, error);
     return;
   }
   // Retry off the gRPC thread: refresh the map (a failover moves a group to
@@ -573,7 +601,7 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
       // deadlines of retries).
       absl::MutexLock lock(&clock_mu_);
       if (!lost_.ok()) {
-        op->promise.set_value(lost_);
+        CompleteOp(op, lost_);
         return;
       }
     }

@@ -18,6 +18,7 @@
 #include "common/work_queue.h"
 #include "worker/client/client.h"
 #include "worker/client/client_metrics.h"
+#include "worker/client/push_payload.h"
 #include "worker/client/router.h"
 #include "worker/client/row_cache.h"
 #include "worker/client/shard_channel.h"
@@ -87,11 +88,15 @@ class ClientImpl final : public Client {
   // again as they are to their group's current primary.
   void Launch(const std::shared_ptr<Op>& op,
               const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only,
-              std::vector<v1::PushRequest> resend = {});
+              std::vector<std::shared_ptr<PushPayload>> resend = {});
   // Sends clock tick `clock` to `server`; a retriable failure tries again
   // (after a map refresh, while the server is alive) until `give_up`.
   void SendClock(uint32_t server, int64_t clock, int attempt, absl::Time give_up);
   void OnOpDone(const std::shared_ptr<Op>& op);
+  // Sets `op`'s result. A push's future becomes ready only once gRPC holds
+  // no slice of the caller's memory (push_payload.h), so the caller may free
+  // its gradients as soon as the future is ready.
+  static void CompleteOp(const std::shared_ptr<Op>& op, absl::Status status);
   absl::Status InstallMap(const v1::PartitionMap& map) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status RefreshMap() ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<const Servers> servers() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -1,5 +1,6 @@
 #include "worker/client/shard_channel.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <future>
@@ -13,12 +14,25 @@ namespace {
 
 class GrpcShardChannel final : public ShardChannel {
  public:
-  explicit GrpcShardChannel(std::unique_ptr<v1::ParameterService::Stub> stub)
-      : stub_(std::move(stub)) {}
+  explicit GrpcShardChannel(const std::shared_ptr<grpc::Channel>& channel)
+      : stub_(v1::ParameterService::NewStub(channel)), raw_(channel) {}
 
-  void Push(grpc::ClientContext* context, const v1::PushRequest* request,
+  // Sent through the generic stub, so gRPC takes the request's slices as
+  // they are instead of serializing a message into a fresh buffer.
+  void Push(grpc::ClientContext* context, const grpc::ByteBuffer* request,
             v1::PushResponse* response, Done done) override {
-    stub_->async()->Push(context, request, response, std::move(done));
+    auto reply = std::make_shared<grpc::ByteBuffer>();
+    raw_.UnaryCall(context, kPushMethod, grpc::StubOptions(), request, reply.get(),
+                   [reply, response, done = std::move(done)](grpc::Status status) {
+                     if (status.ok() &&
+                         !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(),
+                                                                                   response)
+                              .ok()) {
+                       status = grpc::Status(grpc::StatusCode::INTERNAL,
+                                             "cannot parse the server's PushResponse");
+                     }
+                     done(std::move(status));
+                   });
   }
   void Pull(grpc::ClientContext* context, const v1::PullRequest* request,
             v1::PullResponse* response, Done done) override {
@@ -30,15 +44,17 @@ class GrpcShardChannel final : public ShardChannel {
   }
 
  private:
+  static constexpr const char* kPushMethod = "/cairn.v1.ParameterService/Push";
+
   const std::unique_ptr<v1::ParameterService::Stub> stub_;
+  grpc::GenericStub raw_;
 };
 
 }  // namespace
 
 ShardConnector GrpcShardConnector(int64_t max_message_bytes, absl::Duration dead_after) {
   return [max_message_bytes, dead_after](const std::string& address) {
-    return std::make_shared<GrpcShardChannel>(
-        v1::ParameterService::NewStub(MakeChannel(address, max_message_bytes, dead_after)));
+    return std::make_shared<GrpcShardChannel>(MakeChannel(address, max_message_bytes, dead_after));
   };
 }
 

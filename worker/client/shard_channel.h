@@ -14,6 +14,7 @@
 #include "cairn/v1/shard.pb.h"
 
 namespace grpc {
+class ByteBuffer;
 class ClientContext;
 class Status;
 }  // namespace grpc
@@ -30,8 +31,10 @@ class ShardChannel {
   virtual ~ShardChannel() = default;
 
   // Start one call of the RPC of the same name. `context` (its deadline
-  // set), `request` and `response` stay valid until `done` has run.
-  virtual void Push(grpc::ClientContext* context, const v1::PushRequest* request,
+  // set), `request` and `response` stay valid until `done` has run. A push
+  // request is a PushRequest's wire bytes (worker/client/push_payload.h:
+  // values travel from the caller's memory without a copy).
+  virtual void Push(grpc::ClientContext* context, const grpc::ByteBuffer* request,
                     v1::PushResponse* response, Done done) = 0;
   virtual void Pull(grpc::ClientContext* context, const v1::PullRequest* request,
                     v1::PullResponse* response, Done done) = 0;

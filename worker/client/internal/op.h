@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <future>
+#include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -46,7 +48,11 @@ struct ClientImpl::Op {
   std::vector<std::pair<size_t, std::vector<uint32_t>>> retry ABSL_GUARDED_BY(mu);
   // Pushes: requests to send again, unchanged but for the map version, to
   // their group's primary then (same sequence: applied exactly once).
-  std::vector<v1::PushRequest> push_retry ABSL_GUARDED_BY(mu);
+  std::vector<std::shared_ptr<PushPayload>> push_retry ABSL_GUARDED_BY(mu);
+  // Pushes: sends whose value slices gRPC still holds (each send's pin, see
+  // push_payload.h), and the result waiting for them to reach 0.
+  int pinned_sends ABSL_GUARDED_BY(mu) = 0;
+  std::optional<absl::Status> result ABSL_GUARDED_BY(mu);
   bool refresh ABSL_GUARDED_BY(mu) = false;
   // Pulls: per input, the oldest server min clock its values reflect.
   std::vector<int64_t> oldest_min_clock ABSL_GUARDED_BY(mu);
