@@ -95,7 +95,7 @@ absl::Status ParseTraining(const YamlNode& node, TrainingConfig* t) {
   ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "training",
                                                 {"model", "layers", "batch_size", "epochs",
                                                  "max_steps", "seed", "data_dir", "device",
-                                                 "slowdown", "optimizer"}));
+                                                 "slowdown", "optimizer", "wire_dtype"}));
   RETURN_IF_ERROR(r.Choice("model", {"mlp"}, &t->model));
   if (r.Has("layers")) {
     std::vector<int64_t> layers;
@@ -113,6 +113,7 @@ absl::Status ParseTraining(const YamlNode& node, TrainingConfig* t) {
   if (opt != nullptr) {
     ASSIGN_OR_RETURN(t->optimizer, config_internal::ParseOptimizer(*opt, r.Path("optimizer")));
   }
+  RETURN_IF_ERROR(config_internal::ParseWireDtype(r, &t->wire_dtype));
   return absl::OkStatus();
 }
 

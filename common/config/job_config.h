@@ -102,6 +102,8 @@ struct TrainingConfig {
   std::string device = "auto";     // auto | cpu | cuda
   double slowdown = 1.0;           // straggler factor (>= 1)
   v1::OptimizerSpec optimizer = DefaultOptimizerSpec();  // for the model's tables
+  // How the model's tables travel (fp32 | bf16 | fp16; TableSpec.wire_dtype).
+  v1::DType wire_dtype = v1::DTYPE_FLOAT32;
 };
 
 struct MetricsConfig {

@@ -37,6 +37,7 @@ std::vector<v1::TableSpec> ModelTables(const TrainingConfig& training,
     t.set_consistency(consistency);
     t.set_staleness(consistency == v1::CONSISTENCY_SSP ? staleness : 0);
     t.set_aggregation(v1::AGGREGATION_MEAN);
+    t.set_wire_dtype(training.wire_dtype);
     t.set_id(static_cast<uint32_t>(tables.size()));
     tables.push_back(std::move(t));
   };

@@ -14,6 +14,7 @@
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
 #include "common/time_source.h"
+#include "common/wire_dtype.h"
 #include "server/checkpoint/checkpoint_codec.h"
 #include "server/shard/shard_metrics.h"
 
@@ -68,9 +69,9 @@ std::vector<int64_t> ExpectedShape(const v1::TableSpec& spec, size_t num_keys) {
 // (field case B18: an equal byte or element count is not enough).
 absl::Status CheckShapeAndType(const v1::TableSpec& spec, const v1::TableValues& tv,
                                size_t num_keys) {
-  if (tv.dtype() != v1::DTYPE_FLOAT32) {
+  if (!IsWireDtype(tv.dtype())) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "push table=", spec.name(), ": dtype mismatch: expected float32, got ",
+        "push table=", spec.name(), ": dtype mismatch: expected float32, float16 or bfloat16, got ",
         tv.dtype() == v1::DTYPE_UNSPECIFIED ? std::string("none (TableValues.dtype unset)")
                                             : absl::AsciiStrToLower(absl::StripPrefix(
                                                   v1::DType_Name(tv.dtype()), "DTYPE_"))));
@@ -436,15 +437,26 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     ASSIGN_OR_RETURN(size_t n, CountKeys(tv.keys(), name));
     RETURN_IF_ERROR(CheckShapeAndType(table->spec(), tv, n));
     ASSIGN_OR_RETURN(uint64_t floats, RoutedHere(table->CheckKeys(tv.keys(), n)));
-    if (tv.values().size() != floats * sizeof(float)) {
+    const size_t value_bytes = WireBytes(tv.dtype());
+    if (tv.values().size() != floats * value_bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "push table=", name, ": ", n, " keys need ", floats, " float32 values (",
-          floats * sizeof(float), " bytes), got ", tv.values().size(), " bytes"));
+          "push table=", name, ": ", n, " keys need ", floats, " ",
+          absl::AsciiStrToLower(absl::StripPrefix(v1::DType_Name(tv.dtype()), "DTYPE_")),
+          " values (", floats * value_bytes, " bytes), got ", tv.values().size(), " bytes"));
+    }
+    // 16-bit values are widened first: checked, summed and applied as
+    // float32 (C09).
+    std::string widened;
+    const std::string* values = &tv.values();
+    if (tv.dtype() != v1::DTYPE_FLOAT32) {
+      widened.resize(floats * sizeof(float));
+      DecodeValues(tv.values().data(), floats, tv.dtype(), reinterpret_cast<float*>(widened.data()));
+      values = &widened;
     }
     const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
                                  ? static_cast<uint64_t>(table->spec().width())
                                  : static_cast<uint64_t>(table->spec().chunk_size());
-    absl::Status finite = CheckFinite(table->spec(), tv.keys(), tv.values(), per_key);
+    absl::Status finite = CheckFinite(table->spec(), tv.keys(), *values, per_key);
     if (!finite.ok()) {
       if (metrics_ != nullptr) metrics_->NonFinite(name);
       return finite;
@@ -455,8 +467,10 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     if (table->spec().consistency() != v1::CONSISTENCY_BSP && KeysAscending(tv.keys(), n)) {
       g.direct = &tv;  // applied from the request, which outlives the push
       g.n = n;
+      g.widened = std::move(widened);
+      g.is_widened = values != &tv.values();
     } else {
-      table->Gather(tv.keys(), n, tv.values(), &g.buffer);
+      table->Gather(tv.keys(), n, *values, &g.buffer);
     }
   }
   return grads;
@@ -483,8 +497,18 @@ void Shard::Serve(const v1::PullRequest& request, v1::PullResponse* response,
     out->set_table(table->spec().name());
     size_t n = tk.keys().size() / sizeof(Key);
     for (int64_t d : ExpectedShape(table->spec(), n)) out->add_shape(d);
-    out->set_dtype(v1::DTYPE_FLOAT32);
-    table->Read(tk.keys(), n, out->mutable_values());
+    const v1::DType dtype = WireDtypeOrFloat32(tk.dtype());
+    out->set_dtype(dtype);
+    if (dtype == v1::DTYPE_FLOAT32) {
+      table->Read(tk.keys(), n, out->mutable_values());
+      continue;
+    }
+    std::string floats;
+    table->Read(tk.keys(), n, &floats);
+    const size_t count = floats.size() / sizeof(float);
+    out->mutable_values()->resize(count * WireBytes(dtype));
+    EncodeValues(reinterpret_cast<const float*>(floats.data()), count, dtype,
+                 out->mutable_values()->data());
   }
   response->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);
 }
@@ -503,6 +527,12 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
   for (const v1::TableKeys& tk : request->tables()) {
     absl::StatusOr<Table*> table = FindTable(tk.table_id(), tk.table());
     absl::Status status = table.status();
+    if (status.ok() && !IsWireDtype(WireDtypeOrFloat32(tk.dtype()))) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "table=", tk.table(), ": values cannot travel as ",
+          absl::AsciiStrToLower(absl::StripPrefix(v1::DType_Name(tk.dtype()), "DTYPE_")),
+          " (float32, float16 or bfloat16)"));
+    }
     if (status.ok()) {
       absl::StatusOr<size_t> n = CountKeys(tk.keys(), tk.table());
       status = n.status();
@@ -1052,7 +1082,7 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
 void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads) {
   Table* table = grads->table;
   if (grads->direct != nullptr) {
-    table->ApplyUnique(grads->direct->keys(), grads->n, grads->direct->values());
+    table->ApplyUnique(grads->direct->keys(), grads->n, grads->values());
     return;
   }
   GradBuffer& buffer = grads->buffer;

@@ -261,8 +261,12 @@ class Shard {
   struct TableGrads {
     Table* table = nullptr;
     GradBuffer buffer;
+    // Set when applied straight from the request (keys unique, ascending).
     const v1::TableValues* direct = nullptr;
+    std::string widened;      // float32 values of a 16-bit push
+    bool is_widened = false;
     size_t n = 0;
+    const std::string& values() const { return is_widened ? widened : direct->values(); }
   };
   using Grads = std::vector<TableGrads>;
 

@@ -309,3 +309,29 @@ TEST_CASE("DescribeConfig prints every effective value, one per line", "[config]
 }
 
 }  // namespace cairn
+
+namespace cairn {
+
+TEST_CASE("wire_dtype: per table and for the model's tables, fp32 by default", "[config][tables]") {
+  const JobConfig plain = ParseOk(kTwoTables);
+  CHECK(plain.tables[0].wire_dtype() == v1::DTYPE_FLOAT32);
+  const JobConfig c = ParseOk(
+      "tables:\n  - {name: a, kind: dense, shape: [4], wire_dtype: bf16}\n"
+      "  - {name: b, kind: sparse, width: 2, wire_dtype: fp16}\n"
+      "  - {name: c, kind: dense, shape: [4], wire_dtype: fp32}\n"
+      "training: {layers: [4, 2], wire_dtype: bf16}\n");
+  REQUIRE(c.tables.size() == 5);
+  CHECK(c.tables[0].wire_dtype() == v1::DTYPE_BFLOAT16);
+  CHECK(c.tables[1].wire_dtype() == v1::DTYPE_FLOAT16);
+  CHECK(c.tables[2].wire_dtype() == v1::DTYPE_FLOAT32);
+  CHECK(c.tables[3].name() == "mlp.fc0.weight");
+  CHECK(c.tables[3].wire_dtype() == v1::DTYPE_BFLOAT16);
+  CHECK(c.tables[4].wire_dtype() == v1::DTYPE_BFLOAT16);
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: dense, shape: [4], wire_dtype: half}\n"),
+             Contains("job.yaml:2:"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: dense, shape: [4], wire_dtype: half}\n"),
+             Contains("`tables[0].wire_dtype`"));
+  CHECK_THAT(ParseError("training: {wire_dtype: fp8}\n"), Contains("`training.wire_dtype`"));
+}
+
+}  // namespace cairn

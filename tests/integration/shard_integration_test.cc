@@ -283,7 +283,7 @@ TEST_CASE("bad requests are rejected with the right code and change nothing",
                              v1::DTYPE_FLOAT64);
     CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
     CHECK_THAT(s.error_message(), Catch::Contains("dense4"));
-    CHECK_THAT(s.error_message(), Catch::Contains("dtype mismatch: expected float32, got float64"));
+    CHECK_THAT(s.error_message(), Catch::Contains("dtype mismatch: expected float32, float16 or bfloat16, got float64"));
     s = RawPush(raw, "dense4", 0, {0}, {1, 1, 1, 1}, ++seq, raw.version, {4},
                 v1::DTYPE_UNSPECIFIED);
     CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);

@@ -14,6 +14,7 @@
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
 #include "common/time_source.h"
+#include "common/wire_dtype.h"
 #include "worker/client/internal/op.h"
 
 namespace cairn {
@@ -76,8 +77,7 @@ struct SendPin {
 // per 64 KiB chunk or per row; counting them would push a 1 MiB table into a
 // second request).
 uint64_t EntryBytes(const ClientImpl::TableInput& in, uint32_t index) {
-  if (in.keys == nullptr) return ChunkLength(in, index) * sizeof(float);
-  return static_cast<uint64_t>(in.spec->width()) * sizeof(float);
+  return FloatsOf(in, index) * WireBytes(WireDtypeOrFloat32(in.spec->wire_dtype()));
 }
 
 // Writes the keys of `indices` of `in` into a message (little-endian uint64).
@@ -90,27 +90,20 @@ void EncodeKeys(const ClientImpl::TableInput& in, const std::vector<uint32_t>& i
   }
 }
 
-// Copies a pulled entry's values into the caller's buffer. False on a size mismatch.
+// Copies a pulled entry's values into the caller's buffer, widened to
+// float32 when they travelled as 16-bit. False on a size or dtype mismatch.
 bool Scatter(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indices,
-             const std::string& values) {
-  const char* src = values.data();
-  const char* end = values.data() + values.size();
-  if (in.keys == nullptr) {
-    const uint64_t cs = static_cast<uint64_t>(in.spec->chunk_size());
-    for (uint32_t c : indices) {
-      const size_t bytes = ChunkLength(in, c) * sizeof(float);
-      if (src + bytes > end) return false;
-      std::memcpy(in.out + c * cs, src, bytes);
-      src += bytes;
-    }
-  } else {
-    const uint64_t w = static_cast<uint64_t>(in.spec->width());
-    const size_t bytes = w * sizeof(float);
-    for (uint32_t i : indices) {
-      if (src + bytes > end) return false;
-      std::memcpy(in.out + i * w, src, bytes);
-      src += bytes;
-    }
+             const v1::TableValues& tv) {
+  const v1::DType dtype = WireDtypeOrFloat32(tv.dtype());
+  if (!IsWireDtype(dtype)) return false;
+  const size_t value_bytes = WireBytes(dtype);
+  const char* src = tv.values().data();
+  const char* end = src + tv.values().size();
+  for (uint32_t j : indices) {
+    const size_t floats = FloatsOf(in, j);
+    if (static_cast<size_t>(end - src) < floats * value_bytes) return false;
+    DecodeValues(src, floats, dtype, in.out + OffsetOf(in, j));
+    src += floats * value_bytes;
   }
   return src == end;
 }
@@ -448,7 +441,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
             const auto& [input, idx] = piece->entries[e];
             const TableInput& in = op->inputs[input];
             if (static_cast<int>(e) >= piece->pull_response.tables_size() ||
-                !Scatter(in, idx, piece->pull_response.tables(e).values())) {
+                !Scatter(in, idx, piece->pull_response.tables(e))) {
               status = grpc::Status(grpc::StatusCode::INTERNAL,
                                     absl::StrCat("server ", piece->server,
                                                  " answered a pull with the wrong value size"));
@@ -513,7 +506,8 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         v1::TableValues* tv = &table.meta;
         tv->set_table_id(in.spec->id());
         tv->set_table(in.spec->name());
-        tv->set_dtype(v1::DTYPE_FLOAT32);
+        const v1::DType wire = WireDtypeOrFloat32(in.spec->wire_dtype());
+        tv->set_dtype(wire);
         if (in.keys != nullptr) {
           tv->add_shape(static_cast<int64_t>(idx.size()));
           tv->add_shape(in.spec->width());
@@ -523,12 +517,25 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
           for (int64_t d : in.spec->shape()) tv->add_shape(d);
         }
         EncodeKeys(in, idx, tv->mutable_keys());
-        for (uint32_t j : idx) {
-          PushPayload::AddRange(&table, absl::MakeConstSpan(
-                                            reinterpret_cast<const char*>(in.in + OffsetOf(in, j)),
-                                            FloatsOf(in, j) * sizeof(float)));
+        if (wire == v1::DTYPE_FLOAT32) {
+          for (uint32_t j : idx) {
+            PushPayload::AddRange(&table, absl::MakeConstSpan(reinterpret_cast<const char*>(
+                                                                  in.in + OffsetOf(in, j)),
+                                                              FloatsOf(in, j) * sizeof(float)));
+          }
+          PushPayload::Seal(&table);
+        } else {
+          // Narrowed to 16 bits: the conversion writes the only copy.
+          uint64_t floats = 0;
+          for (uint32_t j : idx) floats += FloatsOf(in, j);
+          table.gathered = std::make_unique<std::string>(floats * WireBytes(wire), '\0');
+          char* out = table.gathered->data();
+          for (uint32_t j : idx) {
+            EncodeValues(in.in + OffsetOf(in, j), FloatsOf(in, j), wire, out);
+            out += FloatsOf(in, j) * WireBytes(wire);
+          }
+          table.values = {absl::MakeConstSpan(table.gathered->data(), table.gathered->size())};
         }
-        PushPayload::Seal(&table);
       }
     }
     if (channel == servers->channels.end()) {
@@ -552,6 +559,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         v1::TableKeys* tk = r.add_tables();
         tk->set_table_id(in.spec->id());
         tk->set_table(in.spec->name());
+        tk->set_dtype(WireDtypeOrFloat32(in.spec->wire_dtype()));
         EncodeKeys(in, idx, tk->mutable_keys());
       }
       channel->second->Pull(&piece->context, &r, &piece->pull_response, finish);

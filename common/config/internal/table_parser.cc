@@ -172,12 +172,20 @@ absl::StatusOr<v1::OptimizerSpec> ParseOptimizer(const YamlNode& node, const std
   return spec;
 }
 
+absl::Status ParseWireDtype(const MapReader& r, v1::DType* out) {
+  std::string wire = *out == v1::DTYPE_BFLOAT16 ? "bf16" : *out == v1::DTYPE_FLOAT16 ? "fp16" : "fp32";
+  RETURN_IF_ERROR(r.Choice("wire_dtype", {"fp32", "bf16", "fp16"}, &wire));
+  *out = wire == "bf16" ? v1::DTYPE_BFLOAT16 : wire == "fp16" ? v1::DTYPE_FLOAT16 : v1::DTYPE_FLOAT32;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string& path,
                                          const TableDefaults& defaults) {
   ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, path,
                                                 {"name", "kind", "shape", "chunk_size", "width",
                                                  "optimizer", "init", "non_finite",
-                                                 "aggregation", "consistency", "staleness"}));
+                                                 "aggregation", "consistency", "staleness",
+                                                 "wire_dtype"}));
   v1::TableSpec t;
   std::string name, kind;
   if (!r.Has("name")) return r.Error("name", "is required");
@@ -235,6 +243,9 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
   t.set_non_finite(non_finite == "allow" ? v1::NON_FINITE_POLICY_ALLOW
                                          : v1::NON_FINITE_POLICY_REJECT);
   t.set_aggregation(aggregation == "sum" ? v1::AGGREGATION_SUM : v1::AGGREGATION_MEAN);
+  v1::DType wire = v1::DTYPE_FLOAT32;
+  RETURN_IF_ERROR(ParseWireDtype(r, &wire));
+  t.set_wire_dtype(wire);
   v1::Consistency mode = v1::CONSISTENCY_BSP;
   int64_t staleness = 0;
   RETURN_IF_ERROR(ParseConsistency(r, "consistency", defaults.consistency, defaults.staleness,

@@ -35,6 +35,9 @@ absl::Status ParseConsistency(const MapReader& reader, const std::string& mode_k
 // type-specific keys get their defaults (adagrad: initial_accumulator 0.1,
 // epsilon 1e-10; adam: beta1 0.9, beta2 0.999, epsilon 1e-8); a key of another
 // type is an error.
+// Reads `wire_dtype` (fp32 | bf16 | fp16) into `out`; absent: `out` is kept.
+absl::Status ParseWireDtype(const MapReader& r, v1::DType* out);
+
 absl::StatusOr<v1::OptimizerSpec> ParseOptimizer(const YamlNode& node, const std::string& path);
 
 // One entry of `tables:` at `path` ("tables[3]"). The id is left 0.

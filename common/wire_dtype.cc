@@ -1,0 +1,39 @@
+#include "common/wire_dtype.h"
+
+namespace cairn {
+
+void EncodeValues(const float* in, size_t n, v1::DType dtype, char* out) {
+  if (dtype == v1::DTYPE_BFLOAT16) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t h = FloatToBf16(in[i]);
+      std::memcpy(out + 2 * i, &h, 2);
+    }
+  } else if (dtype == v1::DTYPE_FLOAT16) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t h = FloatToHalf(in[i]);
+      std::memcpy(out + 2 * i, &h, 2);
+    }
+  } else {
+    std::memcpy(out, in, n * sizeof(float));
+  }
+}
+
+void DecodeValues(const char* in, size_t n, v1::DType dtype, float* out) {
+  if (dtype == v1::DTYPE_BFLOAT16) {
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, in + 2 * i, 2);
+      out[i] = Bf16ToFloat(h);
+    }
+  } else if (dtype == v1::DTYPE_FLOAT16) {
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, in + 2 * i, 2);
+      out[i] = HalfToFloat(h);
+    }
+  } else {
+    std::memcpy(out, in, n * sizeof(float));
+  }
+}
+
+}  // namespace cairn
