@@ -30,6 +30,10 @@ const std::vector<CaseGroup>& AllCaseGroups() {
   static const std::vector<CaseGroup>* groups = new std::vector<CaseGroup>{
       {"push-1mib", "push 1 MiB", true, false, kDense1MiB, kDense1MiBFloats, 0},
       {"pull-1mib", "pull 1 MiB", false, false, kDense1MiB, kDense1MiBFloats, 0},
+      // Cairn moves these as bfloat16; the references move the float32 bytes.
+      {"push-1mib-bf16", "push 1 MiB as bf16", true, false, kDense1MiBBf16, kDense1MiBFloats, 0},
+      {"pull-1mib-bf16", "pull 1 MiB as bf16", false, false, kDense1MiBBf16, kDense1MiBFloats,
+       0},
       {"push-16mib", "push 16 MiB", true, false, kDense16MiB, kDense16MiBFloats, 0},
       {"pull-16mib", "pull 16 MiB", false, false, kDense16MiB, kDense16MiBFloats, 0},
       {"sparse-push", SparseOperation("push"), true, true, kSparse, kSparseRows * kSparseWidth,

@@ -36,6 +36,12 @@ tables:
     shape: [)", kDense1MiBFloats, R"(]
     optimizer: {type: sgd, learning_rate: 0.001}
     init: {type: zeros}
+  - name: )", kDense1MiBBf16, R"(
+    kind: dense
+    shape: [)", kDense1MiBFloats, R"(]
+    wire_dtype: bf16
+    optimizer: {type: sgd, learning_rate: 0.001}
+    init: {type: zeros}
   - name: )", kDense16MiB, R"(
     kind: dense
     shape: [)", kDense16MiBFloats, R"(]

@@ -15,6 +15,8 @@ namespace cairn::bench {
 
 // Table names and sizes of the benchmark job (all ASP, SGD, zeros).
 inline constexpr char kDense1MiB[] = "dense_1mib";
+// The same 2^18 float32 values, travelling as bfloat16 (wire_dtype: bf16).
+inline constexpr char kDense1MiBBf16[] = "dense_1mib_bf16";
 inline constexpr char kDense16MiB[] = "dense_16mib";
 inline constexpr char kSparse[] = "sparse_w64";
 inline constexpr int64_t kDense1MiBFloats = int64_t{1} << 18;   // 1 MiB of float32

@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--cases", flags.cases,
-                 "comma-separated: all, push-1mib, pull-1mib, push-16mib, pull-16mib, "
+                 "comma-separated: all, push-1mib, pull-1mib, push-1mib-bf16, pull-1mib-bf16, push-16mib, pull-16mib, "
                  "sparse-push, sparse-pull")
       ->capture_default_str();
   app.add_option("--methods", flags.methods, "comma-separated: Cairn, unary, stream")
