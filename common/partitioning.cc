@@ -18,14 +18,21 @@ uint32_t SparsePartition(Key key, uint32_t num_partitions) {
 }
 
 KeyRange DensePartitionRange(uint64_t num_chunks, uint32_t num_partitions,
-                             uint32_t partition) {
+                             uint32_t partition, uint32_t offset) {
   using u128 = unsigned __int128;
+  offset %= num_partitions;
+  partition = (partition + num_partitions - offset) % num_partitions;
   const Key begin = static_cast<Key>(u128(num_chunks) * partition / num_partitions);
   const Key end = static_cast<Key>(u128(num_chunks) * (partition + 1) / num_partitions);
   return KeyRange{begin, end};
 }
 
-uint32_t DensePartition(uint64_t chunk, uint64_t num_chunks, uint32_t num_partitions) {
+uint32_t DensePartitionOffset(const std::string& table_name, uint32_t num_partitions) {
+  return static_cast<uint32_t>(Xxh64(table_name.data(), table_name.size()) % num_partitions);
+}
+
+uint32_t DensePartition(uint64_t chunk, uint64_t num_chunks, uint32_t num_partitions,
+                        uint32_t offset) {
   // Largest p with begin(p) <= chunk: begin(p) = floor(num_chunks * p / P).
   using u128 = unsigned __int128;
   uint64_t p = static_cast<uint64_t>((u128(chunk) * num_partitions + num_partitions - 1) /
@@ -35,7 +42,7 @@ uint32_t DensePartition(uint64_t chunk, uint64_t num_chunks, uint32_t num_partit
   while (p + 1 < num_partitions &&
          DensePartitionRange(num_chunks, num_partitions, p).end <= chunk)
     ++p;
-  return static_cast<uint32_t>(p);
+  return static_cast<uint32_t>((p + offset) % num_partitions);
 }
 
 }  // namespace cairn

@@ -3,7 +3,11 @@
 // Dense tables: chunk keys [0, num_chunks) are cut into P contiguous, half-open
 // key ranges; partition p owns [p * num_chunks / P, (p + 1) * num_chunks / P)
 // computed in 128-bit arithmetic, so the ranges cover every chunk exactly once
-// (when num_chunks < P some partitions own no chunk).
+// (when num_chunks < P some partitions own no chunk). A table's
+// `partition_offset` (TableSpec) rotates these ranges: partition p owns the
+// range of partition (p - offset) mod P. Configs set it from a hash of the
+// table's name, so a model's small tables (one chunk each, which would all
+// fall in partition P - 1) spread over the partitions and their servers.
 // Sparse tables: partition = XXH64(key as 8 little-endian bytes, seed 0) mod P.
 // XXH64 is a fixed, documented hash: placement never changes between builds,
 // so a checkpoint restores onto any build and any number of servers.
@@ -13,6 +17,7 @@
 #define CAIRN_COMMON_PARTITIONING_H_
 
 #include <cstdint>
+#include <string>
 
 #include "common/bytes.h"
 
@@ -33,12 +38,18 @@ struct KeyRange {
 // Partition of sparse key `key` among `num_partitions` (> 0).
 uint32_t SparsePartition(Key key, uint32_t num_partitions);
 
-// Chunk range of partition `partition` of a dense table with `num_chunks` chunks.
+// Chunk range of partition `partition` of a dense table with `num_chunks`
+// chunks whose ranges are rotated by `offset` partitions.
 KeyRange DensePartitionRange(uint64_t num_chunks, uint32_t num_partitions,
-                             uint32_t partition);
+                             uint32_t partition, uint32_t offset = 0);
 
 // Partition owning dense chunk `chunk` (< num_chunks).
-uint32_t DensePartition(uint64_t chunk, uint64_t num_chunks, uint32_t num_partitions);
+uint32_t DensePartition(uint64_t chunk, uint64_t num_chunks, uint32_t num_partitions,
+                        uint32_t offset = 0);
+
+// The rotation a config gives a dense table: XXH64 of its name mod P. Stable
+// across builds (a checkpoint records it, docs/checkpoint-format.md).
+uint32_t DensePartitionOffset(const std::string& table_name, uint32_t num_partitions);
 
 // Element count of a dense table's shape: the product of its dims; 0 for an
 // empty shape or one with a dim <= 0 (a table the config refuses). Every

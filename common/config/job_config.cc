@@ -16,6 +16,7 @@
 #include "common/config/internal/yaml_tree.h"
 #include "common/hash.h"
 #include "common/net.h"
+#include "common/partitioning.h"
 #include "common/status_macros.h"
 
 namespace cairn {
@@ -281,8 +282,15 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
 
 v1::JobSpec ToJobSpec(const JobConfig& config) {
   v1::JobSpec spec;
-  for (const v1::TableSpec& t : config.tables) *spec.add_tables() = t;
-  spec.set_num_partitions(static_cast<uint32_t>(config.cluster.partitions));
+  const uint32_t partitions = static_cast<uint32_t>(config.cluster.partitions);
+  for (const v1::TableSpec& t : config.tables) {
+    v1::TableSpec* table = spec.add_tables();
+    *table = t;
+    if (t.kind() == v1::TABLE_KIND_DENSE) {
+      table->set_partition_offset(DensePartitionOffset(t.name(), partitions));
+    }
+  }
+  spec.set_num_partitions(partitions);
   spec.set_num_workers(static_cast<uint32_t>(config.cluster.workers));
   spec.set_num_servers(static_cast<uint32_t>(config.cluster.servers));
   spec.set_max_message_bytes(config.rpc.max_message_bytes);

@@ -20,13 +20,14 @@ absl::Status Corrupt(const std::string& what, const std::string& detail) {
   return absl::DataLossError(absl::StrCat(what, ": ", detail));
 }
 
-absl::Status CheckVersion(Decoder& d, const std::string& what) {
+absl::Status CheckVersion(Decoder& d, const std::string& what, uint32_t* read = nullptr) {
   uint32_t version = 0;
   if (!d.Get(&version)) return Corrupt(what, "value too short for a format version");
-  if (version != kFormatVersion) {
+  if (version < kOldestFormatVersion || version > kFormatVersion) {
     return Corrupt(what, absl::StrCat("format version ", version, ", this build reads ",
-                                      kFormatVersion));
+                                      kOldestFormatVersion, " to ", kFormatVersion));
   }
+  if (read != nullptr) *read = version;
   return absl::OkStatus();
 }
 
@@ -44,13 +45,17 @@ TableShape ShapeOf(const v1::TableSpec& spec, int slots_per_element) {
     s.width = spec.width();
   }
   s.slots_per_element = slots_per_element;
+  s.partition_offset = spec.kind() == v1::TABLE_KIND_DENSE ? spec.partition_offset() : 0;
   return s;
 }
 
 std::string DescribeShape(const TableShape& s) {
   if (s.kind == v1::TABLE_KIND_DENSE) {
     return absl::StrCat("dense [", absl::StrJoin(s.shape, ","), "] chunk_size ", s.chunk_size,
-                        " slots ", s.slots_per_element);
+                        " slots ", s.slots_per_element,
+                        s.partition_offset == 0
+                            ? std::string()
+                            : absl::StrCat(" partition_offset ", s.partition_offset));
   }
   return absl::StrCat("sparse width ", s.width, " slots ", s.slots_per_element);
 }
@@ -114,6 +119,7 @@ std::string EncodeManifest(const Manifest& m) {
     e.Put(t.chunk_size);
     e.Put(t.width);
     e.Put(t.slots_per_element);
+    e.Put(t.partition_offset);
   }
   e.Put<uint64_t>(m.partitions.size());
   for (const PartitionEntry& p : m.partitions) {
@@ -139,7 +145,8 @@ absl::StatusOr<Manifest> DecodeManifest(const std::string& bytes, const std::str
                                       ", computed ", Checksum(body), ")"));
   }
   Decoder d(body);
-  if (absl::Status s = CheckVersion(d, what); !s.ok()) return s;
+  uint32_t version = 0;
+  if (absl::Status s = CheckVersion(d, what, &version); !s.ok()) return s;
   Manifest m;
   uint32_t num_tables = 0;
   d.Get(&m.id);
@@ -159,6 +166,7 @@ absl::StatusOr<Manifest> DecodeManifest(const std::string& bytes, const std::str
     d.Get(&t.chunk_size);
     d.Get(&t.width);
     d.Get(&t.slots_per_element);
+    if (version >= 2) d.Get(&t.partition_offset);
     m.tables.push_back(std::move(t));
   }
   uint64_t num_parts = 0;

@@ -23,6 +23,7 @@ struct TableShape {
   int64_t chunk_size = 0;         // dense
   int64_t width = 0;              // sparse
   int32_t slots_per_element = 0;  // optimizer slots
+  uint32_t partition_offset = 0;  // dense: TableSpec.partition_offset (0 in format 1)
 
   bool operator==(const TableShape&) const = default;
 };

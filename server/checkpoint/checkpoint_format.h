@@ -25,8 +25,11 @@ namespace cairn::checkpoint {
 static_assert(std::endian::native == std::endian::little,
               "checkpoint values are written as little-endian memory images");
 
-// Bumped on any change to a key or value layout; readers refuse other versions.
-inline constexpr uint32_t kFormatVersion = 1;
+// Bumped on any change to a key or value layout. Readers read every version
+// from kOldestFormatVersion on (version 1 manifests carry no table
+// partition_offset: it reads as 0) and refuse others.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;
 
 inline constexpr char kManifestTag = 'M';
 inline constexpr char kPartitionTag = 'P';

@@ -157,7 +157,8 @@ absl::StatusOr<PartitionRows> DenseRows(const SafetensorsFile& file, const v1::T
   }
   const uint64_t chunk_size = static_cast<uint64_t>(table.chunk_size());
   const KeyRange range =
-      DensePartitionRange(NumChunks(num_elements, chunk_size), num_partitions, partition);
+      DensePartitionRange(NumChunks(num_elements, chunk_size), num_partitions, partition,
+                          table.partition_offset());
   PartitionRows rows;
   rows.slots_per_element = slots_per_element;
   if (range.size() == 0) return rows;

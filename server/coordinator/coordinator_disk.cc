@@ -36,7 +36,7 @@ absl::Status ChooseCheckpoint(const CheckpointConfig& c, v1::JobSpec* job) {
   ASSIGN_OR_RETURN(std::vector<v1::CheckpointRecord> records,
                    CheckpointRegistry::ReadRecords(store));
   ASSIGN_OR_RETURN(v1::CheckpointRecord record, ChooseResumePoint(records, c.resume, store));
-  RETURN_IF_ERROR(CheckResumePoint(record, *job, c.dir));
+  RETURN_IF_ERROR(CheckResumePoint(record, job, c.dir));
   LOG_INFO("resuming from checkpoint record {} at clock {} ({} partitions) in {}", record.id(),
            record.clock(), record.partitions_size(), c.dir);
   *job->mutable_resume_from() = std::move(record);

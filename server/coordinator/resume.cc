@@ -37,9 +37,10 @@ absl::StatusOr<v1::CheckpointRecord> ChooseResumePoint(
                                           absl::StrJoin(clocks, ", ")));
 }
 
-absl::Status CheckResumePoint(const v1::CheckpointRecord& record, const v1::JobSpec& job,
+absl::Status CheckResumePoint(const v1::CheckpointRecord& record, v1::JobSpec* job,
                               const std::string& dir) {
-  ASSIGN_OR_RETURN(std::vector<checkpoint::TableShape> shapes, checkpoint::JobTableShapes(job));
+  ASSIGN_OR_RETURN(std::vector<checkpoint::TableShape> shapes, checkpoint::JobTableShapes(*job));
+  bool placed = false;
   // (server, checkpoint id) -> the record's pieces in that store.
   std::map<std::pair<uint32_t, uint64_t>, std::vector<const v1::CheckpointPartition*>> stores;
   for (const v1::CheckpointPartition& p : record.partitions()) {
@@ -67,12 +68,22 @@ absl::Status CheckResumePoint(const v1::CheckpointRecord& record, const v1::JobS
           store, " lacks checkpoint ", key.second, " at clock ", record.clock(),
           ", which checkpoint record ", record.id(), " names"));
     }
+    if (!placed) {
+      for (const checkpoint::TableShape& t : m->tables) {
+        if (t.id < static_cast<uint32_t>(job->tables_size()) &&
+            job->tables(t.id).name() == t.name && t.kind == v1::TABLE_KIND_DENSE) {
+          job->mutable_tables(t.id)->set_partition_offset(t.partition_offset);
+        }
+      }
+      ASSIGN_OR_RETURN(shapes, checkpoint::JobTableShapes(*job));
+      placed = true;
+    }
     RETURN_IF_ERROR(Annotate(checkpoint::CheckTablesMatch(*m, shapes),
                              absl::StrCat("resume from ", store, " checkpoint ", m->id)));
-    if (m->num_partitions != job.num_partitions()) {
+    if (m->num_partitions != job->num_partitions()) {
       return absl::FailedPreconditionError(absl::StrCat(
           store, " checkpoint ", m->id, " has ", m->num_partitions,
-          " partitions per table; the job has ", job.num_partitions(),
+          " partitions per table; the job has ", job->num_partitions(),
           " (cluster.partitions is fixed for a job's life)"));
     }
     for (const v1::CheckpointPartition* p : pieces) {

@@ -23,10 +23,13 @@ absl::StatusOr<v1::CheckpointRecord> ChooseResumePoint(
 // Opens (read-only) every server store `record` names under `dir` and checks
 // that each holds the named checkpoint at the record's clock with the same
 // checksums, that its tables match `job`'s by name and shape, and that every
-// partition's bytes verify (it reads them all).
+// partition's bytes verify (it reads them all). The job takes each dense
+// table's partition_offset from the checkpoint, so chunks stay in the
+// partitions that hold them (a checkpoint of format 1 places every table at
+// offset 0).
 // Errors: NotFound (a store or checkpoint missing), DataLoss (checksums
 // differ), FailedPrecondition naming the table and both shapes.
-absl::Status CheckResumePoint(const v1::CheckpointRecord& record, const v1::JobSpec& job,
+absl::Status CheckResumePoint(const v1::CheckpointRecord& record, v1::JobSpec* job,
                               const std::string& dir);
 
 }  // namespace cairn

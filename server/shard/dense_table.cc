@@ -22,7 +22,7 @@ DenseTable::DenseTable(const v1::TableSpec& spec, uint32_t num_partitions,
   blocks_.reserve(num_partitions);
   for (uint32_t p = 0; p < num_partitions; ++p) {
     if (!owned[p]) continue;
-    const KeyRange range = DensePartitionRange(num_chunks_, num_partitions, p);
+    const KeyRange range = DensePartitionRange(num_chunks_, num_partitions, p, spec.partition_offset());
     if (range.size() == 0) continue;
     blocks_.push_back(MakeBlock(range));
     for (Key c = range.begin; c < range.end; ++c) {
@@ -49,7 +49,7 @@ DenseTable::Block DenseTable::MakeBlock(const KeyRange& range) const {
 }
 
 void DenseTable::AddPartition(uint32_t partition) {
-  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition);
+  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition, spec_.partition_offset());
   if (range.size() == 0 || BlockOf(range.begin) >= 0) return;
   absl::MutexLock lock(&mu_);
   blocks_.push_back(MakeBlock(range));  // within the reserved capacity
@@ -76,7 +76,7 @@ absl::StatusOr<uint64_t> DenseTable::CheckKeys(const std::string& keys, size_t n
     if (BlockOf(k) < 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "table ", spec_.name(), ": key ", k, " is in partition ",
-          DensePartition(k, num_chunks_, num_partitions_),
+          DensePartition(k, num_chunks_, num_partitions_, spec_.partition_offset()),
           ", which this server does not hold"));
     }
     floats += ChunkLength(k);
@@ -160,7 +160,7 @@ absl::StatusOr<PartitionRows> DenseTable::ExportPartition(uint32_t partition) co
     return absl::InvalidArgumentError(absl::StrCat("table ", spec_.name(), ": partition ",
                                                    partition, " of ", num_partitions_));
   }
-  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition);
+  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition, spec_.partition_offset());
   if (range.size() == 0) return rows;
   if (BlockOf(range.begin) < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -183,7 +183,7 @@ absl::Status DenseTable::ImportPartition(uint32_t partition, const PartitionRows
     return absl::InvalidArgumentError(absl::StrCat("table ", spec_.name(), ": partition ",
                                                    partition, " of ", num_partitions_));
   }
-  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition);
+  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition, spec_.partition_offset());
   if (range.size() > 0 && BlockOf(range.begin) < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table ", spec_.name(), ": partition ", partition, " is not held by this server"));

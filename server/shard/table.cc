@@ -15,7 +15,7 @@ namespace cairn {
 uint32_t Table::PartitionOf(Key key) const {
   if (spec_.kind() == v1::TABLE_KIND_SPARSE) return SparsePartition(key, num_partitions_);
   return DensePartition(key, NumChunks(DenseNumElements(spec_), spec_.chunk_size()),
-                        num_partitions_);
+                        num_partitions_, spec_.partition_offset());
 }
 
 absl::StatusOr<std::unique_ptr<Table>> Table::Create(const v1::TableSpec& spec,

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/config/job_config.h"
+#include "common/partitioning.h"
 #include "tests/common/config_test_util.h"
 
 namespace cairn {
@@ -332,6 +333,20 @@ TEST_CASE("wire_dtype: per table and for the model's tables, fp32 by default", "
   CHECK_THAT(ParseError("tables:\n  - {name: a, kind: dense, shape: [4], wire_dtype: half}\n"),
              Contains("`tables[0].wire_dtype`"));
   CHECK_THAT(ParseError("training: {wire_dtype: fp8}\n"), Contains("`training.wire_dtype`"));
+}
+
+}  // namespace cairn
+
+namespace cairn {
+
+TEST_CASE("ToJobSpec rotates each dense table's partitions by its name's hash", "[config]") {
+  const JobConfig c = ParseOk(
+      "cluster: {partitions: 16}\n"
+      "tables:\n  - {name: a.bias, kind: dense, shape: [4]}\n"
+      "  - {name: e, kind: sparse, width: 2}\n");
+  const v1::JobSpec spec = ToJobSpec(c);
+  CHECK(spec.tables(0).partition_offset() == DensePartitionOffset("a.bias", 16));
+  CHECK(spec.tables(1).partition_offset() == 0);  // sparse keys are hashed already
 }
 
 }  // namespace cairn

@@ -4,10 +4,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cairn/v1/types.pb.h"
+#include "common/hash.h"
 
 namespace cairn {
 namespace {
@@ -95,6 +98,50 @@ TEST_CASE("DensePartition names the partition whose range holds the chunk",
     }
     CHECK(DensePartition(kMax - 1, kMax, P) == P - 1);
   }
+}
+
+TEST_CASE("a partition offset rotates dense ranges: each chunk still has exactly one owner",
+          "[partitioning]") {
+  for (uint32_t P : {1u, 3u, 16u}) {
+    for (uint64_t n : {1ull, 2ull, 5ull, 16ull, 37ull}) {
+      for (uint32_t offset : {0u, 1u, 7u, 15u, 40u}) {
+        std::vector<int> owners(n, 0);
+        for (uint32_t p = 0; p < P; ++p) {
+          const KeyRange r = DensePartitionRange(n, P, p, offset);
+          const KeyRange unrotated = DensePartitionRange(n, P, (p + P - offset % P) % P);
+          CHECK(r.begin == unrotated.begin);
+          CHECK(r.end == unrotated.end);
+          for (Key c = r.begin; c < r.end; ++c) {
+            ++owners[c];
+            REQUIRE(DensePartition(c, n, P, offset) == p);
+          }
+        }
+        for (int o : owners) REQUIRE(o == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("small dense tables spread over partitions by their names' hash",
+          "[partitioning]") {
+  // 64 one-chunk tables over 16 partitions: at offset 0 every one would be in
+  // partition 15.
+  std::vector<int> per_partition(16, 0);
+  for (int i = 0; i < 64; ++i) {
+    const uint32_t offset = DensePartitionOffset("layer" + std::to_string(i) + ".bias", 16);
+    REQUIRE(offset < 16);
+    ++per_partition[DensePartition(0, 1, 16, offset)];
+  }
+  int used = 0, most = 0;
+  for (int c : per_partition) {
+    used += c > 0;
+    most = std::max(most, c);
+  }
+  CHECK(used >= 12);
+  CHECK(most <= 10);
+  // Pinned: a checkpoint records the offset, but a new job computes it.
+  CHECK(DensePartitionOffset("mlp.fc0.bias", 16) == DensePartitionOffset("mlp.fc0.bias", 16));
+  CHECK(DensePartitionOffset("", 7) == Xxh64("", 0) % 7);
 }
 
 TEST_CASE("sparse partition is total and in range for keys at the ends of uint64",

@@ -284,7 +284,8 @@ TEST_CASE("replication 1: a dead server's groups come back from the last complet
   const uint64_t chunks = NumChunks(want.values.size(), 5000);
   int64_t kept_same = 0, differ = 0;
   for (size_t e = 0; e < want.values.size(); ++e) {
-    const uint32_t p = DensePartition(e / 5000, chunks, kPartitions);
+    const uint32_t p =
+        DensePartition(e / 5000, chunks, kPartitions, DensePartitionOffset("dense", kPartitions));
     if (p % 2 == 0) {
       kept_same += want.values[e] == got.values[e];
       if (want.values[e] != got.values[e]) FAIL_CHECK("group 0 element " << e << " differs");

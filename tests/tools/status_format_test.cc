@@ -117,9 +117,9 @@ TEST_CASE("status text shows members, partition runs, table clocks and server er
         "emb    7          9          100   1600   1\n"
         "\n"
         "SERVERS\n"
-        "SERVER  ADDRESS        MAP VERSION  PARTITIONS  PUSHES  PULLS\n"
-        "0       10.0.0.1:7071  4            2           10      11\n"
-        "1       10.0.0.2:7071  ?            ?           ?       ?\n"
+        "SERVER  ADDRESS        MAP VERSION  PARTITIONS  BYTES  PUSHES  PULLS\n"
+        "0       10.0.0.1:7071  4            2           1600   10      11\n"
+        "1       10.0.0.2:7071  ?            ?           ?      ?       ?\n"
         "error: Stats of server 1 at 10.0.0.2:7071: deadline\n");
 }
 
@@ -149,6 +149,7 @@ TEST_CASE("status JSON lists each member and partition once, in order", "[tools]
                                           {"bytes", 1600},
                                           {"servers", 1}}));
   CHECK(j["servers"][0]["partitions"] == nlohmann::json({0, 2}));
+  CHECK(j["servers"][0]["bytes"] == 1600);
   CHECK(j["servers"][1]["ok"] == false);
   CHECK(j["servers"][1]["error"] == "Stats of server 1 at 10.0.0.2:7071: deadline");
 }

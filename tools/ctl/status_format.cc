@@ -11,6 +11,13 @@
 namespace cairn::ctl {
 namespace {
 
+// Value bytes a server holds over its tables (primary and backup copies).
+uint64_t HeldBytes(const v1::StatsResponse& stats) {
+  uint64_t bytes = 0;
+  for (const v1::TableStats& t : stats.tables()) bytes += t.bytes();
+  return bytes;
+}
+
 using Row = std::vector<std::string>;
 
 // Left-aligned columns, two spaces apart, no trailing blanks.
@@ -93,6 +100,7 @@ nlohmann::json StatusToJson(const ClusterStatus& status) {
       server["map_version"] = s.stats.map_version();
       server["partitions"] =
           std::vector<uint32_t>(s.stats.partitions().begin(), s.stats.partitions().end());
+      server["bytes"] = HeldBytes(s.stats);
       server["pushes_applied"] = s.stats.pushes_applied();
       server["pulls_served"] = s.stats.pulls_served();
       if (!s.stats.busy().empty()) server["busy"] = s.stats.busy();
@@ -143,24 +151,24 @@ std::string StatusToText(const ClusterStatus& status) {
   absl::StrAppend(&out, "\nTABLES\n", Columns(tables));
 
   std::vector<Row> servers = {
-      {"SERVER", "ADDRESS", "MAP VERSION", "PARTITIONS", "PUSHES", "PULLS"}};
+      {"SERVER", "ADDRESS", "MAP VERSION", "PARTITIONS", "BYTES", "PUSHES", "PULLS"}};
   std::string errors;
   for (const ServerStats& s : status.servers) {
     if (!s.status.ok()) {
-      servers.push_back({absl::StrCat(s.server_id), s.address, "?", "?", "?", "?"});
+      servers.push_back({absl::StrCat(s.server_id), s.address, "?", "?", "?", "?", "?"});
       absl::StrAppend(&errors, "error: ", s.status.message(), "\n");
       continue;
     }
     if (!s.stats.busy().empty()) {
       const std::string version =
           s.stats.map_version() == 0 ? "?" : absl::StrCat(s.stats.map_version());
-      servers.push_back({absl::StrCat(s.server_id), s.address, version, "?", "?", "?"});
+      servers.push_back({absl::StrCat(s.server_id), s.address, version, "?", "?", "?", "?"});
       absl::StrAppend(&errors, "server ", s.server_id, " is busy: ", s.stats.busy(),
                       " (requests wait; it keeps its lease)\n");
       continue;
     }
     servers.push_back({absl::StrCat(s.server_id), s.address, absl::StrCat(s.stats.map_version()),
-                       absl::StrCat(s.stats.partitions_size()),
+                       absl::StrCat(s.stats.partitions_size()), absl::StrCat(HeldBytes(s.stats)),
                        absl::StrCat(s.stats.pushes_applied()),
                        absl::StrCat(s.stats.pulls_served())});
   }

@@ -42,10 +42,11 @@ std::vector<uint32_t> Router::Servers() const {
   return std::vector<uint32_t>(s.begin(), s.end());
 }
 
-std::map<uint32_t, std::vector<Key>> Router::RouteDense(uint64_t num_chunks) const {
+std::map<uint32_t, std::vector<Key>> Router::RouteDense(uint64_t num_chunks,
+                                                        uint32_t offset) const {
   std::map<uint32_t, std::vector<Key>> out;
   for (uint32_t p = 0; p < num_partitions_; ++p) {
-    const KeyRange range = DensePartitionRange(num_chunks, num_partitions_, p);
+    const KeyRange range = DensePartitionRange(num_chunks, num_partitions_, p, offset);
     if (range.size() == 0) continue;
     std::vector<Key>& keys = out[group_[p]];
     for (Key k = range.begin; k < range.end; ++k) keys.push_back(k);

@@ -33,8 +33,9 @@ class Router {
   // Server ids with at least one partition.
   std::vector<uint32_t> Servers() const;
 
-  // Dense table: group -> its chunk keys, ascending.
-  std::map<uint32_t, std::vector<Key>> RouteDense(uint64_t num_chunks) const;
+  // Dense table of `num_chunks` chunks whose ranges are rotated by `offset`
+  // partitions (TableSpec.partition_offset): group -> its chunk keys, ascending.
+  std::map<uint32_t, std::vector<Key>> RouteDense(uint64_t num_chunks, uint32_t offset = 0) const;
   // Sparse table: group -> indices into `keys` of the keys it holds.
   std::map<uint32_t, std::vector<uint32_t>> RouteSparse(const Key* keys, size_t n) const;
 

@@ -12,6 +12,7 @@
 #include "common/partitioning.h"
 #include "rocksdb/db.h"
 #include "server/checkpoint/checkpoint_format.h"
+#include "server/checkpoint/internal/coding.h"
 #include "server/checkpoint/checkpoint_reader.h"
 #include "server/checkpoint/checkpoint_writer.h"
 #include "server/checkpoint/restore_plan.h"
@@ -122,6 +123,51 @@ TEST_CASE("manifest, rows and worker state encode and decode exactly") {
   std::string truncated = EncodeRows(rows);
   truncated.pop_back();
   CHECK(DecodeRows(truncated, "r").status().code() == absl::StatusCode::kDataLoss);
+}
+
+TEST_CASE("a dense table's partition offset is kept by a manifest; format 1 reads as offset 0") {
+  v1::TableSpec spec = DenseAdagrad();
+  spec.set_partition_offset(5);
+  Manifest m;
+  m.id = 3;
+  m.clock = 12;
+  m.num_partitions = 6;
+  m.tables = {ShapeOf(spec, 1), ShapeOf(SparseAdam(), 2)};
+  CHECK(m.tables[0].partition_offset == 5);
+  CHECK(m.tables[1].partition_offset == 0);
+  auto back = DecodeManifest(EncodeManifest(m), "m");
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  CHECK_THAT(DescribeShape(m.tables[0]), Catch::EndsWith("partition_offset 5"));
+
+  // The same manifest as a build of format 1 wrote it: no offsets.
+  checkpoint::internal::Encoder e;
+  e.Put<uint32_t>(1);
+  e.Put(m.id);
+  e.Put(m.clock);
+  e.Put(m.server_id);
+  e.Put(m.num_partitions);
+  e.Put(m.unix_millis);
+  e.Put<uint32_t>(static_cast<uint32_t>(m.tables.size()));
+  for (const TableShape& t : m.tables) {
+    e.Put(t.id);
+    e.PutString(t.name);
+    e.Put(t.kind);
+    e.Put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
+    e.PutArray(t.shape);
+    e.Put(t.chunk_size);
+    e.Put(t.width);
+    e.Put(t.slots_per_element);
+  }
+  e.Put<uint64_t>(0);
+  e.Put(m.workers_checksum);
+  e.Put<uint64_t>(Checksum(e.bytes()));
+  auto old = DecodeManifest(e.bytes(), "old");
+  REQUIRE(old.ok());
+  REQUIRE(old->tables.size() == 2);
+  CHECK(old->tables[0].partition_offset == 0);
+  CHECK(old->tables[0].shape == m.tables[0].shape);
+  CHECK(old->clock == 12);
 }
 
 TEST_CASE("a checkpoint reads back bit-exactly, and the last K are kept") {
