@@ -22,7 +22,8 @@ DenseTable::DenseTable(const v1::TableSpec& spec, uint32_t num_partitions,
   blocks_.reserve(num_partitions);
   for (uint32_t p = 0; p < num_partitions; ++p) {
     if (!owned[p]) continue;
-    const KeyRange range = DensePartitionRange(num_chunks_, num_partitions, p, spec.partition_offset());
+    const KeyRange range =
+        DensePartitionRange(num_chunks_, num_partitions, p, spec.partition_offset());
     if (range.size() == 0) continue;
     blocks_.push_back(MakeBlock(range));
     for (Key c = range.begin; c < range.end; ++c) {
@@ -31,28 +32,31 @@ DenseTable::DenseTable(const v1::TableSpec& spec, uint32_t num_partitions,
   }
 }
 
-DenseTable::Block DenseTable::MakeBlock(const KeyRange& range) const {
-  Block block;
-  block.chunks = range;
-  block.first_element = range.begin * chunk_size_;
+std::unique_ptr<DenseTable::Block> DenseTable::MakeBlock(const KeyRange& range) const {
+  auto block = std::make_unique<Block>();
+  block->chunks = range;
+  block->first_element = range.begin * chunk_size_;
   const uint64_t end_element = std::min(range.end * chunk_size_, num_elements_);
-  block.values.resize(end_element - block.first_element);
-  InitDenseElements(spec_, block.first_element, absl::MakeSpan(block.values));
-  block.slots.resize(block.values.size() * slots_per_element_);
+  block->num_values = end_element - block->first_element;
+  absl::MutexLock lock(&block->mu);  // not shared yet: for the annotations
+  block->values.resize(block->num_values);
+  InitDenseElements(spec_, block->first_element, absl::MakeSpan(block->values));
+  block->slots.resize(block->values.size() * slots_per_element_);
   // Slots are slot-major within each chunk (the optimizer's block).
   for (Key c = range.begin; c < range.end; ++c) {
-    const uint64_t off = (c * chunk_size_ - block.first_element) * slots_per_element_;
-    optimizer_->InitSlots(block.slots.data() + off, ChunkLength(c));
+    const uint64_t off = (c * chunk_size_ - block->first_element) * slots_per_element_;
+    optimizer_->InitSlots(block->slots.data() + off, ChunkLength(c));
   }
-  block.steps.assign(range.size(), 0);
+  block->steps.assign(range.size(), 0);
   return block;
 }
 
 void DenseTable::AddPartition(uint32_t partition) {
-  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition, spec_.partition_offset());
+  const KeyRange range =
+      DensePartitionRange(num_chunks_, num_partitions_, partition, spec_.partition_offset());
   if (range.size() == 0 || BlockOf(range.begin) >= 0) return;
   absl::MutexLock lock(&mu_);
-  blocks_.push_back(MakeBlock(range));  // within the reserved capacity
+  blocks_.push_back(MakeBlock(range));
   for (Key c = range.begin; c < range.end; ++c) {
     chunk_block_[c].store(static_cast<int32_t>(blocks_.size() - 1), std::memory_order_release);
   }
@@ -91,7 +95,8 @@ void DenseTable::Read(const std::string& keys, size_t n, std::string* out) const
   absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);
-    const Block& b = blocks_[BlockOf(k)];
+    const Block& b = *blocks_[BlockOf(k)];
+    absl::ReaderMutexLock block_lock(&b.mu);
     const float* src = b.values.data() + (k * chunk_size_ - b.first_element);
     out->append(reinterpret_cast<const char*>(src), ChunkLength(k) * sizeof(float));
   }
@@ -109,8 +114,8 @@ void DenseTable::Gather(const std::string& keys, size_t n, const std::string& va
   }
 }
 
-void DenseTable::ApplyChunkLocked(Key chunk, const float* grad, uint32_t length) {
-  Block& b = blocks_[BlockOf(chunk)];
+void DenseTable::ApplyChunkLocked(Block& b, Key chunk, const float* grad,
+                                  uint32_t length) const {
   const uint64_t off = chunk * chunk_size_ - b.first_element;
   int64_t& step = b.steps[chunk - b.chunks.begin];
   ++step;
@@ -119,19 +124,23 @@ void DenseTable::ApplyChunkLocked(Key chunk, const float* grad, uint32_t length)
 }
 
 void DenseTable::Apply(const GradBuffer& grads) {
-  absl::MutexLock lock(&mu_);
+  absl::ReaderMutexLock lock(&mu_);
   for (const GradBuffer::Row& row : grads.rows()) {
-    ApplyChunkLocked(row.key, grads.RowData(row), row.length);
+    Block& b = *blocks_[BlockOf(row.key)];
+    absl::MutexLock block_lock(&b.mu);
+    ApplyChunkLocked(b, row.key, grads.RowData(row), row.length);
   }
 }
 
 void DenseTable::ApplyUnique(const std::string& keys, size_t n, const std::string& values) {
   const float* g = reinterpret_cast<const float*>(values.data());
-  absl::MutexLock lock(&mu_);
+  absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);
     const uint32_t len = ChunkLength(k);
-    ApplyChunkLocked(k, g, len);
+    Block& b = *blocks_[BlockOf(k)];
+    absl::MutexLock block_lock(&b.mu);
+    ApplyChunkLocked(b, k, g, len);
     g += len;
   }
 }
@@ -145,7 +154,7 @@ uint64_t DenseTable::NumKeys() const {
 uint64_t DenseTable::NumValueBytes() const {
   absl::ReaderMutexLock lock(&mu_);
   uint64_t n = 0;
-  for (const Block& b : blocks_) n += b.values.size() * sizeof(float);
+  for (const std::unique_ptr<Block>& b : blocks_) n += b->num_values * sizeof(float);
   return n;
 }
 
@@ -160,14 +169,16 @@ absl::StatusOr<PartitionRows> DenseTable::ExportPartition(uint32_t partition) co
     return absl::InvalidArgumentError(absl::StrCat("table ", spec_.name(), ": partition ",
                                                    partition, " of ", num_partitions_));
   }
-  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition, spec_.partition_offset());
+  const KeyRange range =
+      DensePartitionRange(num_chunks_, num_partitions_, partition, spec_.partition_offset());
   if (range.size() == 0) return rows;
   if (BlockOf(range.begin) < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
   }
   absl::ReaderMutexLock lock(&mu_);
-  const Block& b = blocks_[BlockOf(range.begin)];
+  const Block& b = *blocks_[BlockOf(range.begin)];
+  absl::ReaderMutexLock block_lock(&b.mu);
   for (Key c = range.begin; c < range.end; ++c) {
     rows.keys.push_back(c);
     rows.lengths.push_back(ChunkLength(c));
@@ -183,7 +194,8 @@ absl::Status DenseTable::ImportPartition(uint32_t partition, const PartitionRows
     return absl::InvalidArgumentError(absl::StrCat("table ", spec_.name(), ": partition ",
                                                    partition, " of ", num_partitions_));
   }
-  const KeyRange range = DensePartitionRange(num_chunks_, num_partitions_, partition, spec_.partition_offset());
+  const KeyRange range =
+      DensePartitionRange(num_chunks_, num_partitions_, partition, spec_.partition_offset());
   if (range.size() > 0 && BlockOf(range.begin) < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table ", spec_.name(), ": partition ", partition, " is not held by this server"));
@@ -204,8 +216,9 @@ absl::Status DenseTable::ImportPartition(uint32_t partition, const PartitionRows
     }
   }
   if (range.size() == 0) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
-  Block& b = blocks_[BlockOf(range.begin)];
+  absl::ReaderMutexLock lock(&mu_);
+  Block& b = *blocks_[BlockOf(range.begin)];
+  absl::MutexLock block_lock(&b.mu);
   b.steps = rows.steps;
   b.values = rows.values;
   b.slots = rows.slots;

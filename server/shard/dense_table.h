@@ -3,6 +3,7 @@
 #define CAIRN_SERVER_SHARD_DENSE_TABLE_H_
 
 #include <atomic>
+#include <memory>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -35,22 +36,27 @@ class DenseTable final : public Table {
   void AddPartition(uint32_t partition) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // One held partition's chunks, with a lock of its own: pushes to different
+  // partitions apply at once, and a pull waits only for pushes to the
+  // partitions it reads.
   struct Block {
-    KeyRange chunks;
-    uint64_t first_element = 0;
-    std::vector<float> values;
-    std::vector<float> slots;   // S * values.size(), slot-major per chunk
-    std::vector<int64_t> steps; // updates applied, per chunk
+    KeyRange chunks;             // constant once made
+    uint64_t first_element = 0;  // constant once made
+    uint64_t num_values = 0;     // constant once made
+    mutable absl::Mutex mu;
+    std::vector<float> values ABSL_GUARDED_BY(mu);
+    std::vector<float> slots ABSL_GUARDED_BY(mu);    // S * values.size(), slot-major per chunk
+    std::vector<int64_t> steps ABSL_GUARDED_BY(mu);  // updates applied, per chunk
   };
-  // One optimizer step on chunk `chunk` with `length` floats of gradient.
-  void ApplyChunkLocked(Key chunk, const float* grad, uint32_t length)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One optimizer step on chunk `chunk` of `b` with `length` floats of gradient.
+  void ApplyChunkLocked(Block& b, Key chunk, const float* grad, uint32_t length) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Floats in chunk `chunk`.
   uint32_t ChunkLength(Key chunk) const;
   // The block holding `chunk`, -1 when not held.
   int32_t BlockOf(Key chunk) const { return chunk_block_[chunk].load(std::memory_order_acquire); }
   // A block of `range`'s chunks from the table's initializer.
-  Block MakeBlock(const KeyRange& range) const;
+  std::unique_ptr<Block> MakeBlock(const KeyRange& range) const;
 
   // Constant after construction.
   const uint64_t num_elements_;
@@ -62,10 +68,9 @@ class DenseTable final : public Table {
   // the lock.
   std::vector<std::atomic<int32_t>> chunk_block_;
 
+  // Taken shared to use blocks, exclusively to add one (AddPartition).
   mutable absl::Mutex mu_;
-  // Capacity reserved for every partition at construction, so AddPartition
-  // never moves a block.
-  std::vector<Block> blocks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Block>> blocks_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn

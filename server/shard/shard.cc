@@ -348,25 +348,49 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
   }
   // Validation and gathering need no shard lock: tables are fixed once ready.
   const WindowKey window{request.group(), request.worker_id(), request.incarnation()};
-  {
+  if (request.forwarded()) {
     absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(CheckVersion(request.map_version()));
-    RETURN_IF_ERROR(CheckGroupRole(request));
-    RETURN_IF_ERROR(CheckPusherLive(request));
-    if (request.forwarded()) {
-      auto receiving = receiving_.find(request.group());
-      if (receiving != receiving_.end()) {
-        // Joining: held until the group's state is installed, then applied.
-        receiving->second.push_back(request);
-        return false;
-      }
+    RETURN_IF_ERROR(CheckPushLocked(request, {}));
+    auto receiving = receiving_.find(request.group());
+    if (receiving != receiving_.end()) {
+      // Joining: held until the group's state is installed, then applied.
+      receiving->second.push_back(request);
+      return false;
     }
-    if (applied_[window].Contains(request.sequence())) return true;
+    if (AppliedLocked(window, request.sequence())) return true;
+  } else {
+    absl::ReaderMutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckPushLocked(request, {}));
+    if (AppliedLocked(window, request.sequence())) return true;
   }
   uint64_t bytes = 0;
   ASSIGN_OR_RETURN(Grads grads, GatherPush(request, &bytes));
+  bool bsp = false;
+  for (const TableGrads& g : grads) bsp |= g.table->spec().consistency() == v1::CONSISTENCY_BSP;
 
-  absl::MutexLock lock(&mu_);
+  if (bsp) {
+    // Into the iteration buffers (pending_): one push at a time.
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckPushLocked(request, grads));
+    if (!InsertLocked(window, request.sequence())) return true;
+    for (TableGrads& g : grads) ApplyOrHoldLocked(request, &g);
+  } else {
+    // Applied now (SSP, ASP): under the shared lock, so pushes to different
+    // tables, and to different partitions of a dense table, apply on
+    // different cores at once (each table locks what it changes). Whatever
+    // takes the lock exclusively (a snapshot, a replica transfer, a new map)
+    // sees each push whole or not at all.
+    absl::ReaderMutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckPushLocked(request, grads));
+    if (!InsertLocked(window, request.sequence())) return true;
+    for (TableGrads& g : grads) ApplyNow(&g);
+  }
+  pushes_applied_.fetch_add(1, std::memory_order_relaxed);
+  if (metrics_ != nullptr) metrics_->PushBytes(bytes);
+  return false;
+}
+
+absl::Status Shard::CheckPushLocked(const v1::PushRequest& request, const Grads& grads) const {
   RETURN_IF_ERROR(CheckVersion(request.map_version()));
   for (const TableGrads& g : grads) {
     if (g.table->spec().consistency() == v1::CONSISTENCY_BSP && request.clock() < closed_before_) {
@@ -377,12 +401,18 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
     }
   }
   RETURN_IF_ERROR(CheckGroupRole(request));
-  RETURN_IF_ERROR(CheckPusherLive(request));
-  if (!applied_[window].Insert(request.sequence())) return true;
-  for (TableGrads& g : grads) ApplyOrHoldLocked(request, &g);
-  ++pushes_applied_;
-  if (metrics_ != nullptr) metrics_->PushBytes(bytes);
-  return false;
+  return CheckPusherLive(request);
+}
+
+bool Shard::AppliedLocked(const WindowKey& window, uint64_t sequence) const {
+  absl::MutexLock lock(&windows_mu_);
+  auto it = applied_.find(window);
+  return it != applied_.end() && it->second.Contains(sequence);
+}
+
+bool Shard::InsertLocked(const WindowKey& window, uint64_t sequence) {
+  absl::MutexLock lock(&windows_mu_);
+  return applied_[window].Insert(sequence);
 }
 
 absl::Status Shard::CheckPusherLive(const v1::PushRequest& request) const {
@@ -450,7 +480,8 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     const std::string* values = &tv.values();
     if (tv.dtype() != v1::DTYPE_FLOAT32) {
       widened.resize(floats * sizeof(float));
-      DecodeValues(tv.values().data(), floats, tv.dtype(), reinterpret_cast<float*>(widened.data()));
+      DecodeValues(tv.values().data(), floats, tv.dtype(),
+                   reinterpret_cast<float*>(widened.data()));
       values = &widened;
     }
     const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
@@ -731,7 +762,7 @@ void Shard::Stats(v1::StatsResponse* response) const {
     s->set_max_clock(clocks_.MaxClock());
     s->set_bytes(t->NumValueBytes());
   }
-  response->set_pushes_applied(pushes_applied_);
+  response->set_pushes_applied(pushes_applied_.load(std::memory_order_relaxed));
   response->set_pulls_served(pulls_served_);
 }
 
@@ -751,9 +782,12 @@ absl::StatusOr<ShardSnapshot> Shard::SnapshotLocked() const {
   snap.closed_before = closed_before_;
   snap.min_clock = clocks_.MinClock();
   for (uint32_t w : clocks_.LiveIds()) snap.worker_clocks[w] = clocks_.ClockOf(w);
-  for (const auto& [key, window] : applied_) {
-    // Keys ascend by incarnation: a worker's newest one is written last.
-    if (std::get<0>(key) == server_id_) snap.sequence_floors[std::get<1>(key)] = window.floor();
+  {
+    absl::MutexLock windows(&windows_mu_);
+    for (const auto& [key, window] : applied_) {
+      // Keys ascend by incarnation: a worker's newest one is written last.
+      if (std::get<0>(key) == server_id_) snap.sequence_floors[std::get<1>(key)] = window.floor();
+    }
   }
   // Each partition is checkpointed once, by its primary.
   std::vector<uint32_t> held;
@@ -781,9 +815,9 @@ absl::Status Shard::RestorePartition(uint32_t table_id, uint32_t partition,
     return absl::UnavailableError(
         absl::StrCat("server ", server_id_, " has no ready partition map yet"));
   }
-  if (pushes_applied_ > 0) {
+  if (const uint64_t applied = pushes_applied_.load(std::memory_order_relaxed); applied > 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "server ", server_id_, ": restore must come before any push (", pushes_applied_,
+        "server ", server_id_, ": restore must come before any push (", applied,
         " applied)"));
   }
   if (table_id >= tables_.size()) {
@@ -964,13 +998,16 @@ absl::StatusOr<std::vector<v1::ReplicaChunk>> Shard::ExportGroup(uint32_t group,
   v1::ReplicaChunk end = chunk();
   v1::ReplicaEnd* e = end.mutable_end();
   e->set_closed_before(closed_before_);
-  for (const auto& [key, window] : applied_) {
-    if (std::get<0>(key) != group) continue;
-    v1::PushWindow* w = e->add_windows();
-    w->set_worker_id(std::get<1>(key));
-    w->set_incarnation(std::get<2>(key));
-    w->set_floor(window.floor());
-    for (uint64_t s : window.held()) w->add_held(s);
+  {
+    absl::MutexLock windows(&windows_mu_);
+    for (const auto& [key, window] : applied_) {
+      if (std::get<0>(key) != group) continue;
+      v1::PushWindow* w = e->add_windows();
+      w->set_worker_id(std::get<1>(key));
+      w->set_incarnation(std::get<2>(key));
+      w->set_floor(window.floor());
+      for (uint64_t s : window.held()) w->add_held(s);
+    }
   }
   for (const auto& [iteration, by_table] : pending_) {
     for (const auto& [table_id, by_worker] : by_table) {
@@ -1041,9 +1078,12 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
     }
     incoming_.erase(chunk.group());
     const v1::ReplicaEnd& e = chunk.end();
-    for (const v1::PushWindow& w : e.windows()) {
-      applied_[{chunk.group(), w.worker_id(), w.incarnation()}] = SequenceWindow::FromParts(
-          w.floor(), std::vector<uint64_t>(w.held().begin(), w.held().end()));
+    {
+      absl::MutexLock windows(&windows_mu_);
+      for (const v1::PushWindow& w : e.windows()) {
+        applied_[{chunk.group(), w.worker_id(), w.incarnation()}] = SequenceWindow::FromParts(
+            w.floor(), std::vector<uint64_t>(w.held().begin(), w.held().end()));
+      }
     }
     for (const v1::PendingGradients& pg : e.pending()) {
       if (pg.table_id() >= tables_.size()) continue;
@@ -1079,18 +1119,22 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
   return true;
 }
 
+void Shard::ApplyNow(TableGrads* grads) {
+  if (grads->direct != nullptr) {
+    grads->table->ApplyUnique(grads->direct->keys(), grads->n, grads->values());
+  } else if (!grads->buffer.empty()) {
+    grads->table->Apply(grads->buffer);
+  }
+}
+
 void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads) {
   Table* table = grads->table;
-  if (grads->direct != nullptr) {
-    table->ApplyUnique(grads->direct->keys(), grads->n, grads->values());
-    return;
-  }
   GradBuffer& buffer = grads->buffer;
-  if (buffer.empty()) return;
-  if (table->spec().consistency() != v1::CONSISTENCY_BSP) {
-    table->Apply(buffer);
+  if (grads->direct != nullptr || table->spec().consistency() != v1::CONSISTENCY_BSP) {
+    ApplyNow(grads);
     return;
   }
+  if (buffer.empty()) return;
   GradBuffer& pending = pending_[request.clock()][table->spec().id()][request.worker_id()];
   if (pending.empty()) {
     pending = std::move(buffer);  // the worker's first piece of the iteration: no copy
@@ -1102,12 +1146,12 @@ void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads)
 absl::Status Shard::ApplyHeldPushLocked(const v1::PushRequest& request) {
   uint64_t bytes = 0;
   ASSIGN_OR_RETURN(Grads grads, GatherPush(request, &bytes));
-  if (!applied_[{request.group(), request.worker_id(), request.incarnation()}].Insert(
-          request.sequence())) {
+  if (!InsertLocked({request.group(), request.worker_id(), request.incarnation()},
+                    request.sequence())) {
     return absl::OkStatus();  // in the copy already
   }
   for (TableGrads& g : grads) ApplyOrHoldLocked(request, &g);
-  ++pushes_applied_;
+  pushes_applied_.fetch_add(1, std::memory_order_relaxed);
   if (metrics_ != nullptr) metrics_->PushBytes(bytes);
   return absl::OkStatus();
 }

@@ -269,8 +269,21 @@ class Shard {
     const std::string& values() const { return is_widened ? widened : direct->values(); }
   };
   using Grads = std::vector<TableGrads>;
+  // (group, worker, incarnation) of a push's sequence window (applied_).
+  using WindowKey = std::tuple<uint32_t, uint32_t, uint64_t>;
 
-  absl::Status CheckVersion(uint64_t version) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckVersion(uint64_t version) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Everything a push must pass under the lock: map version, iteration not
+  // closed (BSP tables of `grads`), group role, pusher live.
+  absl::Status CheckPushLocked(const v1::PushRequest& request, const Grads& grads) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether `sequence` of `window` was applied; records it (false: it was).
+  bool AppliedLocked(const WindowKey& window, uint64_t sequence) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(windows_mu_);
+  bool InsertLocked(const WindowKey& window, uint64_t sequence)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(windows_mu_);
+  // Applies a table's part of a push now (tables lock what they change).
+  static void ApplyNow(TableGrads* grads);
   // Checks a push's tables, keys, lengths and values and gathers its
   // gradients (tables are fixed once ready: no shard lock needed); adds the
   // payload size to `*bytes`. Errors: those Push() names for its contents.
@@ -287,11 +300,11 @@ class Shard {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker's push must reach its group's primary; a forwarded one a replica.
   absl::Status CheckGroupRole(const v1::PushRequest& request) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // A worker's own push must come from a worker this server's map still
   // lists (see Push); OK for forwarded pushes.
   absl::Status CheckPusherLive(const v1::PushRequest& request) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // A worker's request (`what`: "push", "clock") made under map `version`
   // by `incarnation` of `worker`: OK when the map lists that incarnation
   // live, or lists no incarnation of the worker yet (a joiner). Errors:
@@ -299,7 +312,7 @@ class Shard {
   // incarnation; one declared dead or left; one the map does not know),
   // Unavailable (the request names a newer map: retry once it is here).
   absl::Status CheckWorkerLocked(absl::string_view what, uint32_t worker, uint64_t incarnation,
-                                 uint64_t version) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                                 uint64_t version) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Table*> FindTable(uint32_t id, const std::string& name) const;
   // Min clock a pull of `request` needs, or INT64_MIN when it need not wait.
   int64_t RequiredClock(const v1::PullRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -389,10 +402,12 @@ class Shard {
   // (group, worker, incarnation) -> applied push sequences. A worker
   // restarted under its id numbers its pushes from 1 again: its new
   // incarnation gets a window of its own.
-  using WindowKey = std::tuple<uint32_t, uint32_t, uint64_t>;
-  std::map<WindowKey, SequenceWindow> applied_ ABSL_GUARDED_BY(mu_);
+  // Under windows_mu_, taken inside mu_: pushes applied under the shared
+  // lock record their sequences here.
+  mutable absl::Mutex windows_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<WindowKey, SequenceWindow> applied_ ABSL_GUARDED_BY(windows_mu_);
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
-  uint64_t pushes_applied_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> pushes_applied_{0};
   uint64_t pulls_served_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Checkpoints. Set before the first ready map, read under mu_ afterwards.

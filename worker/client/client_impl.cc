@@ -345,7 +345,8 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
   auto route = [&](size_t i, const std::vector<uint32_t>* subset) {
     const TableInput& in = op->inputs[i];
     if (in.keys == nullptr) {
-      for (auto& [server, chunks] : servers->router.RouteDense(in.num_chunks, in.spec->partition_offset())) {
+      for (auto& [server, chunks] :
+           servers->router.RouteDense(in.num_chunks, in.spec->partition_offset())) {
         std::vector<uint32_t> idx;
         for (Key c : chunks) {
           if (subset == nullptr || std::binary_search(subset->begin(), subset->end(), c)) {

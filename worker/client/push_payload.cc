@@ -25,7 +25,8 @@ void AppendLengthPrefix(uint32_t field, uint64_t length, std::string* out) {
 }
 
 uint64_t LengthPrefixSize(uint32_t field, uint64_t length) {
-  return CodedOutputStream::VarintSize32((field << 3) | 2) + CodedOutputStream::VarintSize64(length);
+  return CodedOutputStream::VarintSize32((field << 3) | 2) +
+         CodedOutputStream::VarintSize64(length);
 }
 
 void DropPin(void* pin) { delete static_cast<std::shared_ptr<void>*>(pin); }

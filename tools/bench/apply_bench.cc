@@ -1,0 +1,177 @@
+// cairn-apply-bench: how a server applies pushes from several threads.
+//
+// One in-process Shard (server/shard/shard.h) holds a dense float32 table of
+// 2 x --mib MiB under ASP, cut into 64 KiB chunks over 2 partitions. Worker 0
+// pushes the chunks of partition 0, worker 1 those of partition 1, each push
+// carrying --mib MiB of SGD gradients; every push goes through Shard::Push
+// as a server's gRPC thread calls it (checks, sequence window, finiteness,
+// apply). In the same run:
+//   1 thread     both workers' pushes, one after the other
+//   2 threads    each worker's pushes on a thread of its own, at once
+//   y += x       a plain loop over the same bytes per push (the bound an
+//                in-place SGD update has: read x and y, write y)
+// and prints pushes/s, apply bandwidth (value bytes applied per second) and
+// the ratios: 2 threads over 1, and 1 thread's bandwidth over y += x's.
+// Medians of --reps rounds of --pushes pushes per worker.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "cairn/v1/types.pb.h"
+#include "common/bytes.h"
+#include "server/shard/shard.h"
+
+namespace cairn {
+namespace {
+
+constexpr int64_t kChunk = 16384;  // floats: the default chunk (64 KiB)
+
+v1::JobSpec MakeJob(int64_t floats) {
+  v1::JobSpec job;
+  v1::TableSpec* t = job.add_tables();
+  t->set_name("w");
+  t->set_id(0);
+  t->set_kind(v1::TABLE_KIND_DENSE);
+  t->add_shape(floats);
+  t->set_chunk_size(kChunk);
+  t->mutable_optimizer()->set_kind(v1::OPTIMIZER_KIND_SGD);
+  t->mutable_optimizer()->set_learning_rate(1e-6f);
+  t->mutable_init()->set_kind(v1::INIT_KIND_ZEROS);
+  t->set_non_finite(v1::NON_FINITE_POLICY_REJECT);
+  t->set_consistency(v1::CONSISTENCY_ASP);
+  t->set_aggregation(v1::AGGREGATION_MEAN);
+  job.set_num_partitions(2);
+  job.set_num_workers(2);
+  job.set_num_servers(1);
+  return job;
+}
+
+v1::PartitionMap MakeMap() {
+  v1::PartitionMap map;
+  map.set_version(1);
+  map.set_num_partitions(2);
+  map.set_ready(true);
+  for (uint32_t p = 0; p < 2; ++p) {
+    v1::PartitionAssignment* a = map.add_assignments();
+    a->set_partition(p);
+    a->set_primary(0);
+    a->set_group(0);
+  }
+  for (uint32_t w = 0; w < 2; ++w) {
+    v1::Member* m = map.add_workers();
+    m->set_id(w);
+    m->set_role(v1::MEMBER_ROLE_WORKER);
+    m->set_state(v1::MEMBER_STATE_ALIVE);
+    m->set_incarnation(1);
+  }
+  return map;
+}
+
+// Worker `w`'s push of every chunk of partition `w`.
+v1::PushRequest MakePush(uint32_t w, int64_t chunks_per_partition, int64_t total_floats) {
+  v1::PushRequest r;
+  r.set_map_version(1);
+  r.set_worker_id(w);
+  r.set_incarnation(1);
+  r.set_group(0);
+  v1::TableValues* tv = r.add_tables();
+  tv->set_table_id(0);
+  tv->set_table("w");
+  tv->set_dtype(v1::DTYPE_FLOAT32);
+  tv->add_shape(total_floats);
+  std::vector<Key> keys;
+  for (int64_t c = 0; c < chunks_per_partition; ++c) keys.push_back(w * chunks_per_partition + c);
+  tv->set_keys(KeysToBytes(keys));
+  tv->set_values(FloatsToBytes(std::vector<float>(chunks_per_partition * kChunk, 0.001f)));
+  return r;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int Run(int mib, int pushes, int reps) {
+  const int64_t chunks = std::max<int64_t>(1, int64_t{mib} * (1 << 20) / 4 / kChunk);
+  const int64_t floats = 2 * chunks * kChunk;
+  Shard shard(0, MakeJob(floats), nullptr);
+  if (absl::Status s = shard.InstallMap(MakeMap()); !s.ok()) {
+    std::fprintf(stderr, "cairn-apply-bench: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  std::vector<v1::PushRequest> requests = {MakePush(0, chunks, floats),
+                                           MakePush(1, chunks, floats)};
+  uint64_t sequence[2] = {0, 0};
+  auto push = [&](uint32_t w) {
+    requests[w].set_sequence(++sequence[w]);
+    absl::StatusOr<bool> r = shard.Push(requests[w]);
+    if (!r.ok() || *r) {
+      std::fprintf(stderr, "cairn-apply-bench: push failed: %s\n",
+                   std::string(r.status().message()).c_str());
+      std::exit(1);
+    }
+  };
+  auto seconds_of = [](auto&& body) {
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::vector<double> one, two, add;
+  std::vector<float> x(chunks * kChunk, 0.001f), y(chunks * kChunk, 0.0f);
+  for (int r = 0; r < reps + 1; ++r) {  // the first round warms up
+    const double t1 = seconds_of([&] {
+      for (int i = 0; i < pushes; ++i) {
+        push(0);
+        push(1);
+      }
+    });
+    const double t2 = seconds_of([&] {
+      std::thread a([&] { for (int i = 0; i < pushes; ++i) push(0); });
+      std::thread b([&] { for (int i = 0; i < pushes; ++i) push(1); });
+      a.join();
+      b.join();
+    });
+    const double t3 = seconds_of([&] {
+      for (int i = 0; i < 2 * pushes; ++i) {
+        float* __restrict yp = y.data();
+        const float* __restrict xp = x.data();
+        for (size_t j = 0; j < y.size(); ++j) yp[j] += xp[j];
+        asm volatile("" ::: "memory");
+      }
+    });
+    if (r == 0) continue;
+    one.push_back(t1);
+    two.push_back(t2);
+    add.push_back(t3);
+  }
+  const double bytes = 2.0 * pushes * chunks * kChunk * sizeof(float);
+  const double n = 2.0 * pushes;
+  const double m1 = Median(one), m2 = Median(two), m3 = Median(add);
+  std::printf("%d MiB per push, 2 partitions, %d pushes per worker per round, median of %d "
+              "rounds; %u hardware threads\n\n",
+              mib, pushes, reps, std::thread::hardware_concurrency());
+  std::printf("| run | pushes/s | GB/s applied | ratio |\n|---|---:|---:|---:|\n");
+  std::printf("| 1 thread | %.0f | %.2f | 1.00 |\n", n / m1, bytes / m1 / 1e9);
+  std::printf("| 2 threads | %.0f | %.2f | %.2f (2 threads / 1) |\n", n / m2, bytes / m2 / 1e9,
+              m1 / m2);
+  std::printf("| y += x, same bytes, 1 thread | %.0f | %.2f | %.2f (1 thread apply / y += x) |\n",
+              n / m3, bytes / m3 / 1e9, m3 / m1);
+  return 0;
+}
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) {
+  CLI::App app{"cairn-apply-bench: a server's push apply on 1 and 2 threads, next to y += x"};
+  int mib = 4, pushes = 50, reps = 5;
+  app.add_option("--mib", mib, "MiB of gradient per push")->check(CLI::Range(1, 1024));
+  app.add_option("--pushes", pushes, "pushes per worker per round")->check(CLI::Range(1, 100000));
+  app.add_option("--reps", reps, "timed rounds")->check(CLI::Range(1, 1000));
+  CLI11_PARSE(app, argc, argv);
+  return cairn::Run(mib, pushes, reps);
+}
