@@ -140,6 +140,12 @@ class Client {
   //   or was replaced by a newer incarnation of its id) and others after
   //   the retries: each request was applied at most once; those that had
   //   reached a server before the failure may have been.
+  //
+  // The gradients travel from the caller's memory without a copy
+  // (push_payload.h): they must stay valid and unchanged until the future
+  // is ready, which it becomes only once gRPC holds none of them. A table
+  // with wire_dtype bf16 or fp16 is narrowed into a buffer of the client's
+  // first, rounded to nearest even.
   virtual std::future<absl::Status> PushDense(std::vector<ConstDenseBuffer> grads) = 0;
 
   // Pulls embedding rows: out receives keys.size() * width floats, row i for
@@ -150,7 +156,8 @@ class Client {
                                                absl::Span<float> out) = 0;
   // Pushes row gradients (keys.size() * width floats). A key given more than
   // once has its gradients summed before the optimizer sees them (once).
-  // Errors and their meaning: as PushDense.
+  // Errors, their meaning and the lifetime of `keys` and `grads`: as
+  // PushDense.
   virtual std::future<absl::Status> PushSparse(const std::string& table,
                                                absl::Span<const Key> keys,
                                                absl::Span<const float> grads) = 0;
