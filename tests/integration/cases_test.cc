@@ -13,12 +13,15 @@
 #include "common/bytes.h"
 #include "common/coordinator_client.h"
 #include "common/grpc_util.h"
+#include "tests/integration/connect_workers.h"
 #include "tests/integration/test_cluster.h"
 #include "worker/client/client.h"
 
 namespace cairn {
 namespace {
 
+using testing::Connect;
+using testing::ConnectAll;
 using testing::TestCluster;
 
 std::string Yaml(int servers, int workers, const std::string& tables,
@@ -36,36 +39,6 @@ cluster:
   mode: bsp
 tables:
 )", tables);
-}
-
-absl::StatusOr<std::unique_ptr<Client>> Connect(const TestCluster& cluster, int id,
-                                                absl::Duration timeout = absl::Seconds(30),
-                                                absl::Duration rpc_deadline = absl::Seconds(20)) {
-  ClientOptions options;
-  options.coordinator = cluster.coordinator_address();
-  options.worker_id = id;
-  options.connect_timeout = timeout;
-  options.rpc_deadline = rpc_deadline;
-  return Client::Connect(options);
-}
-
-// Connects `n` workers concurrently (the start-up barrier needs them all).
-std::vector<std::unique_ptr<Client>> ConnectAll(const TestCluster& cluster, int n,
-                                                absl::Duration rpc_deadline = absl::Seconds(20)) {
-  std::vector<std::future<absl::StatusOr<std::unique_ptr<Client>>>> pending;
-  for (int i = 0; i < n; ++i) {
-    pending.push_back(std::async(std::launch::async, [&cluster, i, rpc_deadline] {
-      return Connect(cluster, i, absl::Seconds(30), rpc_deadline);
-    }));
-  }
-  std::vector<std::unique_ptr<Client>> clients;
-  for (auto& p : pending) {
-    auto c = p.get();
-    INFO(c.status().message());
-    REQUIRE(c.ok());
-    clients.push_back(std::move(*c));
-  }
-  return clients;
 }
 
 TEST_CASE("B05: keys at both ends of the 64-bit space belong to exactly one server",

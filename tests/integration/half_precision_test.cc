@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/wire_dtype.h"
+#include "tests/integration/connect_workers.h"
 #include "tests/integration/test_cluster.h"
 #include "worker/client/client.h"
 
@@ -16,6 +17,11 @@ namespace cairn {
 namespace {
 
 using testing::TestCluster;
+
+// Slower to connect than the defaults: 8 workers start at once.
+std::vector<std::unique_ptr<Client>> ConnectWorkers(const TestCluster& cluster, int n) {
+  return testing::ConnectAll(cluster, n, absl::Seconds(30), absl::Seconds(60));
+}
 
 std::string Yaml(int workers, const std::string& mode, const std::string& tables) {
   return absl::StrCat(R"(
@@ -33,28 +39,6 @@ consistency:
   mode: )", mode, R"(
 tables:
 )", tables);
-}
-
-std::vector<std::unique_ptr<Client>> ConnectAll(const TestCluster& cluster, int n) {
-  std::vector<std::future<absl::StatusOr<std::unique_ptr<Client>>>> pending;
-  for (int i = 0; i < n; ++i) {
-    pending.push_back(std::async(std::launch::async, [&cluster, i] {
-      ClientOptions options;
-      options.coordinator = cluster.coordinator_address();
-      options.worker_id = i;
-      options.connect_timeout = absl::Seconds(60);
-      options.rpc_deadline = absl::Seconds(30);
-      return Client::Connect(options);
-    }));
-  }
-  std::vector<std::unique_ptr<Client>> clients;
-  for (auto& p : pending) {
-    auto c = p.get();
-    INFO(c.status().message());
-    REQUIRE(c.ok());
-    clients.push_back(std::move(*c));
-  }
-  return clients;
 }
 
 TEST_CASE("C09: 8 workers' fp16 gradients of 10000 average to exactly 10000 on the server",
@@ -76,7 +60,7 @@ TEST_CASE("C09: 8 workers' fp16 gradients of 10000 average to exactly 10000 on t
   auto cluster = TestCluster::Start("c09", Yaml(kWorkers, "bsp", tables), 1);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
-  auto clients = ConnectAll(**cluster, kWorkers);
+  auto clients = ConnectWorkers(**cluster, kWorkers);
   // 8 x 10000 = 80000 is past float16's largest value (65504): summed in the
   // wire's type it would be infinity.
   const std::vector<float> grad(kElements, 10000.0f);
@@ -145,7 +129,7 @@ TEST_CASE("bf16 on the wire: the server applies float32, a pull reads it rounded
   auto cluster = TestCluster::Start("wire_bf16", Yaml(1, "asp", tables), 1);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
-  auto clients = ConnectAll(**cluster, 1);
+  auto clients = ConnectWorkers(**cluster, 1);
   Client& c = *clients[0];
   std::vector<float> g(15);
   for (int i = 0; i < 15; ++i) g[i] = 0.1f * static_cast<float>(i + 1) / 3.0f;
