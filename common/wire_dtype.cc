@@ -1,6 +1,13 @@
 #include "common/wire_dtype.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/strip.h"
+
 namespace cairn {
+
+std::string DTypeName(v1::DType d) {
+  return absl::AsciiStrToLower(absl::StripPrefix(v1::DType_Name(d), "DTYPE_"));
+}
 
 void EncodeValues(const float* in, size_t n, v1::DType dtype, char* out) {
   if (dtype == v1::DTYPE_BFLOAT16) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "cairn/v1/types.pb.h"
 
@@ -23,6 +24,9 @@ inline bool IsWireDtype(v1::DType d) {
 inline v1::DType WireDtypeOrFloat32(v1::DType d) {
   return d == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_FLOAT32 : d;
 }
+// The dtype as error messages name it: "float32", "bfloat16", "float64".
+std::string DTypeName(v1::DType d);
+
 // Bytes per value of a wire dtype (4 or 2).
 inline size_t WireBytes(v1::DType d) {
   return d == v1::DTYPE_FLOAT16 || d == v1::DTYPE_BFLOAT16 ? 2 : 4;

@@ -9,10 +9,6 @@
 namespace cairn {
 namespace {
 
-const char* WireDtypeName(v1::DType d) {
-  return d == v1::DTYPE_BFLOAT16 ? "bf16" : d == v1::DTYPE_FLOAT16 ? "fp16" : "fp32";
-}
-
 class Lines {
  public:
   template <typename T>
@@ -91,7 +87,7 @@ void AddTable(const std::string& p, const v1::TableSpec& t, Lines* out) {
   }
   out->Add(p + ".non_finite", t.non_finite() == v1::NON_FINITE_POLICY_ALLOW ? "allow" : "reject");
   out->Add(p + ".aggregation", t.aggregation() == v1::AGGREGATION_SUM ? "sum" : "mean");
-  out->Add(p + ".wire_dtype", WireDtypeName(t.wire_dtype()));
+  out->Add(p + ".wire_dtype", config_internal::WireDtypeName(t.wire_dtype()));
   out->Add(p + ".consistency", config_internal::ConsistencyName(t.consistency()));
   out->Add(p + ".staleness", t.staleness());
 }
@@ -139,7 +135,7 @@ std::string DescribeConfig(const JobConfig& c) {
     out.Add("training.device", t.device);
     out.Add("training.slowdown", t.slowdown);
     AddOptimizer("training.optimizer", t.optimizer, &out);
-    out.Add("training.wire_dtype", WireDtypeName(t.wire_dtype));
+    out.Add("training.wire_dtype", config_internal::WireDtypeName(t.wire_dtype));
   }
   out.Add("metrics.host", c.metrics.host);
   out.Add("metrics.port", c.metrics.port);

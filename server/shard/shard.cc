@@ -73,8 +73,7 @@ absl::Status CheckShapeAndType(const v1::TableSpec& spec, const v1::TableValues&
     return absl::InvalidArgumentError(absl::StrCat(
         "push table=", spec.name(), ": dtype mismatch: expected float32, float16 or bfloat16, got ",
         tv.dtype() == v1::DTYPE_UNSPECIFIED ? std::string("none (TableValues.dtype unset)")
-                                            : absl::AsciiStrToLower(absl::StripPrefix(
-                                                  v1::DType_Name(tv.dtype()), "DTYPE_"))));
+                                            : DTypeName(tv.dtype())));
   }
   const std::vector<int64_t> expected = ExpectedShape(spec, num_keys);
   if (!std::equal(expected.begin(), expected.end(), tv.shape().begin(), tv.shape().end())) {
@@ -470,8 +469,7 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     const size_t value_bytes = WireBytes(tv.dtype());
     if (tv.values().size() != floats * value_bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "push table=", name, ": ", n, " keys need ", floats, " ",
-          absl::AsciiStrToLower(absl::StripPrefix(v1::DType_Name(tv.dtype()), "DTYPE_")),
+          "push table=", name, ": ", n, " keys need ", floats, " ", DTypeName(tv.dtype()),
           " values (", floats * value_bytes, " bytes), got ", tv.values().size(), " bytes"));
     }
     // 16-bit values are widened first: checked, summed and applied as
@@ -560,8 +558,7 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
     absl::Status status = table.status();
     if (status.ok() && !IsWireDtype(WireDtypeOrFloat32(tk.dtype()))) {
       status = absl::InvalidArgumentError(absl::StrCat(
-          "table=", tk.table(), ": values cannot travel as ",
-          absl::AsciiStrToLower(absl::StripPrefix(v1::DType_Name(tk.dtype()), "DTYPE_")),
+          "table=", tk.table(), ": values cannot travel as ", DTypeName(tk.dtype()),
           " (float32, float16 or bfloat16)"));
     }
     if (status.ok()) {

@@ -172,8 +172,12 @@ absl::StatusOr<v1::OptimizerSpec> ParseOptimizer(const YamlNode& node, const std
   return spec;
 }
 
+const char* WireDtypeName(v1::DType d) {
+  return d == v1::DTYPE_BFLOAT16 ? "bf16" : d == v1::DTYPE_FLOAT16 ? "fp16" : "fp32";
+}
+
 absl::Status ParseWireDtype(const MapReader& r, v1::DType* out) {
-  std::string wire = *out == v1::DTYPE_BFLOAT16 ? "bf16" : *out == v1::DTYPE_FLOAT16 ? "fp16" : "fp32";
+  std::string wire = WireDtypeName(*out);
   RETURN_IF_ERROR(r.Choice("wire_dtype", {"fp32", "bf16", "fp16"}, &wire));
   *out = wire == "bf16" ? v1::DTYPE_BFLOAT16 : wire == "fp16" ? v1::DTYPE_FLOAT16 : v1::DTYPE_FLOAT32;
   return absl::OkStatus();

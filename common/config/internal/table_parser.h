@@ -35,6 +35,8 @@ absl::Status ParseConsistency(const MapReader& reader, const std::string& mode_k
 // type-specific keys get their defaults (adagrad: initial_accumulator 0.1,
 // epsilon 1e-10; adam: beta1 0.9, beta2 0.999, epsilon 1e-8); a key of another
 // type is an error.
+// The config's name of a wire dtype: "fp32", "bf16" or "fp16".
+const char* WireDtypeName(v1::DType d);
 // Reads `wire_dtype` (fp32 | bf16 | fp16) into `out`; absent: `out` is kept.
 absl::Status ParseWireDtype(const MapReader& r, v1::DType* out);
 
