@@ -79,7 +79,9 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
 
 absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
   ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "rpc", {"max_message_size",
-                                                              "request_split_size", "deadline"}));
+                                                              "request_split_size", "deadline",
+                                                              "shared_memory",
+                                                              "shared_memory_size"}));
   RETURN_IF_ERROR(r.Size("max_message_size", kMiB, kMaxInt32, &rpc->max_message_bytes));
   RETURN_IF_ERROR(r.Size("request_split_size", 1, kMaxInt32, &rpc->request_split_bytes));
   if (rpc->request_split_bytes > rpc->max_message_bytes / 2) {
@@ -89,6 +91,8 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
                                 rpc->max_message_bytes, " bytes)"));
   }
   RETURN_IF_ERROR(r.Duration("deadline", absl::ZeroDuration(), &rpc->deadline));
+  RETURN_IF_ERROR(r.Bool("shared_memory", &rpc->shared_memory));
+  RETURN_IF_ERROR(r.Size("shared_memory_size", kMiB, 1ll << 40, &rpc->shared_memory_bytes));
   return absl::OkStatus();
 }
 
@@ -295,6 +299,7 @@ v1::JobSpec ToJobSpec(const JobConfig& config) {
   spec.set_num_servers(static_cast<uint32_t>(config.cluster.servers));
   spec.set_max_message_bytes(config.rpc.max_message_bytes);
   spec.set_request_split_bytes(config.rpc.request_split_bytes);
+  spec.set_shared_memory_bytes(config.rpc.shared_memory ? config.rpc.shared_memory_bytes : 0);
   spec.set_pull_deadline_ms(absl::ToInt64Milliseconds(config.rpc.deadline));
   spec.set_lease_timeout_ms(absl::ToInt64Milliseconds(config.cluster.lease_timeout));
   spec.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(config.cluster.heartbeat_interval));

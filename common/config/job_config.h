@@ -77,6 +77,11 @@ struct RpcConfig {
   int64_t max_message_bytes = 256ll << 20;   // gRPC send/receive limit, both sides
   int64_t request_split_bytes = 1ll << 20;   // client cuts requests above this
   absl::Duration deadline = absl::Seconds(60);  // every RPC, and the pull wait
+  // Same-host path (docs/shared-memory.md): a worker offers each server a
+  // shared-memory region of this size for values; a server on another host
+  // (or one that cannot open it) refuses and values go through gRPC.
+  bool shared_memory = true;
+  int64_t shared_memory_bytes = 64ll << 20;
 };
 
 // Default chunk size of a dense table, in float32 elements (64 KiB).

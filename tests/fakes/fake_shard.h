@@ -35,6 +35,7 @@
 #include "common/status_conversion.h"
 #include "common/work_queue.h"
 #include "server/shard/sequence_window.h"
+#include "worker/client/push_payload.h"
 #include "worker/client/shard_channel.h"
 
 namespace cairn {
@@ -75,9 +76,11 @@ class FakeShard final : public ShardChannel {
 
   // Parses the wire bytes as the server's gRPC stack would, so tests also
   // check what the client's zero-copy serialization produced.
-  void Push(grpc::ClientContext*, const grpc::ByteBuffer* bytes, v1::PushResponse* response,
-            Done done) override ABSL_LOCKS_EXCLUDED(mu_) {
-    grpc::ByteBuffer copy(*bytes);
+  void Push(grpc::ClientContext*, const std::shared_ptr<const PushPayload>& payload,
+            std::shared_ptr<void> pin, v1::PushResponse* response, Done done) override
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    grpc::ByteBuffer copy = SerializePush(*payload, pin);
+    pin.reset();
     auto request = std::make_unique<v1::PushRequest>();
     if (!grpc::SerializationTraits<v1::PushRequest>::Deserialize(&copy, request.get()).ok()) {
       Answer(std::move(done), grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -98,8 +101,8 @@ class FakeShard final : public ShardChannel {
     Answer(std::move(done), status);
   }
 
-  void Pull(grpc::ClientContext*, const v1::PullRequest* request, v1::PullResponse* response,
-            Done done) override ABSL_LOCKS_EXCLUDED(mu_) {
+  void Pull(grpc::ClientContext*, v1::PullRequest* request, uint64_t /*reply_bytes*/,
+            v1::PullResponse* response, Done done) override ABSL_LOCKS_EXCLUDED(mu_) {
     grpc::Status status;
     {
       absl::MutexLock lock(&mu_);

@@ -142,6 +142,17 @@ TEST_CASE("a worker killed and started again under its id keeps every push of it
   CHECK(report.unexpected == 0);
   CHECK(report.checksum_mismatches == 0);
   CHECK(report.unexplained.ok());
+  // Both lives sent values through a shared region of their own
+  // (docs/shared-memory.md): the killed one mid-training, the second one's
+  // replacing it.
+  const std::string server_log = c.server(0).ReadStderr();
+  size_t regions = 0;
+  const std::string offered = absl::StrCat("worker ", kRestarted, " sends values through a");
+  for (size_t at = server_log.find(offered); at != std::string::npos;
+       at = server_log.find(offered, at + 1)) {
+    ++regions;
+  }
+  CHECK(regions == 2);
 }
 
 TEST_CASE("a worker that left cleanly joins again under its id and trains",

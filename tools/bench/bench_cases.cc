@@ -1,5 +1,6 @@
 #include "tools/bench/bench_cases.h"
 
+#include <cstring>
 #include <algorithm>
 #include <random>
 
@@ -115,7 +116,16 @@ absl::Status CaseRunner::CairnStep() {
 }
 
 std::function<absl::Status()> CaseRunner::Step(const std::string& method) {
-  if (method == "Cairn") return [this] { return CairnStep(); };
+  if (IsCairnMethod(method)) return [this] { return CairnStep(); };
+  if (method == "memcpy") {
+    // The floor of any path: the value bytes copied once, from a buffer as
+    // large as the values to them.
+    copy_source_.assign(values_.size(), 1.0f);
+    return [this] {
+      std::memcpy(values_.data(), copy_source_.data(), values_.size() * sizeof(float));
+      return absl::OkStatus();
+    };
+  }
   auto out = [this] {
     return absl::Span<char>(reinterpret_cast<char*>(values_.data()),
                             values_.size() * sizeof(float));

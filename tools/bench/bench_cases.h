@@ -17,6 +17,14 @@
 
 namespace cairn::bench {
 
+// Methods: Cairn's client with the same-host path, Cairn's client through
+// gRPC alone, and the references (unary and stream gRPC calls, memcpy).
+inline constexpr char kCairnShared[] = "Cairn-shm";
+inline constexpr char kCairnGrpc[] = "Cairn-gRPC";
+inline bool IsCairnMethod(const std::string& method) {
+  return method == kCairnShared || method == kCairnGrpc;
+}
+
 // One operation on one table; each selected method runs it as one row.
 struct CaseGroup {
   std::string id;         // as given to --cases: "push-1mib", "sparse-pull", ...
@@ -51,7 +59,8 @@ class CaseRunner {
   // InvalidArgument when the table does not match the group (kind, size).
   absl::Status Prepare();
 
-  // method: "Cairn" (needs the client), "unary" or "stream" (need the reference).
+  // method: kCairnShared or kCairnGrpc (need the client), "unary" or
+  // "stream" (need the reference), "memcpy" (needs neither).
   std::function<absl::Status()> Step(const std::string& method);
 
   // After Cairn pulls: every pulled value equals the first one (all rows and
@@ -72,6 +81,7 @@ class CaseRunner {
   ReferenceClient* const reference_;
   std::vector<Key> keys_;      // sparse keys, or dense chunk indices
   std::vector<float> values_;  // push source or pull destination
+  std::vector<float> copy_source_;  // memcpy's source
 };
 
 }  // namespace cairn::bench

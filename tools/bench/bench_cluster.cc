@@ -21,6 +21,8 @@ cluster:
   lease_timeout: 10s
   heartbeat_interval: 500ms
   startup_timeout: 60s
+  # Up for each measuring process in turn (Cairn-shm, then Cairn-gRPC).
+  exit_when_done: false
 rpc:
   max_message_size: )", kBenchMaxMessageBytes, R"(
   request_split_size: 1MiB

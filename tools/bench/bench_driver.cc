@@ -34,7 +34,7 @@ absl::StatusOr<Row> TimeRow(const DriverOptions& options, const CaseGroup& group
   absl::StatusOr<Timing> timed = TimeCase(runner->Step(options.method), options.timing, sample);
   RETURN_IF_ERROR(Annotate(timed.status(), row.Name()));
   row.timing = *std::move(timed);
-  if (options.method == "Cairn" && !group.push) {
+  if (IsCairnMethod(options.method) && !group.push) {
     RETURN_IF_ERROR(Annotate(runner->CheckPulledValues(), row.Name()));
   }
   return row;
@@ -45,12 +45,26 @@ absl::StatusOr<Row> TimeRow(const DriverOptions& options, const CaseGroup& group
 absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
   std::unique_ptr<Client> client;
   std::unique_ptr<ReferenceClient> reference;
-  if (options.method == "Cairn") {
+  if (IsCairnMethod(options.method)) {
     ClientOptions client_options;
     client_options.coordinator = options.target;
     client_options.worker_id = 0;
     client_options.connect_timeout = kConnectTimeout;
+    client_options.shared_memory = options.method == kCairnShared;
     ASSIGN_OR_RETURN(client, Client::Connect(client_options));
+    if (options.method == kCairnShared) {
+      // The server accepts the region in the background: measure from then.
+      const absl::Time until = absl::Now() + kConnectTimeout;
+      while (client->Stats().shared_memory_regions == 0 && absl::Now() < until) {
+        absl::SleepFor(absl::Milliseconds(10));
+      }
+      if (client->Stats().shared_memory_regions == 0) {
+        return absl::FailedPreconditionError(
+            "the server did not accept a shared region (see its log): no Cairn-shm rows");
+      }
+    }
+  } else if (options.method == "memcpy") {
+    // Nothing to connect to: the step copies the values in this process.
   } else {
     reference = std::make_unique<ReferenceClient>(options.target, kBenchMaxMessageBytes);
     RETURN_IF_ERROR(reference->WaitReady(kConnectTimeout));
@@ -92,6 +106,9 @@ absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
     rows.push_back(std::move(row));
   }
   runners.clear();
+  if (options.method == kCairnShared && client->Stats().shared_memory_requests == 0) {
+    return absl::InternalError("Cairn-shm: no request went through the shared region");
+  }
   if (client != nullptr) RETURN_IF_ERROR(Annotate(client->Finish(), "leaving the job"));
   return rows;
 }

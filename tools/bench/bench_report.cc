@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "tools/bench/bench_cases.h"
 
 namespace cairn::bench {
 namespace {
@@ -91,21 +92,23 @@ double Row::FaultsPerIteration(int64_t faults) const {
 std::string MarkdownTable(const std::vector<Row>& rows) {
   std::string out =
       "| case | iterations | MB/s | rows/s | p50 ms | p99 ms | Cairn/unary | Cairn/stream "
-      "| faults/iter |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| Cairn/memcpy | faults/iter |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Row& row : rows) {
-    const bool cairn = row.method == "Cairn";
+    const bool cairn = IsCairnMethod(row.method);
     const std::string rows_per_s =
         row.rows > 0 ? absl::StrFormat("%.0f", static_cast<double>(row.rows) *
                                                    static_cast<double>(row.timing.iterations) /
                                                    row.timing.total_seconds)
                      : "";
-    absl::StrAppendFormat(&out, "| %s | %d | %.0f | %s | %.3f | %.3f | %s | %s | %.0f / %.0f |\n",
+    absl::StrAppendFormat(&out,
+                          "| %s | %d | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f / %.0f |\n",
                           row.Name(), row.timing.iterations, row.MegabytesPerSecond(),
                           rows_per_s, row.timing.Quantile(0.5) * 1e3,
                           row.timing.Quantile(0.99) * 1e3,
                           cairn ? Ratio(row, FindReference(rows, row, "unary")) : "",
                           cairn ? Ratio(row, FindReference(rows, row, "stream")) : "",
+                          cairn ? Ratio(row, FindReference(rows, row, "memcpy")) : "",
                           row.FaultsPerIteration(row.timing.counters.caller_faults),
                           row.FaultsPerIteration(row.timing.counters.server_faults));
   }
@@ -132,8 +135,8 @@ nlohmann::json RowsToJson(const std::vector<Row>& rows) {
         row.FaultsPerIteration(row.timing.counters.caller_faults);
     j["server_minor_faults_per_iteration"] =
         row.FaultsPerIteration(row.timing.counters.server_faults);
-    if (row.method == "Cairn") {
-      for (const char* ref : {"unary", "stream"}) {
+    if (IsCairnMethod(row.method)) {
+      for (const char* ref : {"unary", "stream", "memcpy"}) {
         const Row* r = FindReference(rows, row, ref);
         if (r != nullptr && r->MegabytesPerSecond() > 0) {
           j[absl::StrCat("ratio_to_", ref)] = row.MegabytesPerSecond() / r->MegabytesPerSecond();

@@ -5,16 +5,20 @@
 // loopback) from a job YAML it writes, and a reference gRPC server (this
 // binary, --serve-reference). Then, one measuring process per method (this
 // binary, --drive; see bench_driver.h for why), it times
-//   Cairn   the client library's PushDense/PullDense/PushSparse/PullSparse
+//   Cairn-shm   the client library's PushDense/PullDense/PushSparse/PullSparse,
+//               values through the same-host shared region
+//   Cairn-gRPC  the same, values through gRPC (ClientOptions::shared_memory off)
 //   unary   one unary gRPC call carrying the same keys and values
 //   stream  one streaming call carrying them in pieces of <= 1 MiB (at least
 //           four), several in flight
+//   memcpy  one copy of the value bytes in the measuring process (no server)
 // over every selected case, after priming and a warm-up, and prints a
 // markdown table (units in bench_report.h) and, with --json, the same numbers
 // as JSON. Every child process is stopped at the end, and dies with this
 // process if it crashes.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -55,7 +59,7 @@ struct Flags {
   double warmup_seconds = 0.5;
   int prime_rounds = 1;
   std::string cases = "all";
-  std::string methods = "Cairn,unary,stream";
+  std::string methods = "Cairn-shm,Cairn-gRPC,unary,stream,memcpy";
   std::string json_path;
   bool keep_logs = false;
   // Internal modes: this binary as the reference server or as a driver.
@@ -65,6 +69,8 @@ struct Flags {
   int server_pid = -1;          // driver: the serving process
   std::string rows_out;         // driver: where its rows go (raw JSON)
 };
+
+constexpr const char* kMethods[] = {kCairnShared, kCairnGrpc, "unary", "stream", "memcpy"};
 
 std::string ShellQuote(const std::string& arg) {
   if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -84,14 +90,14 @@ std::string CommandLine(int argc, char** argv) {
 
 absl::StatusOr<std::vector<std::string>> SelectMethods(const std::string& list) {
   std::vector<std::string> out;
-  for (const char* m : {"Cairn", "unary", "stream"}) {
+  for (const char* m : kMethods) {
     if (absl::StrContains(absl::StrCat(",", list, ","), absl::StrCat(",", m, ","))) {
       out.push_back(m);
     }
   }
   if (out.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--methods \"", list, "\" names none of Cairn, unary, stream"));
+        absl::StrCat("--methods \"", list, "\" names none of ", absl::StrJoin(kMethods, ", ")));
   }
   return out;
 }
@@ -128,7 +134,7 @@ absl::StatusOr<std::vector<Row>> RunDriverProcess(const Flags& flags, const std:
 }
 
 // Starts the servers, runs one driver per method, stops everything. Rows come
-// out group by group, methods in the order Cairn, unary, stream.
+// out group by group, methods in kMethods' order.
 absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& methods,
                           const std::string& bin_dir, const std::string& run_dir,
                           std::vector<Row>* rows) {
@@ -145,7 +151,7 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
 
   std::vector<std::vector<Row>> by_method;
   for (const std::string& method : methods) {
-    const bool cairn = method == "Cairn";
+    const bool cairn = IsCairnMethod(method);
     ASSIGN_OR_RETURN(std::vector<Row> r,
                      RunDriverProcess(flags, method,
                                       cairn ? cluster->coordinator_address() : reference_address,
@@ -183,8 +189,9 @@ TimingOptions TimingFromFlags(const Flags& flags) {
 }
 
 int Drive(const Flags& flags, const std::vector<CaseGroup>& groups) {
-  if (flags.drive != "Cairn" && flags.drive != "unary" && flags.drive != "stream") {
-    std::cerr << "cairn-bench: --drive \"" << flags.drive << "\" is not Cairn, unary or stream\n";
+  if (std::find(std::begin(kMethods), std::end(kMethods), flags.drive) == std::end(kMethods)) {
+    std::cerr << "cairn-bench: --drive \"" << flags.drive << "\" is not one of "
+              << absl::StrJoin(kMethods, ", ") << "\n";
     return 2;
   }
   DriverOptions options;
@@ -211,7 +218,8 @@ void PrintReport(const std::string& command, const std::vector<Row>& rows) {
             << "Build: " << CAIRN_BUILD_TYPE << "; machine: " << MachineLine()
             << "; 1 coordinator + 1 server + 1 worker on loopback, ASP  \n"
             << "MB/s = value bytes / s (1 MB = 1e6 B; keys not counted); p50/p99 = latency "
-               "of one push or pull; ratios = Cairn MB/s / reference MB/s; faults/iter = "
+               "of one push or pull; ratios = Cairn MB/s / reference MB/s (memcpy: one copy of "
+               "the values in one process); faults/iter = "
                "minor page faults per iteration, worker process / server process\n\n"
             << MarkdownTable(rows);
 }
@@ -305,7 +313,7 @@ int main(int argc, char** argv) {
                  "comma-separated: all, push-1mib, pull-1mib, push-1mib-bf16, pull-1mib-bf16, push-16mib, pull-16mib, "
                  "sparse-push, sparse-pull")
       ->capture_default_str();
-  app.add_option("--methods", flags.methods, "comma-separated: Cairn, unary, stream")
+  app.add_option("--methods", flags.methods, absl::StrCat("comma-separated, of: ", absl::StrJoin(cairn::bench::kMethods, ", ")))
       ->capture_default_str();
   app.add_option("--json", flags.json_path, "also write the results as JSON to this file");
   app.add_flag("--keep-logs", flags.keep_logs, "keep the run directory (job YAML, daemon logs)");

@@ -69,6 +69,10 @@ struct ClientOptions {
   // Capacity of the worker-side cache in bytes (values plus ~96 bytes per
   // key); 0 turns it off. Fixed at Connect().
   uint64_t cache_bytes = 64ull << 20;
+  // The same-host path (docs/shared-memory.md) when the job turns it on
+  // (rpc.shared_memory); false sends this worker's values through gRPC
+  // whatever the job says.
+  bool shared_memory = true;
   // Where the client's metrics (client_metrics.h) are registered; null: none.
   // Not owned; must outlive the client.
   prometheus::Registry* metrics_registry = nullptr;
@@ -85,6 +89,11 @@ struct ClientStats {
   int64_t max_read_staleness = 0;   // clocks; see cairn_client_read_staleness_clocks
   double mean_read_staleness = 0;   // clocks
   double pull_seconds = 0;          // summed over pulls, waits included
+  // The same-host path (docs/shared-memory.md): regions servers accepted,
+  // and the requests and value bytes that went through them.
+  uint64_t shared_memory_regions = 0;
+  uint64_t shared_memory_requests = 0;
+  uint64_t shared_memory_bytes = 0;
 };
 
 // A dense table's whole tensor in caller memory (table's element count floats).

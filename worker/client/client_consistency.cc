@@ -74,6 +74,9 @@ ClientStats ClientImpl::Stats() const {
   s.mean_read_staleness =
       s.reads == 0 ? 0.0 : static_cast<double>(staleness_sum_.load()) / static_cast<double>(s.reads);
   s.pull_seconds = static_cast<double>(pull_micros_.load()) * 1e-6;
+  s.shared_memory_regions = shared_memory_->regions.load();
+  s.shared_memory_requests = shared_memory_->requests.load();
+  s.shared_memory_bytes = shared_memory_->bytes.load();
   return s;
 }
 

@@ -43,8 +43,8 @@ struct Piece {
   v1::PullRequest pull;
   v1::PullResponse pull_response;
   std::shared_ptr<PushPayload> push;  // built once: a retry sends the same bytes
-  grpc::ByteBuffer push_bytes;        // push's wire bytes for this attempt
   v1::PushResponse push_response;
+  std::shared_ptr<ShardChannel> channel;  // the call's (reads a pull's values)
 };
 
 // Held by each value slice of one push attempt (push_payload.h): the op's
@@ -93,12 +93,14 @@ void EncodeKeys(const ClientImpl::TableInput& in, const std::vector<uint32_t>& i
 // Copies a pulled entry's values into the caller's buffer, widened to
 // float32 when they travelled as 16-bit. False on a size or dtype mismatch.
 bool Scatter(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indices,
-             const v1::TableValues& tv) {
+             const v1::TableValues& tv, const ShardChannel& channel) {
   const v1::DType dtype = WireDtypeOrFloat32(tv.dtype());
   if (!IsWireDtype(dtype)) return false;
   const size_t value_bytes = WireBytes(dtype);
-  const char* src = tv.values().data();
-  const char* end = src + tv.values().size();
+  absl::StatusOr<absl::Span<const char>> values = channel.PulledValues(tv);
+  if (!values.ok()) return false;
+  const char* src = values->data();
+  const char* end = src + values->size();
   for (uint32_t j : indices) {
     const size_t floats = FloatsOf(in, j);
     if (static_cast<size_t>(end - src) < floats * value_bytes) return false;
@@ -143,8 +145,14 @@ absl::Status ClientImpl::Start() {
   incarnation_ = registered.incarnation();
   job_ = registered.job();
   if (!connect_) {
-    connect_ = GrpcShardConnector(job_.max_message_bytes(),
-                                  absl::Milliseconds(job_.lease_timeout_ms()));
+    ShardChannelOptions channel;
+    channel.max_message_bytes = job_.max_message_bytes();
+    channel.dead_after = absl::Milliseconds(job_.lease_timeout_ms());
+    channel.shared_memory_bytes = options_.shared_memory ? job_.shared_memory_bytes() : 0;
+    channel.worker_id = worker_id_;
+    channel.incarnation = incarnation_;
+    channel.counters = shared_memory_;
+    connect_ = GrpcShardConnector(std::move(channel));
   }
   for (const v1::TableSpec& t : job_.tables()) tables_by_name_[t.name()] = &t;
   if (options_.metrics_registry != nullptr) {
@@ -442,7 +450,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
             const auto& [input, idx] = piece->entries[e];
             const TableInput& in = op->inputs[input];
             if (static_cast<int>(e) >= piece->pull_response.tables_size() ||
-                !Scatter(in, idx, piece->pull_response.tables(e))) {
+                !Scatter(in, idx, piece->pull_response.tables(e), *piece->channel)) {
               status = grpc::Status(grpc::StatusCode::INTERNAL,
                                     absl::StrCat("server ", piece->server,
                                                  " answered a pull with the wrong value size"));
@@ -544,17 +552,19 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                           absl::StrCat("no primary known for replica group ", piece->group)));
       continue;
     }
+    piece->channel = channel->second;
     if (op->is_push) {
       piece->push->header.set_map_version(version);
-      piece->push_bytes =
-          SerializePush(*piece->push, std::make_shared<SendPin>(op, piece->push));
-      channel->second->Push(&piece->context, &piece->push_bytes, &piece->push_response, finish);
+      channel->second->Push(&piece->context, piece->push,
+                            std::make_shared<SendPin>(op, piece->push), &piece->push_response,
+                            finish);
     } else {
       v1::PullRequest& r = piece->pull;
       r.set_map_version(version);
       r.set_worker_id(worker_id_);
       r.set_incarnation(incarnation_);
       r.set_clock(clock_.load());
+      uint64_t reply_bytes = 0;
       for (const auto& [input, idx] : piece->entries) {
         const TableInput& in = op->inputs[input];
         v1::TableKeys* tk = r.add_tables();
@@ -562,8 +572,9 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         tk->set_table(in.spec->name());
         tk->set_dtype(WireDtypeOrFloat32(in.spec->wire_dtype()));
         EncodeKeys(in, idx, tk->mutable_keys());
+        for (uint32_t j : idx) reply_bytes += EntryBytes(in, j);
       }
-      channel->second->Pull(&piece->context, &r, &piece->pull_response, finish);
+      channel->second->Pull(&piece->context, &r, reply_bytes, &piece->pull_response, finish);
     }
   }
 }

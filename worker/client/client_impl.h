@@ -128,6 +128,9 @@ class ClientImpl final : public Client {
   std::atomic<int64_t> staleness_sum_{0};
   std::atomic<int64_t> staleness_max_{0};
   std::atomic<int64_t> pull_micros_{0};
+  // What the same-host path moved (every channel's).
+  const std::shared_ptr<SharedMemoryCounters> shared_memory_ =
+      std::make_shared<SharedMemoryCounters>();
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
 

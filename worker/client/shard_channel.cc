@@ -2,59 +2,252 @@
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <future>
+#include <optional>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/shared_region.h"
+#include "worker/client/push_payload.h"
+#include "worker/client/shared_arena.h"
 
 namespace cairn {
 namespace {
 
+// Requests with fewer value bytes than this go inline: for them the region
+// saves less than its bookkeeping costs.
+constexpr uint64_t kMinSharedBytes = 4096;
+
+// A region the server accepted, and the space in it.
+struct SharedLink {
+  std::shared_ptr<SharedRegion> region;
+  uint64_t id = 0;  // the server's name for it (OpenRegionResponse.region)
+  SharedArena arena;
+
+  SharedLink(std::shared_ptr<SharedRegion> r, uint64_t i)
+      : region(std::move(r)), id(i), arena(SharedRegion::kHeaderBytes, region->size()) {}
+};
+
 class GrpcShardChannel final : public ShardChannel {
  public:
-  explicit GrpcShardChannel(const std::shared_ptr<grpc::Channel>& channel)
-      : stub_(v1::ParameterService::NewStub(channel)), raw_(channel) {}
+  GrpcShardChannel(const std::string& address, const ShardChannelOptions& options)
+      : address_(address),
+        counters_(options.counters),
+        channel_(MakeChannel(address, options.max_message_bytes, options.dead_after)),
+        stub_(v1::ParameterService::NewStub(channel_)),
+        raw_(channel_) {
+    if (options.shared_memory_bytes > 0) OfferRegion(options);
+  }
 
-  // Sent through the generic stub, so gRPC takes the request's slices as
-  // they are instead of serializing a message into a fresh buffer.
-  void Push(grpc::ClientContext* context, const grpc::ByteBuffer* request,
-            v1::PushResponse* response, Done done) override {
+  ~GrpcShardChannel() override {
+    // The offer's callback refers to this channel: wait for it.
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(+[](bool* pending) { return !*pending; }, &offer_pending_));
+  }
+
+  void Push(grpc::ClientContext* context, const std::shared_ptr<const PushPayload>& payload,
+            std::shared_ptr<void> pin, v1::PushResponse* response, Done done) override {
+    std::shared_ptr<SharedLink> link = this->link();
+    uint64_t value_bytes = 0;
+    for (const PushTablePayload& t : payload->tables) value_bytes += t.value_bytes();
+    std::optional<uint64_t> at;
+    if (link != nullptr && value_bytes >= kMinSharedBytes) {
+      at = link->arena.Allocate(value_bytes);
+      if (!at.has_value()) NoteFull(*link, value_bytes);
+    }
+    auto request = std::make_shared<grpc::ByteBuffer>();
+    if (!at.has_value()) {
+      // Values as slices of the caller's memory; gRPC releases `pin`.
+      *request = SerializePush(*payload, pin);
+    } else {
+      // Values copied into the region; the caller's memory is free again
+      // once this returns.
+      v1::PushRequest header = payload->header;
+      uint64_t offset = *at;
+      for (const PushTablePayload& t : payload->tables) {
+        v1::TableValues* tv = header.add_tables();
+        *tv = t.meta;
+        const uint64_t begin = offset;
+        for (absl::Span<const char> r : t.values) {
+          std::memcpy(link->region->data() + offset, r.data(), r.size());
+          offset += r.size();
+        }
+        v1::SharedRange* range = tv->mutable_shared();
+        range->set_region(link->id);
+        range->set_offset(begin);
+        range->set_length(offset - begin);
+      }
+      pin.reset();
+      bool own = false;
+      grpc::SerializationTraits<v1::PushRequest>::Serialize(header, request.get(), &own);
+      Count(counters_.get(), value_bytes);
+    }
     auto reply = std::make_shared<grpc::ByteBuffer>();
-    raw_.UnaryCall(context, kPushMethod, grpc::StubOptions(), request, reply.get(),
-                   [reply, response, done = std::move(done)](grpc::Status status) {
-                     if (status.ok() &&
-                         !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(),
-                                                                                   response)
-                              .ok()) {
-                       status = grpc::Status(grpc::StatusCode::INTERNAL,
-                                             "cannot parse the server's PushResponse");
-                     }
-                     done(std::move(status));
-                   });
+    raw_.UnaryCall(
+        context, kPushMethod, grpc::StubOptions(), request.get(), reply.get(),
+        [request, reply, response, link, at, done = std::move(done)](grpc::Status status) {
+          if (status.ok() &&
+              !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(), response)
+                   .ok()) {
+            status = grpc::Status(grpc::StatusCode::INTERNAL,
+                                  "cannot parse the server's PushResponse");
+          }
+          if (at.has_value()) Release(*link, *at, status.ok());
+          done(std::move(status));
+        });
   }
-  void Pull(grpc::ClientContext* context, const v1::PullRequest* request,
+
+  void Pull(grpc::ClientContext* context, v1::PullRequest* request, uint64_t reply_bytes,
             v1::PullResponse* response, Done done) override {
-    stub_->async()->Pull(context, request, response, std::move(done));
+    std::shared_ptr<SharedLink> link = this->link();
+    std::optional<uint64_t> at;
+    if (link != nullptr && reply_bytes >= kMinSharedBytes) {
+      at = link->arena.Allocate(reply_bytes);
+      if (!at.has_value()) NoteFull(*link, reply_bytes);
+    }
+    if (at.has_value()) {
+      v1::SharedRange* range = request->mutable_reply_to();
+      range->set_region(link->id);
+      range->set_offset(*at);
+      range->set_length(reply_bytes);
+    } else {
+      request->clear_reply_to();
+    }
+    stub_->async()->Pull(
+        context, request, response,
+        [counters = counters_, response, link, at, done = std::move(done)](grpc::Status status) {
+          if (at.has_value() && status.ok()) {
+            uint64_t bytes = 0;
+            for (const v1::TableValues& t : response->tables()) bytes += t.shared().length();
+            if (bytes > 0) Count(counters.get(), bytes);
+          }
+          done(status);
+          // The server may still write into a failed call's range.
+          if (at.has_value()) Release(*link, *at, status.ok());
+        });
   }
+
   void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
              v1::ClockResponse* response, Done done) override {
     stub_->async()->Clock(context, request, response, std::move(done));
   }
 
+  absl::StatusOr<absl::Span<const char>> PulledValues(
+      const v1::TableValues& values) const override {
+    if (!values.has_shared()) {
+      return absl::Span<const char>(values.values().data(), values.values().size());
+    }
+    std::shared_ptr<SharedLink> link = this->link();
+    const v1::SharedRange& r = values.shared();
+    if (link == nullptr || r.region() != link->id) {
+      return absl::InternalError(absl::StrCat("server ", address_, " answered in shared region ",
+                                              r.region(), ", which this worker did not offer"));
+    }
+    absl::StatusOr<absl::Span<char>> span = link->region->Range(r.offset(), r.length());
+    if (!span.ok()) return absl::InternalError(span.status().message());
+    return absl::Span<const char>(span->data(), span->size());
+  }
+
  private:
   static constexpr const char* kPushMethod = "/cairn.v1.ParameterService/Push";
 
+  // A successful call's range is free again; a failed one's is kept from
+  // reuse (shared_arena.h).
+  static void Release(SharedLink& link, uint64_t offset, bool ok) {
+    if (ok) {
+      link.arena.Free(offset);
+    } else {
+      link.arena.Quarantine(offset);
+    }
+  }
+
+  static void Count(SharedMemoryCounters* counters, uint64_t bytes) {
+    if (counters == nullptr) return;
+    counters->requests.fetch_add(1, std::memory_order_relaxed);
+    counters->bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+
+  // Logged once per channel.
+  void NoteFull(const SharedLink& link, uint64_t bytes) {
+    if (full_noted_.exchange(true)) return;
+    LOG_INFO("a request's {} value bytes do not fit in the shared region with server {} ({} of "
+             "{} bytes in use, {} kept from reuse after failed calls): such requests go through "
+             "gRPC",
+             bytes, address_, link.arena.allocated_bytes(), link.arena.capacity(),
+             link.arena.quarantined_bytes());
+  }
+
+  std::shared_ptr<SharedLink> link() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return link_;
+  }
+
+  // Creates a region and offers it; from the server's yes on, values go
+  // through it. Any failure leaves the channel on gRPC alone.
+  void OfferRegion(const ShardChannelOptions& options) {
+    absl::StatusOr<std::unique_ptr<SharedRegion>> region =
+        SharedRegion::Create(static_cast<size_t>(options.shared_memory_bytes));
+    if (!region.ok()) {
+      LOG_INFO("values to server {} go through gRPC: {}", address_, region.status().message());
+      return;
+    }
+    auto offer = std::make_shared<v1::OpenRegionRequest>();
+    offer->set_worker_id(options.worker_id);
+    offer->set_incarnation(options.incarnation);
+    offer->set_pid(getpid());
+    offer->set_fd((*region)->fd());
+    offer->set_bytes((*region)->size());
+    offer->set_token((*region)->token());
+    auto context = std::make_shared<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto answer = std::make_shared<v1::OpenRegionResponse>();
+    std::shared_ptr<SharedRegion> held(std::move(*region));
+    {
+      absl::MutexLock lock(&mu_);
+      offer_pending_ = true;
+    }
+    stub_->async()->OpenRegion(
+        context.get(), offer.get(), answer.get(),
+        [this, offer, context, answer, held](grpc::Status status) mutable {
+          absl::MutexLock lock(&mu_);
+          offer_pending_ = false;
+          if (!status.ok()) {
+            LOG_INFO("values to server {} go through gRPC: it refused the shared region: {}",
+                     address_, status.error_message());
+            return;
+          }
+          link_ = std::make_shared<SharedLink>(std::move(held), answer->region());
+          if (counters_ != nullptr) counters_->regions.fetch_add(1, std::memory_order_relaxed);
+          LOG_INFO("values to server {} go through a {}-byte shared region", address_,
+                   link_->region->size());
+        });
+  }
+
+  const std::string address_;
+  const std::shared_ptr<SharedMemoryCounters> counters_;
+  const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::ParameterService::Stub> stub_;
   grpc::GenericStub raw_;
+  std::atomic<bool> full_noted_{false};
+
+  mutable absl::Mutex mu_;
+  std::shared_ptr<SharedLink> link_ ABSL_GUARDED_BY(mu_);
+  bool offer_pending_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace
 
-ShardConnector GrpcShardConnector(int64_t max_message_bytes, absl::Duration dead_after) {
-  return [max_message_bytes, dead_after](const std::string& address) {
-    return std::make_shared<GrpcShardChannel>(MakeChannel(address, max_message_bytes, dead_after));
+ShardConnector GrpcShardConnector(ShardChannelOptions options) {
+  return [options](const std::string& address) {
+    return std::make_shared<GrpcShardChannel>(address, options);
   };
 }
 

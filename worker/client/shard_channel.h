@@ -5,12 +5,15 @@
 #ifndef CAIRN_WORKER_CLIENT_SHARD_CHANNEL_H_
 #define CAIRN_WORKER_CLIENT_SHARD_CHANNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "cairn/v1/shard.pb.h"
 
 namespace grpc {
@@ -20,6 +23,8 @@ class Status;
 }  // namespace grpc
 
 namespace cairn {
+
+struct PushPayload;
 
 // Thread-safe: calls may start from any thread, concurrently.
 class ShardChannel {
@@ -31,23 +36,55 @@ class ShardChannel {
   virtual ~ShardChannel() = default;
 
   // Start one call of the RPC of the same name. `context` (its deadline
-  // set), `request` and `response` stay valid until `done` has run. A push
-  // request is a PushRequest's wire bytes (worker/client/push_payload.h:
-  // values travel from the caller's memory without a copy).
-  virtual void Push(grpc::ClientContext* context, const grpc::ByteBuffer* request,
-                    v1::PushResponse* response, Done done) = 0;
-  virtual void Pull(grpc::ClientContext* context, const v1::PullRequest* request,
+  // set), `request` and `response` stay valid until `done` has run.
+  //
+  // A push's values stay in the caller's memory (push_payload.h): the
+  // channel holds `pin` for as long as it may read them (gRPC's slices
+  // point at them, or until they were copied into a shared region), and
+  // `payload` and that memory must live as long as `pin` does.
+  virtual void Push(grpc::ClientContext* context, const std::shared_ptr<const PushPayload>& payload,
+                    std::shared_ptr<void> pin, v1::PushResponse* response, Done done) = 0;
+  // `reply_bytes`: the value bytes the answer will hold (the same-host path
+  // reserves them in its region); the channel may set `request->reply_to`.
+  virtual void Pull(grpc::ClientContext* context, v1::PullRequest* request, uint64_t reply_bytes,
                     v1::PullResponse* response, Done done) = 0;
   virtual void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
                      v1::ClockResponse* response, Done done) = 0;
+
+  // The value bytes of one table of a pull's answer: its `values`, or its
+  // range of this channel's shared region. Valid while the pull's `done`
+  // runs. INTERNAL, naming the range, when it is not within the region.
+  virtual absl::StatusOr<absl::Span<const char>> PulledValues(
+      const v1::TableValues& values) const {
+    return absl::Span<const char>(values.values().data(), values.values().size());
+  }
+};
+
+// What the same-host path moved, over every channel of one client.
+struct SharedMemoryCounters {
+  std::atomic<uint64_t> regions{0};   // regions servers accepted
+  std::atomic<uint64_t> requests{0};  // pushes and pulls whose values went through one
+  std::atomic<uint64_t> bytes{0};     // value bytes that went through one
 };
 
 // Opens the channel to the server at `address` (host:port from the map).
 using ShardConnector = std::function<std::shared_ptr<ShardChannel>(const std::string& address)>;
 
+struct ShardChannelOptions {
+  int64_t max_message_bytes = 0;  // gRPC's limit on both directions
+  absl::Duration dead_after;      // keepalive
+  // The same-host path (docs/shared-memory.md): each channel offers its
+  // server a region of this many bytes at once, and sends values through
+  // it from the server's yes on; 0: off.
+  int64_t shared_memory_bytes = 0;
+  uint32_t worker_id = 0;
+  uint64_t incarnation = 0;
+  std::shared_ptr<SharedMemoryCounters> counters;  // may be null
+};
+
 // The gRPC connector: one channel per address (common/grpc_util.h's
-// MakeChannel) with `max_message_bytes` and keepalive `dead_after`.
-ShardConnector GrpcShardConnector(int64_t max_message_bytes, absl::Duration dead_after);
+// MakeChannel), with the same-host path when `options` turn it on.
+ShardConnector GrpcShardConnector(ShardChannelOptions options);
 
 // Clock, waiting for the answer.
 grpc::Status ClockAndWait(ShardChannel& channel, grpc::ClientContext* context,

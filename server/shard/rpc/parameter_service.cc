@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/killpoint.h"
+#include "common/log.h"
 #include "common/status_conversion.h"
 #include "common/time_source.h"
 #include "server/shard/rpc/replica_forwarder.h"
@@ -70,8 +71,10 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
   if (client_deadline - start < wait) wait = client_deadline - start;
   const absl::Time deadline = MonotonicNow() + wait;
   ShardMetrics* metrics = metrics_;
+  const SharedRegions* regions = &regions_;
   shard->Pull(request, response, deadline,
-               [reactor, request, response, start, metrics, attached](absl::Status status) {
+               [reactor, request, response, start, metrics, attached,
+                regions](absl::Status status) {
                  if (metrics != nullptr) {
                    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
                    if (status.ok()) metrics->PullWait(seconds);
@@ -79,6 +82,7 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
                                     KeyBytes(*request), status.ok() ? ValueBytes(*response) : 0,
                                     seconds);
                  }
+                 if (status.ok()) regions->WritePull(*request, response);
                  reactor->Finish(ToGrpcStatus(status));
                });
   return reactor;
@@ -92,6 +96,18 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
+  // Values in the worker's shared region come out of it first: from here
+  // on the request is as if they had come inline (backups get them so).
+  std::shared_ptr<v1::PushRequest> read;
+  if (SharedRegions::UsesRegion(*request)) {
+    absl::StatusOr<std::shared_ptr<v1::PushRequest>> r = regions_.ReadPush(*request);
+    if (!r.ok()) {
+      reactor->Finish(ToGrpcStatus(r.status()));
+      return reactor;
+    }
+    read = *std::move(r);
+    request = read.get();
+  }
   absl::StatusOr<bool> duplicate = shard->Push(*request);
   if (duplicate.ok()) response->set_duplicate(*duplicate);
   if (duplicate.ok() && *duplicate && metrics_ != nullptr) metrics_->DuplicatePush();
@@ -100,7 +116,7 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   std::vector<Shard::Replica> backups;
   if (duplicate.ok()) backups = shard->ForwardTargets(*request, &version);
   ShardMetrics* metrics = metrics_;
-  auto finish = [reactor, request, start, metrics](absl::Status status) {
+  auto finish = [reactor, request, read, start, metrics](absl::Status status) {
     if (metrics != nullptr) {
       metrics->Request(ShardMetrics::kPush, absl::StatusCodeToString(status.code()),
                        PushBytes(*request), 0, absl::ToDoubleSeconds(absl::Now() - start));
@@ -179,6 +195,23 @@ grpc::ServerUnaryReactor* ParameterService::Checkpoint(grpc::CallbackServerConte
           absl::StrCat("checkpoint: unknown phase ", static_cast<int>(request->phase())));
   }
   reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::OpenRegion(grpc::CallbackServerContext* context,
+                                                       const v1::OpenRegionRequest* request,
+                                                       v1::OpenRegionResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<uint64_t> id = regions_.Open(*request);
+  if (id.ok()) {
+    response->set_region(*id);
+    LOG_INFO("worker {} sends values through a {}-byte shared region ({} open)",
+             request->worker_id(), request->bytes(), regions_.size());
+  } else {
+    LOG_INFO("worker {}'s shared region refused, its values come through gRPC: {}",
+             request->worker_id(), id.status().message());
+  }
+  reactor->Finish(ToGrpcStatus(id.status()));
   return reactor;
 }
 

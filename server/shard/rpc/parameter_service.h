@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/v1/shard.grpc.pb.h"
+#include "server/shard/rpc/shared_regions.h"
 
 namespace cairn {
 
@@ -61,6 +62,11 @@ class ParameterService final : public v1::ParameterService::CallbackService {
   grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
                                        const v1::ShardCheckpointRequest* request,
                                        v1::ShardCheckpointResponse* response) override;
+  // A worker on this host offers a shared-memory region for values
+  // (shared_regions.h). Served also before Attach: it needs no shard.
+  grpc::ServerUnaryReactor* OpenRegion(grpc::CallbackServerContext* context,
+                                       const v1::OpenRegionRequest* request,
+                                       v1::OpenRegionResponse* response) override;
   // A chunk of a replica group's state from its primary (Shard::ReceiveReplica).
   grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* context,
                                       const v1::ReplicaChunk* request,
@@ -77,6 +83,7 @@ class ParameterService final : public v1::ParameterService::CallbackService {
   ReplicaForwarder* forwarder_ = nullptr;
   ShardMetrics* const metrics_;
   const absl::Duration max_wait_;
+  SharedRegions regions_;
 };
 
 }  // namespace cairn

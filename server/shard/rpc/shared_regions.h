@@ -1,0 +1,75 @@
+// The server's side of the same-host path (docs/shared-memory.md): the
+// shared regions workers on this host offered (common/shared_region.h),
+// and the two moves through them: a push's values out of the worker's
+// region into the request, and a pull's answer into the range the worker
+// reserved for it.
+//
+// Regions belong to the server process, not to one registration: a server
+// registered again keeps them, and a restarted server knows none (a worker
+// then gets UNAVAILABLE, refreshes its map, learns the server's new
+// incarnation and opens a new channel, which offers a new region).
+#ifndef CAIRN_SERVER_SHARD_RPC_SHARED_REGIONS_H_
+#define CAIRN_SERVER_SHARD_RPC_SHARED_REGIONS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cairn/v1/shard.pb.h"
+#include "common/shared_region.h"
+
+namespace cairn {
+
+// Thread-safe.
+class SharedRegions {
+ public:
+  SharedRegions();
+
+  // Maps the region `offer` names and returns its id. A worker has one
+  // region per server: a new offer from the same worker id replaces its
+  // previous region (requests in flight keep theirs until they end).
+  // FAILED_PRECONDITION (SharedRegion::Open's reasons) when it cannot be
+  // mapped here.
+  absl::StatusOr<uint64_t> Open(const v1::OpenRegionRequest& offer) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // True when a table of `request` carries its values in a region.
+  static bool UsesRegion(const v1::PushRequest& request);
+
+  // `request` with every table's values read out of the worker's region
+  // into `values` (and `shared` cleared), as if they had come inline.
+  // UNAVAILABLE when the region is unknown here (this server restarted
+  // since it was offered); INVALID_ARGUMENT naming the table when a range
+  // lies outside the region or the region is another worker's.
+  absl::StatusOr<std::shared_ptr<v1::PushRequest>> ReadPush(const v1::PushRequest& request) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Moves a pull's answer into `request.reply_to` when the request has one
+  // and every table's values fit: each table's `values` are copied there,
+  // cleared, and `shared` names them. An answer that does not fit, or a
+  // range this server cannot resolve, stays inline (the worker reads either).
+  void WritePull(const v1::PullRequest& request, v1::PullResponse* response) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Held {
+    std::shared_ptr<SharedRegion> region;
+    uint32_t worker_id = 0;
+  };
+  // The region `id` names, if it is `worker_id`'s.
+  absl::StatusOr<std::shared_ptr<SharedRegion>> Find(uint64_t id, uint32_t worker_id) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  mutable absl::Mutex mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, Held> regions_ ABSL_GUARDED_BY(mu_);           // id -> region
+  std::map<uint32_t, uint64_t> by_worker_ ABSL_GUARDED_BY(mu_);     // worker -> id
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_RPC_SHARED_REGIONS_H_

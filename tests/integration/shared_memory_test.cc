@@ -1,0 +1,249 @@
+// The same-host path (docs/shared-memory.md) against real servers: values
+// through a shared region are bit for bit those through gRPC; a region too
+// small for a request sends that request through gRPC; a server refuses
+// regions it cannot trust and requests that name what is not theirs.
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cairn/v1/shard.grpc.pb.h"
+#include "common/grpc_util.h"
+#include "common/shared_region.h"
+#include "tests/integration/connect_workers.h"
+#include "tests/integration/test_cluster.h"
+#include "worker/client/client.h"
+
+namespace cairn {
+namespace {
+
+using testing::TestCluster;
+
+std::string Yaml(const std::string& rpc) {
+  return absl::StrCat(R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 2
+  workers: 1
+  partitions: 4
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+  startup_timeout: 60s
+rpc:
+  deadline: 30s
+)", rpc, R"(
+consistency:
+  mode: asp
+tables:
+  - name: big
+    kind: dense
+    shape: [600, 1000]
+    optimizer: {type: sgd, learning_rate: 0.5, momentum: 0.9}
+    init: {type: uniform, scale: 1, seed: 3}
+  - name: half
+    kind: dense
+    shape: [70000]
+    wire_dtype: bf16
+    optimizer: {type: sgd, learning_rate: 0.25}
+  - name: emb
+    kind: sparse
+    width: 64
+    optimizer: {type: adagrad, learning_rate: 0.1}
+)");
+}
+
+// Waits until every server accepted the client's region (the offer is
+// answered in the background after the client connects).
+bool WaitForRegions(const Client& client, uint64_t regions) {
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (client.Stats().shared_memory_regions < regions && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return client.Stats().shared_memory_regions >= regions;
+}
+
+struct Pulled {
+  std::vector<float> big, half, emb;
+  ClientStats stats;
+};
+
+// Three rounds of pushes to every table, then a pull of all of them.
+Pulled Train(const std::string& name, const std::string& rpc, bool expect_regions) {
+  auto cluster = TestCluster::Start(name, Yaml(rpc), 2);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto client = testing::Connect(**cluster, 0);
+  INFO(client.status().message());
+  REQUIRE(client.ok());
+  Client& c = **client;
+  if (expect_regions) REQUIRE(WaitForRegions(c, 2));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<uint64_t> keys(3000);
+  for (auto& k : keys) k = rng();
+  keys[5] = keys[17];  // a repeated key: its gradients are summed (B07)
+  for (int round = 0; round < 3; ++round) {
+    std::vector<float> g_big(600000), g_half(70000), g_emb(keys.size() * 64);
+    for (float& v : g_big) v = u(rng);
+    for (float& v : g_half) v = u(rng);
+    for (float& v : g_emb) v = u(rng);
+    INFO("round " << round);
+    REQUIRE(c.PushDense({{"big", g_big}, {"half", g_half}}).get().ok());
+    REQUIRE(c.PushSparse("emb", keys, g_emb).get().ok());
+  }
+  Pulled out;
+  out.big.resize(600000);
+  out.half.resize(70000);
+  out.emb.resize(keys.size() * 64);
+  REQUIRE(c.PullDense({{"big", absl::MakeSpan(out.big)}, {"half", absl::MakeSpan(out.half)}})
+              .get()
+              .ok());
+  REQUIRE(c.PullSparse("emb", keys, absl::MakeSpan(out.emb)).get().ok());
+  out.stats = c.Stats();
+  return out;
+}
+
+bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("values through shared regions equal those through gRPC bit for bit, and a region too "
+          "small for a request sends it through gRPC",
+          "[integration][shared_memory]") {
+  const Pulled grpc = Train("shm_off", "  shared_memory: false\n", false);
+  CHECK(grpc.stats.shared_memory_regions == 0);
+  CHECK(grpc.stats.shared_memory_requests == 0);
+
+  const Pulled shared = Train("shm_on", "", true);
+  INFO("through regions: " << shared.stats.shared_memory_requests << " requests, "
+                           << shared.stats.shared_memory_bytes << " bytes");
+  CHECK(shared.stats.shared_memory_regions == 2);
+  // 3 rounds of 2.4 MB + 140 KB (bf16) + 768 KB pushed, and one pull of the
+  // same: every value byte went through the regions.
+  CHECK(shared.stats.shared_memory_bytes == 4 * (2400000 + 140000 + 768000));
+  CHECK(BitEqual(shared.big, grpc.big));
+  CHECK(BitEqual(shared.half, grpc.half));
+  CHECK(BitEqual(shared.emb, grpc.emb));
+
+  // 1 MiB regions: a full 1 MiB piece does not fit and goes through gRPC,
+  // the smaller ones through the region.
+  const Pulled tight = Train("shm_tight", "  shared_memory_size: 1MiB\n", true);
+  CHECK(tight.stats.shared_memory_requests > 0);
+  CHECK(tight.stats.shared_memory_bytes < shared.stats.shared_memory_bytes);
+  CHECK(BitEqual(tight.big, grpc.big));
+  CHECK(BitEqual(tight.half, grpc.half));
+  CHECK(BitEqual(tight.emb, grpc.emb));
+}
+
+namespace {
+
+grpc::Status Offer(v1::ParameterService::Stub& stub, const v1::OpenRegionRequest& offer,
+                   v1::OpenRegionResponse* answer) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  return stub.OpenRegion(&context, offer, answer);
+}
+
+v1::OpenRegionRequest OfferOf(const SharedRegion& region, uint32_t worker) {
+  v1::OpenRegionRequest offer;
+  offer.set_worker_id(worker);
+  offer.set_pid(getpid());
+  offer.set_fd(region.fd());
+  offer.set_bytes(region.size());
+  offer.set_token(region.token());
+  return offer;
+}
+
+grpc::Status PushFrom(v1::ParameterService::Stub& stub, uint32_t worker, uint64_t region,
+                      uint64_t offset, uint64_t length) {
+  v1::PushRequest push;
+  push.set_worker_id(worker);
+  push.set_sequence(1);
+  v1::TableValues* t = push.add_tables();
+  t->set_table("big");
+  v1::SharedRange* r = t->mutable_shared();
+  r->set_region(region);
+  r->set_offset(offset);
+  r->set_length(length);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  v1::PushResponse response;
+  return stub.Push(&context, push, &response);
+}
+
+}  // namespace
+
+TEST_CASE("a server refuses a region it cannot trust, and a push naming another worker's "
+          "region, an unknown one or bytes outside it",
+          "[integration][shared_memory]") {
+  auto cluster = TestCluster::Start("shm_refuse", Yaml(""), 2);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto stub = v1::ParameterService::NewStub(
+      MakeChannel((*cluster)->server_address(0), 64 << 20, absl::Seconds(5)));
+  auto region = SharedRegion::Create(1 << 20);
+  REQUIRE(region.ok());
+  v1::OpenRegionResponse answer;
+
+  SECTION("refused offers") {
+    v1::OpenRegionRequest offer = OfferOf(**region, 0);
+    offer.set_token(std::string(SharedRegion::kTokenBytes, 'x'));
+    grpc::Status s = Offer(*stub, offer, &answer);
+    CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK_THAT(s.error_message(), Catch::Contains("token"));
+
+    offer = OfferOf(**region, 0);
+    offer.set_bytes((*region)->size() * 2);
+    s = Offer(*stub, offer, &answer);
+    CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK_THAT(s.error_message(), Catch::Contains("not the"));
+
+    offer = OfferOf(**region, 0);
+    offer.set_fd(100000);  // no such descriptor
+    s = Offer(*stub, offer, &answer);
+    CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK_THAT(s.error_message(), Catch::Contains("cannot open"));
+
+    // A memfd that could shrink under the server's reads (SIGBUS).
+    const int unsealed = memfd_create("unsealed", MFD_CLOEXEC);
+    REQUIRE(unsealed >= 0);
+    REQUIRE(ftruncate(unsealed, 1 << 20) == 0);
+    offer = OfferOf(**region, 0);
+    offer.set_fd(unsealed);
+    s = Offer(*stub, offer, &answer);
+    close(unsealed);
+    CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK_THAT(s.error_message(), Catch::Contains("sealed"));
+  }
+
+  SECTION("pushes naming what is not theirs") {
+    REQUIRE(Offer(*stub, OfferOf(**region, 0), &answer).ok());
+    const uint64_t id = answer.region();
+    grpc::Status s = PushFrom(*stub, 1, id, SharedRegion::kHeaderBytes, 4096);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("belongs to worker 0"));
+
+    s = PushFrom(*stub, 0, id + 1000, SharedRegion::kHeaderBytes, 4096);
+    CHECK(s.error_code() == grpc::StatusCode::UNAVAILABLE);
+    CHECK_THAT(s.error_message(), Catch::Contains("unknown to this server"));
+
+    s = PushFrom(*stub, 0, id, (*region)->size() - 1024, 4096);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("table \"big\""));
+    CHECK_THAT(s.error_message(), Catch::Contains("not within the shared region"));
+
+    s = PushFrom(*stub, 0, id, 0, 16);  // the token
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+}
+
+}  // namespace cairn
