@@ -102,7 +102,19 @@ void DenseTable::Read(const std::string& keys, size_t n, std::string* out) const
   }
 }
 
-void DenseTable::Gather(const std::string& keys, size_t n, const std::string& values,
+void DenseTable::ReadTo(const std::string& keys, size_t n, float* out) const {
+  absl::ReaderMutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i) {
+    const Key k = KeyAt(keys, i);
+    const Block& b = *blocks_[BlockOf(k)];
+    absl::ReaderMutexLock block_lock(&b.mu);
+    const uint32_t len = ChunkLength(k);
+    std::memcpy(out, b.values.data() + (k * chunk_size_ - b.first_element), len * sizeof(float));
+    out += len;
+  }
+}
+
+void DenseTable::Gather(const std::string& keys, size_t n, absl::string_view values,
                         GradBuffer* buffer) const {
   const float* v = reinterpret_cast<const float*>(values.data());
   buffer->Reserve(n, values.size() / sizeof(float));
@@ -132,7 +144,7 @@ void DenseTable::Apply(const GradBuffer& grads) {
   }
 }
 
-void DenseTable::ApplyUnique(const std::string& keys, size_t n, const std::string& values) {
+void DenseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_view values) {
   const float* g = reinterpret_cast<const float*>(values.data());
   absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) {

@@ -341,7 +341,8 @@ absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) co
   return tables_[id].get();
 }
 
-absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
+absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
+                                 absl::Span<const absl::string_view> values) {
   if (request.sequence() == 0) {
     return absl::InvalidArgumentError("push: sequence must be >= 1");
   }
@@ -363,7 +364,7 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request) {
     if (AppliedLocked(window, request.sequence())) return true;
   }
   uint64_t bytes = 0;
-  ASSIGN_OR_RETURN(Grads grads, GatherPush(request, &bytes));
+  ASSIGN_OR_RETURN(Grads grads, GatherPush(request, values, &bytes));
   bool bsp = false;
   for (const TableGrads& g : grads) bsp |= g.table->spec().consistency() == v1::CONSISTENCY_BSP;
 
@@ -457,49 +458,57 @@ absl::Status Shard::CheckWorkerLocked(absl::string_view what, uint32_t worker,
 }
 
 absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
+                                               absl::Span<const absl::string_view> values_of,
                                                uint64_t* bytes) const {
+  if (!values_of.empty() && values_of.size() != static_cast<size_t>(request.tables_size())) {
+    return absl::InternalError(absl::StrCat("push: ", values_of.size(), " value ranges for ",
+                                            request.tables_size(), " tables"));
+  }
   Grads grads;
   grads.reserve(request.tables_size());
-  for (const v1::TableValues& tv : request.tables()) {
+  for (int i = 0; i < request.tables_size(); ++i) {
+    const v1::TableValues& tv = request.tables(i);
+    const absl::string_view raw = values_of.empty() ? absl::string_view(tv.values()) : values_of[i];
     ASSIGN_OR_RETURN(Table * table, FindTable(tv.table_id(), tv.table()));
     const std::string& name = table->spec().name();
     ASSIGN_OR_RETURN(size_t n, CountKeys(tv.keys(), name));
     RETURN_IF_ERROR(CheckShapeAndType(table->spec(), tv, n));
     ASSIGN_OR_RETURN(uint64_t floats, RoutedHere(table->CheckKeys(tv.keys(), n)));
     const size_t value_bytes = WireBytes(tv.dtype());
-    if (tv.values().size() != floats * value_bytes) {
+    if (raw.size() != floats * value_bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           "push table=", name, ": ", n, " keys need ", floats, " ", DTypeName(tv.dtype()),
-          " values (", floats * value_bytes, " bytes), got ", tv.values().size(), " bytes"));
+          " values (", floats * value_bytes, " bytes), got ", raw.size(), " bytes"));
     }
     // 16-bit values are widened first: checked, summed and applied as
     // float32 (C09).
     std::string widened;
-    const std::string* values = &tv.values();
+    absl::string_view values = raw;
     if (tv.dtype() != v1::DTYPE_FLOAT32) {
       widened.resize(floats * sizeof(float));
-      DecodeValues(tv.values().data(), floats, tv.dtype(),
-                   reinterpret_cast<float*>(widened.data()));
-      values = &widened;
+      DecodeValues(raw.data(), floats, tv.dtype(), reinterpret_cast<float*>(widened.data()));
+      values = widened;
     }
     const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
                                  ? static_cast<uint64_t>(table->spec().width())
                                  : static_cast<uint64_t>(table->spec().chunk_size());
-    absl::Status finite = CheckFinite(table->spec(), tv.keys(), *values, per_key);
+    absl::Status finite = CheckFinite(table->spec(), tv.keys(), values, per_key);
     if (!finite.ok()) {
       if (metrics_ != nullptr) metrics_->NonFinite(name);
       return finite;
     }
-    *bytes += tv.values().size() + tv.keys().size();
+    *bytes += raw.size() + tv.keys().size();
     TableGrads& g = grads.emplace_back();
     g.table = table;
     if (table->spec().consistency() != v1::CONSISTENCY_BSP && KeysAscending(tv.keys(), n)) {
-      g.direct = &tv;  // applied from the request, which outlives the push
+      // Applied from where the values are, which outlives the push.
+      g.direct = &tv;
       g.n = n;
+      g.is_widened = tv.dtype() != v1::DTYPE_FLOAT32;
+      if (!g.is_widened) g.direct_values = values;
       g.widened = std::move(widened);
-      g.is_widened = values != &tv.values();
     } else {
-      table->Gather(tv.keys(), n, *values, &g.buffer);
+      table->Gather(tv.keys(), n, values, &g.buffer);
     }
   }
   return grads;
@@ -517,8 +526,55 @@ int64_t Shard::RequiredClock(const v1::PullRequest& request) const {
   return required;
 }
 
+bool Shard::ServeInto(const v1::PullRequest& request, v1::PullResponse* response,
+                      const PullReplyArea& area) const {
+  std::vector<uint64_t> floats(request.tables_size());
+  uint64_t total = 0;
+  for (int i = 0; i < request.tables_size(); ++i) {
+    const v1::TableKeys& tk = request.tables(i);
+    const size_t n = tk.keys().size() / sizeof(Key);
+    absl::StatusOr<uint64_t> f = tables_[tk.table_id()]->CheckKeys(tk.keys(), n);
+    if (!f.ok()) return false;
+    floats[i] = *f;
+    total += *f * WireBytes(WireDtypeOrFloat32(tk.dtype()));
+  }
+  if (total > area.bytes.size()) return false;
+  char* out = area.bytes.data();
+  std::vector<float> wide;
+  for (int i = 0; i < request.tables_size(); ++i) {
+    const v1::TableKeys& tk = request.tables(i);
+    const Table* table = tables_[tk.table_id()].get();
+    const size_t n = tk.keys().size() / sizeof(Key);
+    v1::TableValues* tv = response->add_tables();
+    tv->set_table_id(tk.table_id());
+    tv->set_table(table->spec().name());
+    for (int64_t d : ExpectedShape(table->spec(), n)) tv->add_shape(d);
+    const v1::DType dtype = WireDtypeOrFloat32(tk.dtype());
+    tv->set_dtype(dtype);
+    const uint64_t bytes = floats[i] * WireBytes(dtype);
+    if (dtype == v1::DTYPE_FLOAT32 &&
+        reinterpret_cast<uintptr_t>(out) % alignof(float) == 0) {
+      table->ReadTo(tk.keys(), n, reinterpret_cast<float*>(out));
+    } else {
+      wide.resize(floats[i]);
+      table->ReadTo(tk.keys(), n, wide.data());
+      EncodeValues(wide.data(), floats[i], dtype, out);
+    }
+    v1::SharedRange* range = tv->mutable_shared();
+    range->set_region(area.region);
+    range->set_offset(area.offset + static_cast<uint64_t>(out - area.bytes.data()));
+    range->set_length(bytes);
+    out += bytes;
+  }
+  return true;
+}
+
 void Shard::Serve(const v1::PullRequest& request, v1::PullResponse* response,
-                  int64_t min_clock) const {
+                  int64_t min_clock, const PullReplyArea& area) const {
+  if (!area.bytes.empty() && ServeInto(request, response, area)) {
+    response->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);
+    return;
+  }
   for (const v1::TableKeys& tk : request.tables()) {
     Table* table = tables_[tk.table_id()].get();
     v1::TableValues* out = response->add_tables();
@@ -543,7 +599,8 @@ void Shard::Serve(const v1::PullRequest& request, v1::PullResponse* response,
 }
 
 void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
-                 absl::Time deadline, std::function<void(absl::Status)> done) {
+                 absl::Time deadline, std::function<void(absl::Status)> done,
+                 PullReplyArea area) {
   absl::Status version;
   {
     absl::MutexLock lock(&mu_);
@@ -592,7 +649,7 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
       const int64_t required = RequiredClock(*request);
       min_clock = ReleasedClock();
       if (required != kNoWait && min_clock < required) {
-        waiters_.push_back(Waiter{request, response, required, deadline, std::move(done)});
+        waiters_.push_back(Waiter{request, response, required, deadline, std::move(done), area});
         wait = true;
       } else {
         ++pulls_served_;
@@ -605,7 +662,7 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
   }
   CompleteReady(&ready, min_clock);
   if (wait) return;
-  Serve(*request, response, min_clock);
+  Serve(*request, response, min_clock, area);
   done(absl::OkStatus());
 }
 
@@ -697,7 +754,7 @@ void Shard::Advance(std::vector<Waiter>* ready) {
 
 void Shard::CompleteReady(std::vector<Waiter>* ready, int64_t min_clock) {
   for (Waiter& w : *ready) {
-    Serve(*w.request, w.response, min_clock);
+    Serve(*w.request, w.response, min_clock, w.area);
     w.done(absl::OkStatus());
   }
   ready->clear();
@@ -1142,7 +1199,7 @@ void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads)
 
 absl::Status Shard::ApplyHeldPushLocked(const v1::PushRequest& request) {
   uint64_t bytes = 0;
-  ASSIGN_OR_RETURN(Grads grads, GatherPush(request, &bytes));
+  ASSIGN_OR_RETURN(Grads grads, GatherPush(request, {}, &bytes));
   if (!InsertLocked({request.group(), request.worker_id(), request.incarnation()},
                     request.sequence())) {
     return absl::OkStatus();  // in the copy already

@@ -86,6 +86,16 @@ using RestoreLoader = std::function<absl::StatusOr<RestoredRows>(
 // group `group`, of which this server is primary, and needs its state.
 using JoinerSink = std::function<void(uint32_t group, uint32_t server)>;
 
+// Where a pull's answer may go instead of each TableValues.values: the
+// range of the worker's shared region its request reserved (reply_to).
+// When every value of the answer fits, Serve writes them there and names
+// each table's part in TableValues.shared; otherwise they go inline.
+struct PullReplyArea {
+  absl::Span<char> bytes;  // empty: inline
+  uint64_t region = 0;     // SharedRange.region
+  uint64_t offset = 0;     // SharedRange.offset of bytes.data()
+};
+
 class Shard {
  public:
   // `metrics` may be null; it must outlive the shard.
@@ -142,7 +152,16 @@ class Shard {
   // group or key not held in that role; iteration already closed; the worker
   // was declared dead or left), NotFound (table), InvalidArgument (lengths,
   // key range, non-finite values).
-  absl::StatusOr<bool> Push(const v1::PushRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  //
+  // `values`, when not empty, holds one entry per table of the request: that
+  // table's value bytes in place of its TableValues.values (the same-host
+  // path, docs/shared-memory.md: a range of the worker's shared region,
+  // valid until Push returns; float32 ranges are 4-byte aligned).
+  absl::StatusOr<bool> Push(const v1::PushRequest& request,
+                            absl::Span<const absl::string_view> values = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+
 
   // Validates a pull and calls `done` once the consistency bound allows
   // (maybe at once, on this thread; maybe later, on the thread that ticks the
@@ -150,8 +169,10 @@ class Shard {
   // (monotonic clock: MonotonicNow; ExpireWaiters is given that clock)
   // naming the table, the clock waited for and the slowest worker. `request`
   // and `response` must stay valid until `done` runs.
+  // `area` (may be empty) must stay valid until `done` runs too.
   void Pull(const v1::PullRequest* request, v1::PullResponse* response, absl::Time deadline,
-            std::function<void(absl::Status)> done) ABSL_LOCKS_EXCLUDED(mu_);
+            std::function<void(absl::Status)> done, PullReplyArea area = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Records a worker's clock (and, with `leaving`, its exit); closes BSP
   // iterations and releases pulls it unblocks. Returns the min clock.
@@ -250,6 +271,7 @@ class Shard {
     int64_t required;  // min clock needed
     absl::Time deadline;
     std::function<void(absl::Status)> done;
+    PullReplyArea area;
   };
   // Buffered BSP gradients of one iteration: table -> worker -> rows.
   using IterationBuffer = std::map<uint32_t, std::map<uint32_t, GradBuffer>>;
@@ -261,12 +283,17 @@ class Shard {
   struct TableGrads {
     Table* table = nullptr;
     GradBuffer buffer;
-    // Set when applied straight from the request (keys unique, ascending).
+    // Set when applied straight from the request (keys unique, ascending):
+    // its keys, and its float32 values (the request's, a shared region's,
+    // or `widened`).
     const v1::TableValues* direct = nullptr;
-    std::string widened;      // float32 values of a 16-bit push
+    absl::string_view direct_values;  // unless widened
+    std::string widened;              // float32 values of a 16-bit push
     bool is_widened = false;
     size_t n = 0;
-    const std::string& values() const { return is_widened ? widened : direct->values(); }
+    absl::string_view values() const {
+      return is_widened ? absl::string_view(widened) : direct_values;
+    }
   };
   using Grads = std::vector<TableGrads>;
   // (group, worker, incarnation) of a push's sequence window (applied_).
@@ -287,7 +314,10 @@ class Shard {
   // Checks a push's tables, keys, lengths and values and gathers its
   // gradients (tables are fixed once ready: no shard lock needed); adds the
   // payload size to `*bytes`. Errors: those Push() names for its contents.
-  absl::StatusOr<Grads> GatherPush(const v1::PushRequest& request, uint64_t* bytes) const;
+  // `values` as for Push.
+  absl::StatusOr<Grads> GatherPush(const v1::PushRequest& request,
+                                   absl::Span<const absl::string_view> values,
+                                   uint64_t* bytes) const;
   // One table's part of an accepted push: applied now (SSP, ASP), or added to
   // the pushing worker's gradients of the request's iteration (BSP), moved
   // in whole when it is the worker's first piece of that iteration.
@@ -317,7 +347,12 @@ class Shard {
   // Min clock a pull of `request` needs, or INT64_MIN when it need not wait.
   int64_t RequiredClock(const v1::PullRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads every table of the request into the response.
-  void Serve(const v1::PullRequest& request, v1::PullResponse* response, int64_t min_clock) const;
+  void Serve(const v1::PullRequest& request, v1::PullResponse* response, int64_t min_clock,
+             const PullReplyArea& area) const;
+  // Serve's tables written into `area` when all of them fit (false, and
+  // nothing written, otherwise).
+  bool ServeInto(const v1::PullRequest& request, v1::PullResponse* response,
+                 const PullReplyArea& area) const;
   // Applies buffered iterations below the min clock (stopping at checkpoint
   // boundaries to snapshot, and at a held boundary); moves released waiters
   // to `ready`.

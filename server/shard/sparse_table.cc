@@ -38,23 +38,26 @@ absl::StatusOr<uint64_t> SparseTable::CheckKeys(const std::string& keys, size_t 
 }
 
 void SparseTable::Read(const std::string& keys, size_t n, std::string* out) const {
-  const size_t row_bytes = width_ * sizeof(float);
   const size_t start = out->size();
-  out->resize(start + n * row_bytes);
-  char* dst = out->data() + start;
+  out->resize(start + n * width_ * sizeof(float));
+  ReadTo(keys, n, reinterpret_cast<float*>(out->data() + start));
+}
+
+void SparseTable::ReadTo(const std::string& keys, size_t n, float* out) const {
   absl::ReaderMutexLock lock(&mu_);
-  for (size_t i = 0; i < n; ++i, dst += row_bytes) {
+  for (size_t i = 0; i < n; ++i, out += width_) {
     const Key k = KeyAt(keys, i);
     auto it = index_.find(k);
     if (it != index_.end()) {
-      std::memcpy(dst, values_.data() + static_cast<uint64_t>(it->second) * width_, row_bytes);
+      std::memcpy(out, values_.data() + static_cast<uint64_t>(it->second) * width_,
+                  width_ * sizeof(float));
     } else {
-      InitSparseRow(spec_, k, absl::MakeSpan(reinterpret_cast<float*>(dst), width_));
+      InitSparseRow(spec_, k, absl::MakeSpan(out, width_));
     }
   }
 }
 
-void SparseTable::Gather(const std::string& keys, size_t n, const std::string& values,
+void SparseTable::Gather(const std::string& keys, size_t n, absl::string_view values,
                          GradBuffer* buffer) const {
   const float* v = reinterpret_cast<const float*>(values.data());
   buffer->Reserve(n, n * width_);
@@ -87,7 +90,7 @@ void SparseTable::Apply(const GradBuffer& grads) {
   for (const GradBuffer::Row& row : grads.rows()) ApplyRowLocked(row.key, grads.RowData(row));
 }
 
-void SparseTable::ApplyUnique(const std::string& keys, size_t n, const std::string& values) {
+void SparseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_view values) {
   const float* g = reinterpret_cast<const float*>(values.data());
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) ApplyRowLocked(KeyAt(keys, i), g + i * width_);

@@ -21,9 +21,11 @@ class SparseTable final : public Table {
   absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const override;
   void Read(const std::string& keys, size_t n, std::string* out) const override
       ABSL_LOCKS_EXCLUDED(mu_);
-  void Gather(const std::string& keys, size_t n, const std::string& values,
+  void ReadTo(const std::string& keys, size_t n, float* out) const override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Gather(const std::string& keys, size_t n, absl::string_view values,
               GradBuffer* buffer) const override;
-  void ApplyUnique(const std::string& keys, size_t n, const std::string& values) override
+  void ApplyUnique(const std::string& keys, size_t n, absl::string_view values) override
       ABSL_LOCKS_EXCLUDED(mu_);
   void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override ABSL_LOCKS_EXCLUDED(mu_);

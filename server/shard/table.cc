@@ -102,7 +102,7 @@ bool AllFinite(const char* floats, size_t n) {
 }
 
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
-                         const std::string& values, uint64_t floats_per_key) {
+                         absl::string_view values, uint64_t floats_per_key) {
   if (spec.non_finite() == v1::NON_FINITE_POLICY_ALLOW) return absl::OkStatus();
   const size_t n = values.size() / sizeof(float);
   const float* v = reinterpret_cast<const float*>(values.data());

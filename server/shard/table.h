@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cairn/v1/types.pb.h"
 #include "common/bytes.h"
 #include "server/shard/grad_buffer.h"
@@ -47,10 +48,15 @@ class Table {
 
   // Appends the current values of `keys` (already checked) to `out`.
   virtual void Read(const std::string& keys, size_t n, std::string* out) const = 0;
+  // The same values written to `out`, which has room for the floats
+  // CheckKeys counts (the same-host path writes them into a worker's shared
+  // region, server/shard/rpc/shared_regions.h).
+  virtual void ReadTo(const std::string& keys, size_t n, float* out) const = 0;
 
   // Adds the gradient rows of a push (keys checked; `values` holds the floats
-  // CheckKeys counted) to `buffer`, summing repeated keys.
-  virtual void Gather(const std::string& keys, size_t n, const std::string& values,
+  // CheckKeys counted, float32, 4-byte aligned) to `buffer`, summing
+  // repeated keys.
+  virtual void Gather(const std::string& keys, size_t n, absl::string_view values,
                       GradBuffer* buffer) const = 0;
 
   // Applies the optimizer once to every row of `grads`.
@@ -60,7 +66,7 @@ class Table {
   // in their order (keys checked; `values` as for Gather): the same updates,
   // bit for bit, as Gather into an empty buffer and Apply, without copying
   // the gradient.
-  virtual void ApplyUnique(const std::string& keys, size_t n, const std::string& values) = 0;
+  virtual void ApplyUnique(const std::string& keys, size_t n, absl::string_view values) = 0;
 
   // Keys (chunks or rows) held, and value bytes held.
   virtual uint64_t NumKeys() const = 0;
@@ -123,7 +129,7 @@ bool KeysAscending(const std::string& keys, size_t n);
 bool AllFinite(const char* floats, size_t n);
 
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
-                         const std::string& values, uint64_t floats_per_key);
+                         absl::string_view values, uint64_t floats_per_key);
 
 }  // namespace cairn
 

@@ -20,14 +20,15 @@ uint64_t KeyBytes(const v1::PullRequest& r) {
   for (const auto& t : r.tables()) n += t.keys().size();
   return n;
 }
+// Value bytes, inline or in a shared region.
 uint64_t ValueBytes(const v1::PullResponse& r) {
   uint64_t n = 0;
-  for (const auto& t : r.tables()) n += t.values().size();
+  for (const auto& t : r.tables()) n += t.values().size() + t.shared().length();
   return n;
 }
 uint64_t PushBytes(const v1::PushRequest& r) {
   uint64_t n = 0;
-  for (const auto& t : r.tables()) n += t.keys().size() + t.values().size();
+  for (const auto& t : r.tables()) n += t.keys().size() + t.values().size() + t.shared().length();
   return n;
 }
 
@@ -71,10 +72,19 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
   if (client_deadline - start < wait) wait = client_deadline - start;
   const absl::Time deadline = MonotonicNow() + wait;
   ShardMetrics* metrics = metrics_;
-  const SharedRegions* regions = &regions_;
+  // The answer's values go straight into the worker's shared region when
+  // its request reserved room there.
+  std::optional<SharedRegions::Reply> reply = regions_.ResolveReply(*request);
+  PullReplyArea area;
+  std::shared_ptr<SharedRegion> held;
+  if (reply.has_value()) {
+    area = PullReplyArea{reply->bytes, request->reply_to().region(),
+                            request->reply_to().offset()};
+    held = std::move(reply->region);
+  }
   shard->Pull(request, response, deadline,
                [reactor, request, response, start, metrics, attached,
-                regions](absl::Status status) {
+                held](absl::Status status) {
                  if (metrics != nullptr) {
                    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
                    if (status.ok()) metrics->PullWait(seconds);
@@ -82,9 +92,9 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
                                     KeyBytes(*request), status.ok() ? ValueBytes(*response) : 0,
                                     seconds);
                  }
-                 if (status.ok()) regions->WritePull(*request, response);
                  reactor->Finish(ToGrpcStatus(status));
-               });
+               },
+               area);
   return reactor;
 }
 
@@ -96,27 +106,33 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
-  // Values in the worker's shared region come out of it first: from here
-  // on the request is as if they had come inline (backups get them so).
-  std::shared_ptr<v1::PushRequest> read;
+  // Values in the worker's shared region are applied from there.
+  std::optional<SharedRegions::PushValues> shared;
   if (SharedRegions::UsesRegion(*request)) {
-    absl::StatusOr<std::shared_ptr<v1::PushRequest>> r = regions_.ReadPush(*request);
-    if (!r.ok()) {
-      reactor->Finish(ToGrpcStatus(r.status()));
+    absl::StatusOr<SharedRegions::PushValues> values = regions_.ResolvePush(*request);
+    if (!values.ok()) {
+      reactor->Finish(ToGrpcStatus(values.status()));
       return reactor;
     }
-    read = *std::move(r);
-    request = read.get();
+    shared = *std::move(values);
   }
-  absl::StatusOr<bool> duplicate = shard->Push(*request);
+  absl::StatusOr<bool> duplicate =
+      shard->Push(*request, shared.has_value() ? absl::MakeConstSpan(shared->values)
+                                               : absl::Span<const absl::string_view>());
   if (duplicate.ok()) response->set_duplicate(*duplicate);
   if (duplicate.ok() && *duplicate && metrics_ != nullptr) metrics_->DuplicatePush();
   CAIRN_KILLPOINT("push.after_apply");  // applied, not yet acknowledged
   uint64_t version = 0;
   std::vector<Shard::Replica> backups;
   if (duplicate.ok()) backups = shard->ForwardTargets(*request, &version);
+  // Backups get the values inline (they may be on other hosts).
+  std::shared_ptr<v1::PushRequest> inlined;
+  if (shared.has_value() && !backups.empty() && forwarder_ != nullptr) {
+    inlined = SharedRegions::Inline(*request, *shared);
+    request = inlined.get();
+  }
   ShardMetrics* metrics = metrics_;
-  auto finish = [reactor, request, read, start, metrics](absl::Status status) {
+  auto finish = [reactor, request, inlined, start, metrics](absl::Status status) {
     if (metrics != nullptr) {
       metrics->Request(ShardMetrics::kPush, absl::StatusCodeToString(status.code()),
                        PushBytes(*request), 0, absl::ToDoubleSeconds(absl::Now() - start));

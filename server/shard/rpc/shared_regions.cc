@@ -54,54 +54,54 @@ absl::StatusOr<std::shared_ptr<SharedRegion>> SharedRegions::Find(uint64_t id,
   return it->second.region;
 }
 
-absl::StatusOr<std::shared_ptr<v1::PushRequest>> SharedRegions::ReadPush(
+absl::StatusOr<SharedRegions::PushValues> SharedRegions::ResolvePush(
     const v1::PushRequest& request) const {
-  auto out = std::make_shared<v1::PushRequest>(request);
-  std::shared_ptr<SharedRegion> region;
+  PushValues out;
+  out.values.reserve(request.tables_size());
   uint64_t region_id = 0;
-  for (v1::TableValues& t : *out->mutable_tables()) {
-    if (!t.has_shared()) continue;
+  for (const v1::TableValues& t : request.tables()) {
+    if (!t.has_shared()) {
+      out.values.emplace_back(t.values());
+      continue;
+    }
     const v1::SharedRange& r = t.shared();
-    if (region == nullptr || r.region() != region_id) {
-      region_id = r.region();
+    if (out.region == nullptr || r.region() != region_id) {
       absl::StatusOr<std::shared_ptr<SharedRegion>> found = Find(r.region(), request.worker_id());
       if (!found.ok()) return found.status();
-      region = *std::move(found);
+      out.region = *std::move(found);
+      region_id = r.region();
     }
-    absl::StatusOr<absl::Span<char>> bytes = region->Range(r.offset(), r.length());
+    absl::StatusOr<absl::Span<char>> bytes = out.region->Range(r.offset(), r.length());
     if (!bytes.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("push to table \"", t.table(), "\": ", bytes.status().message()));
     }
-    t.mutable_values()->assign(bytes->data(), bytes->size());
-    t.clear_shared();
+    out.values.emplace_back(bytes->data(), bytes->size());
   }
   return out;
 }
 
-void SharedRegions::WritePull(const v1::PullRequest& request, v1::PullResponse* response) const {
-  if (!request.has_reply_to()) return;
-  const v1::SharedRange& to = request.reply_to();
-  uint64_t bytes = 0;
-  for (const v1::TableValues& t : response->tables()) bytes += t.values().size();
-  if (bytes == 0 || bytes > to.length()) return;
-  absl::StatusOr<std::shared_ptr<SharedRegion>> region = Find(to.region(), request.worker_id());
-  if (!region.ok()) return;
-  absl::StatusOr<absl::Span<char>> range = (*region)->Range(to.offset(), to.length());
-  if (!range.ok()) return;
-  uint64_t offset = to.offset();
-  char* out = range->data();
-  for (v1::TableValues& t : *response->mutable_tables()) {
-    const uint64_t n = t.values().size();
-    std::memcpy(out, t.values().data(), n);
-    v1::SharedRange* shared = t.mutable_shared();
-    shared->set_region(to.region());
-    shared->set_offset(offset);
-    shared->set_length(n);
-    t.clear_values();
-    out += n;
-    offset += n;
+std::shared_ptr<v1::PushRequest> SharedRegions::Inline(const v1::PushRequest& request,
+                                                       const PushValues& values) {
+  auto out = std::make_shared<v1::PushRequest>(request);
+  for (int i = 0; i < out->tables_size(); ++i) {
+    v1::TableValues* t = out->mutable_tables(i);
+    if (!t->has_shared()) continue;
+    t->mutable_values()->assign(values.values[i].data(), values.values[i].size());
+    t->clear_shared();
   }
+  return out;
+}
+
+std::optional<SharedRegions::Reply> SharedRegions::ResolveReply(
+    const v1::PullRequest& request) const {
+  if (!request.has_reply_to()) return std::nullopt;
+  const v1::SharedRange& to = request.reply_to();
+  absl::StatusOr<std::shared_ptr<SharedRegion>> region = Find(to.region(), request.worker_id());
+  if (!region.ok()) return std::nullopt;
+  absl::StatusOr<absl::Span<char>> range = (*region)->Range(to.offset(), to.length());
+  if (!range.ok()) return std::nullopt;
+  return Reply{*std::move(region), *range};
 }
 
 size_t SharedRegions::size() const {

@@ -1,8 +1,8 @@
 // The server's side of the same-host path (docs/shared-memory.md): the
-// shared regions workers on this host offered (common/shared_region.h),
-// and the two moves through them: a push's values out of the worker's
-// region into the request, and a pull's answer into the range the worker
-// reserved for it.
+// shared regions workers on this host offered (common/shared_region.h), and
+// where in them a push's values are and a pull's answer may go. The shard
+// applies a push straight from the region and writes a pull's answer
+// straight into it (Shard::Push's `values`, Shard::ReplyArea).
 //
 // Regions belong to the server process, not to one registration: a server
 // registered again keeps them, and a restarted server knows none (a worker
@@ -14,9 +14,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "absl/synchronization/mutex.h"
 #include "cairn/v1/shard.pb.h"
 #include "common/shared_region.h"
@@ -38,19 +42,33 @@ class SharedRegions {
   // True when a table of `request` carries its values in a region.
   static bool UsesRegion(const v1::PushRequest& request);
 
-  // `request` with every table's values read out of the worker's region
-  // into `values` (and `shared` cleared), as if they had come inline.
-  // UNAVAILABLE when the region is unknown here (this server restarted
-  // since it was offered); INVALID_ARGUMENT naming the table when a range
-  // lies outside the region or the region is another worker's.
-  absl::StatusOr<std::shared_ptr<v1::PushRequest>> ReadPush(const v1::PushRequest& request) const
+  // Where each table's values of `request` are: its range of the worker's
+  // region, or its inline `values`. The views stay valid while `region`
+  // (null when no table used one) is held. UNAVAILABLE when the region is
+  // unknown here (this server restarted since it was offered);
+  // INVALID_ARGUMENT naming the table when a range lies outside the region
+  // or the region is another worker's.
+  struct PushValues {
+    std::shared_ptr<SharedRegion> region;
+    std::vector<absl::string_view> values;  // one per table, in order
+  };
+  absl::StatusOr<PushValues> ResolvePush(const v1::PushRequest& request) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Moves a pull's answer into `request.reply_to` when the request has one
-  // and every table's values fit: each table's `values` are copied there,
-  // cleared, and `shared` names them. An answer that does not fit, or a
-  // range this server cannot resolve, stays inline (the worker reads either).
-  void WritePull(const v1::PullRequest& request, v1::PullResponse* response) const
+  // `request` with `values` copied into each table's TableValues.values
+  // (and `shared` cleared), as if they had come inline: what a primary
+  // forwards to its backups.
+  static std::shared_ptr<v1::PushRequest> Inline(const v1::PushRequest& request,
+                                                 const PushValues& values);
+
+  // The bytes of a pull's `reply_to`, held while `region` is; nullopt when
+  // the request has none or names a range this server cannot resolve (the
+  // answer then goes inline: the worker reads either).
+  struct Reply {
+    std::shared_ptr<SharedRegion> region;
+    absl::Span<char> bytes;
+  };
+  std::optional<Reply> ResolveReply(const v1::PullRequest& request) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
