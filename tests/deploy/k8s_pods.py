@@ -685,7 +685,21 @@ def enter_private_namespaces(marker="CAIRN_K8S_PRIVATE_NS"):
 def grpc_health(address, service="", timeout=2.0):
     """grpc.health.v1.Health/Check as a kubelet's grpc probe sends it: the
     status name (SERVING, NOT_SERVING, ...) or an error string."""
-    import grpc  # python3-grpcio
+    # gRPC's fork support makes every later fork of this harness (subprocess
+    # with preexec_fn) wait for gRPC's threads to idle, which can hang; the
+    # harness needs none of it. Read once, when gRPC first starts: set only
+    # for that moment, so no process started later inherits it.
+    saved = os.environ.get("GRPC_ENABLE_FORK_SUPPORT")
+    os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
+    try:
+        import grpc  # python3-grpcio
+        with grpc.insecure_channel(address, options=[("grpc.enable_http_proxy", 0)]):
+            pass
+    finally:
+        if saved is None:
+            os.environ.pop("GRPC_ENABLE_FORK_SUPPORT", None)
+        else:
+            os.environ["GRPC_ENABLE_FORK_SUPPORT"] = saved
     # HealthCheckRequest: field 1, the service name (empty: the whole server).
     request = b"\x0a" + bytes([len(service)]) + service.encode() if service else b""
     names = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
