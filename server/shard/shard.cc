@@ -92,9 +92,15 @@ Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
   for (const v1::TableSpec& t : job_.tables()) {
     const bool asp = t.consistency() == v1::CONSISTENCY_ASP;
     const int64_t bound = t.consistency() == v1::CONSISTENCY_SSP ? t.staleness() : 0;
-    LOG_INFO("table {}: consistency {}, staleness bound {}", t.name(),
+    // Sparse rows are updated lazily (field case C10, docs/config.md): only
+    // the rows a push carries; a row's momentum or moments do not decay in
+    // the iterations it is absent from, and Adam's bias correction counts
+    // that row's own updates.
+    const bool lazy = t.kind() == v1::TABLE_KIND_SPARSE;
+    LOG_INFO("table {}: consistency {}, staleness bound {}, updates {}", t.name(),
              asp ? "asp" : (t.consistency() == v1::CONSISTENCY_SSP ? "ssp" : "bsp"),
-             asp ? std::string("none (never waits)") : std::to_string(bound));
+             asp ? std::string("none (never waits)") : std::to_string(bound),
+             lazy ? "lazy (rows a push carries)" : "every chunk pushed");
     if (metrics_ != nullptr) metrics_->StalenessBound(t.name(), asp ? -1 : bound);
   }
 }

@@ -367,3 +367,111 @@ TEST_CASE("B21: idle channels and a barrier held past the keepalive interval get
 
 }  // namespace
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// Stats of every server of `cluster`'s map: rows of table `t` summed.
+uint64_t RowsOnServers(const TestCluster& cluster, int t) {
+  CoordinatorClient coordinator(cluster.coordinator_address(), 64 << 20);
+  auto map = coordinator.GetPartitionMap(absl::Seconds(10));
+  REQUIRE(map.ok());
+  uint64_t total = 0;
+  for (const auto& m : map->map().servers()) {
+    auto stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 64 << 20));
+    grpc::ClientContext context;
+    v1::StatsResponse stats;
+    REQUIRE(stub->Stats(&context, v1::StatsRequest(), &stats).ok());
+    total += stats.tables(t).num_keys();
+  }
+  return total;
+}
+
+TEST_CASE("C05: negative int64 ids are their uint64 bit patterns: each row updates on one "
+          "group, within the deadline",
+          "[integration][cases]") {
+  auto cluster = TestCluster::Start("c05", Yaml(3, 1, R"(
+  - name: emb
+    kind: sparse
+    width: 4
+    optimizer: {type: sgd, learning_rate: 0.25}
+    init: {type: constant, value: 1.0}
+)", "", "  deadline: 5s\n"), 3);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto clients = ConnectAll(**cluster, 1, absl::Seconds(5));
+  const std::vector<int64_t> ids = {0, -1, -2, -5, std::numeric_limits<int64_t>::min(),
+                                    std::numeric_limits<int64_t>::max()};
+  std::vector<Key> keys;
+  for (int64_t id : ids) keys.push_back(static_cast<Key>(id));  // the documented rule
+  const absl::Time start = absl::Now();
+  REQUIRE(clients[0]->PushSparse("emb", keys, std::vector<float>(24, 1.0f)).get().ok());
+  REQUIRE(clients[0]->Clock().ok());
+  std::vector<float> rows(24);
+  REQUIRE(clients[0]->PullSparse("emb", keys, absl::MakeSpan(rows)).get().ok());
+  CHECK(absl::Now() - start < absl::Seconds(5));
+  for (float v : rows) CHECK(v == 0.75f);  // init 1.0 - 0.25 * 1.0
+  // 6 rows, each on its group's primary and one backup (replication 2).
+  CHECK(RowsOnServers(**cluster, 0) == 12);
+  CHECK(clients[0]->Finish().ok());
+}
+
+TEST_CASE("C10: sparse rows update lazily (momentum and Adam), dense chunks on every push",
+          "[integration][cases]") {
+  auto cluster = TestCluster::Start("c10", Yaml(1, 1, R"(
+  - name: sparse_momentum
+    kind: sparse
+    width: 1
+    optimizer: {type: sgd, learning_rate: 1.0, momentum: 0.5}
+    consistency: asp
+  - name: dense_momentum
+    kind: dense
+    shape: [1]
+    optimizer: {type: sgd, learning_rate: 1.0, momentum: 0.5}
+    consistency: asp
+  - name: sparse_adam
+    kind: sparse
+    width: 1
+    optimizer: {type: adam, learning_rate: 0.1}
+    consistency: asp
+)"), 1);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  CHECK_THAT((*cluster)->server(0).ReadStderr(),
+             Catch::Contains("table sparse_momentum: consistency asp, staleness bound none "
+                             "(never waits), updates lazy"));
+  auto clients = ConnectAll(**cluster, 1);
+  Client& c = *clients[0];
+  const std::vector<Key> row = {7};
+  const std::vector<Key> both = {7, 8};  // 8: pushed at every step
+  const std::vector<float> one = {1.0f};
+  // Gradients 1, (absent), 1 for the sparse rows; 1, 0, 1 for the dense one.
+  for (int step = 0; step < 3; ++step) {
+    const bool absent = step == 1;
+    const std::vector<float> dense = {absent ? 0.0f : 1.0f};
+    REQUIRE(c.PushDense({{"dense_momentum", dense}}).get().ok());
+    if (!absent) {
+      REQUIRE(c.PushSparse("sparse_momentum", row, one).get().ok());
+      REQUIRE(c.PushSparse("sparse_adam", both, {1.0f, 1.0f}).get().ok());
+    } else {
+      REQUIRE(c.PushSparse("sparse_adam", {8}, one).get().ok());
+    }
+  }
+  std::vector<float> sparse(1), dense(1), adam(2);
+  REQUIRE(c.PullSparse("sparse_momentum", row, absl::MakeSpan(sparse)).get().ok());
+  REQUIRE(c.PullDense({{"dense_momentum", absl::MakeSpan(dense)}}).get().ok());
+  REQUIRE(c.PullSparse("sparse_adam", both, absl::MakeSpan(adam)).get().ok());
+  CHECK(sparse[0] == -2.5f);   // -1, then v = 0.5 * 1 + 1: -1 - 1.5 (lazy)
+  CHECK(dense[0] == -2.75f);   // -1, -0.5, then v = 0.25 + 1: exact decay
+  // Adam with gradient 1 at every update of a row: m / (1 - b1^t) = 1 and
+  // v / (1 - b2^t) = 1 when t counts that row's own updates, so each update
+  // moves it by lr / (1 + eps): row 7 (2 updates) ends at -0.2, row 8 (3)
+  // at -0.3. Counted by the job's clock, row 7's second update would use
+  // t = 3 and move it by about 0.07 instead of 0.1.
+  CHECK(adam[0] == Approx(-0.2).margin(1e-5));
+  CHECK(adam[1] == Approx(-0.3).margin(1e-5));
+  CHECK(c.Finish().ok());
+}
+
+}  // namespace
+}  // namespace cairn
