@@ -1,4 +1,5 @@
 // DescribeConfig: the effective configuration, one "key: value" line each.
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +72,7 @@ void AddTable(const std::string& p, const v1::TableSpec& t, Lines* out) {
   out->Add(p + ".kind", t.kind() == v1::TABLE_KIND_SPARSE ? "sparse" : "dense");
   if (t.kind() == v1::TABLE_KIND_SPARSE) {
     out->Add(p + ".width", t.width());
+    out->Add(p + ".min_count", std::max<uint32_t>(t.min_count(), 1));
   } else {
     out->Add(p + ".shape", absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]"));
     out->Add(p + ".chunk_size", t.chunk_size());

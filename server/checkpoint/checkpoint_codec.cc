@@ -75,12 +75,16 @@ std::string EncodeRows(const PartitionRows& rows) {
   e.Put<uint64_t>(rows.values.size());
   e.PutArray(rows.values);
   e.PutArray(rows.slots);
+  e.Put<uint64_t>(rows.pending_keys.size());
+  e.PutArray(rows.pending_keys);
+  e.PutArray(rows.pending_counts);
   return std::move(e.bytes());
 }
 
 absl::StatusOr<PartitionRows> DecodeRows(const std::string& bytes, const std::string& what) {
   Decoder d(bytes);
-  if (absl::Status s = CheckVersion(d, what); !s.ok()) return s;
+  uint32_t version = 0;
+  if (absl::Status s = CheckVersion(d, what, &version); !s.ok()) return s;
   PartitionRows rows;
   uint64_t n = 0, floats = 0;
   d.Get(&rows.slots_per_element);
@@ -92,11 +96,22 @@ absl::StatusOr<PartitionRows> DecodeRows(const std::string& bytes, const std::st
   d.GetArray(floats, &rows.values);
   if (rows.slots_per_element < 0) return Corrupt(what, "negative slot count");
   d.GetArray(floats * static_cast<uint64_t>(rows.slots_per_element), &rows.slots);
+  if (version >= 3) {
+    uint64_t pending = 0;
+    d.Get(&pending);
+    d.GetArray(pending, &rows.pending_keys);
+    d.GetArray(pending, &rows.pending_counts);
+  }
   if (!d.done()) return Corrupt(what, "rows value is truncated or has trailing bytes");
   uint64_t sum = 0;
   for (uint32_t len : rows.lengths) sum += len;
   if (sum != floats) {
     return Corrupt(what, absl::StrCat("row lengths add up to ", sum, ", value holds ", floats));
+  }
+  for (size_t i = 1; i < rows.pending_keys.size(); ++i) {
+    if (rows.pending_keys[i - 1] >= rows.pending_keys[i]) {
+      return Corrupt(what, "ids waiting for admission are not ascending");
+    }
   }
   return rows;
 }

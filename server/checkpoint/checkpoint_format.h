@@ -27,8 +27,9 @@ static_assert(std::endian::native == std::endian::little,
 
 // Bumped on any change to a key or value layout. Readers read every version
 // from kOldestFormatVersion on (version 1 manifests carry no table
-// partition_offset: it reads as 0) and refuse others.
-inline constexpr uint32_t kFormatVersion = 2;
+// partition_offset: it reads as 0; rows before version 3 carry no ids
+// waiting for admission) and refuse others.
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
 inline constexpr char kManifestTag = 'M';

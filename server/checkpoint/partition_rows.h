@@ -21,6 +21,10 @@ struct PartitionRows {
   std::vector<int64_t> steps;
   std::vector<float> values;
   std::vector<float> slots;
+  // Sparse tables with admission (TableSpec.min_count): ids seen but not yet
+  // given a row, ascending, and how many pushes each has had.
+  std::vector<Key> pending_keys;
+  std::vector<uint32_t> pending_counts;
 
   bool operator==(const PartitionRows&) const = default;
 };

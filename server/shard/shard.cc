@@ -17,6 +17,7 @@
 #include "common/wire_dtype.h"
 #include "server/checkpoint/checkpoint_codec.h"
 #include "server/shard/shard_metrics.h"
+#include "server/shard/sparse_table.h"
 
 namespace cairn {
 namespace {
@@ -821,6 +822,10 @@ void Shard::Stats(v1::StatsResponse* response) const {
     s->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);
     s->set_max_clock(clocks_.MaxClock());
     s->set_bytes(t->NumValueBytes());
+    if (const auto* sparse = dynamic_cast<const SparseTable*>(t.get()); sparse != nullptr) {
+      s->set_pending_ids(sparse->NumPending());
+      s->set_not_admitted_pushes(sparse->NotAdmittedPushes());
+    }
   }
   response->set_pushes_applied(pushes_applied_.load(std::memory_order_relaxed));
   response->set_pulls_served(pulls_served_);

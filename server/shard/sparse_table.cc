@@ -16,6 +16,7 @@ SparseTable::SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
     : Table(spec, num_partitions, std::move(optimizer)),
       width_(static_cast<uint32_t>(spec.width())),
       slots_per_element_(optimizer_->SlotsPerElement()),
+      min_count_(std::max<uint32_t>(spec.min_count(), 1)),
       owned_(owned.size()) {
   for (size_t p = 0; p < owned.size(); ++p) owned_[p].store(owned[p], std::memory_order_relaxed);
 }
@@ -79,6 +80,14 @@ uint32_t SparseTable::FindOrCreate(Key key) {
 }
 
 void SparseTable::ApplyRowLocked(Key key, const float* grad) {
+  if (min_count_ > 1 && !index_.contains(key)) {
+    auto [it, inserted] = pending_.try_emplace(key, 0);
+    if (++it->second < min_count_) {
+      not_admitted_.fetch_add(1, std::memory_order_relaxed);
+      return;  // counted, not stored
+    }
+    pending_.erase(it);  // admitted: this push is the row's first update
+  }
   const uint32_t slot = FindOrCreate(key);
   const uint64_t off = static_cast<uint64_t>(slot) * width_;
   optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_, grad, width_,
@@ -99,6 +108,11 @@ void SparseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_vi
 uint64_t SparseTable::NumKeys() const {
   absl::ReaderMutexLock lock(&mu_);
   return index_.size();
+}
+
+uint64_t SparseTable::NumPending() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return pending_.size();
 }
 
 uint64_t SparseTable::NumValueBytes() const {
@@ -133,6 +147,15 @@ absl::StatusOr<PartitionRows> SparseTable::ExportPartition(uint32_t partition) c
     const float* s = slots_.data() + static_cast<size_t>(slot) * slot_floats;
     rows.slots.insert(rows.slots.end(), s, s + slot_floats);
   }
+  std::vector<std::pair<Key, uint32_t>> pending;
+  for (const auto& [key, count] : pending_) {
+    if (SparsePartition(key, num_partitions_) == partition) pending.emplace_back(key, count);
+  }
+  std::sort(pending.begin(), pending.end());
+  for (const auto& [key, count] : pending) {
+    rows.pending_keys.push_back(key);
+    rows.pending_counts.push_back(count);
+  }
   return rows;
 }
 
@@ -159,6 +182,18 @@ absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRow
           "table ", spec_.name(), ": keys not ascending at key ", k));
     }
   }
+  if (rows.pending_keys.size() != rows.pending_counts.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table ", spec_.name(), ": ", rows.pending_keys.size(), " ids waiting for admission but ",
+        rows.pending_counts.size(), " counts"));
+  }
+  for (Key k : rows.pending_keys) {
+    if (SparsePartition(k, num_partitions_) != partition) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("table ", spec_.name(), ": id ", k, " waiting for admission belongs to "
+                       "partition ", SparsePartition(k, num_partitions_), ", not ", partition));
+    }
+  }
   absl::MutexLock lock(&mu_);
   for (const auto& entry : index_) {
     if (SparsePartition(entry.first, num_partitions_) == partition) {
@@ -175,6 +210,9 @@ absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRow
                    rows.values.begin() + (i + 1) * width_);
     slots_.insert(slots_.end(), rows.slots.begin() + i * slot_floats,
                   rows.slots.begin() + (i + 1) * slot_floats);
+  }
+  for (size_t i = 0; i < rows.pending_keys.size(); ++i) {
+    pending_[rows.pending_keys[i]] = rows.pending_counts[i];
   }
   return absl::OkStatus();
 }

@@ -29,6 +29,10 @@ class SparseTable final : public Table {
       ABSL_LOCKS_EXCLUDED(mu_);
   void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override ABSL_LOCKS_EXCLUDED(mu_);
+  // Ids seen but not yet admitted (TableSpec.min_count), and pushes of
+  // them counted and dropped so far. Thread-safe.
+  uint64_t NumPending() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t NotAdmittedPushes() const { return not_admitted_.load(std::memory_order_relaxed); }
   absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) override
@@ -40,12 +44,14 @@ class SparseTable final : public Table {
   // Slot of `key`, created from the initializer when absent.
   uint32_t FindOrCreate(Key key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One optimizer step on row `key` (created when absent) with `width_`
-  // floats of gradient.
+  // floats of gradient. With admission, an id without a row gets one only
+  // at its min_count-th push; before that the push is counted and dropped.
   void ApplyRowLocked(Key key, const float* grad) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const uint32_t width_;
   const int slots_per_element_;
+  const uint32_t min_count_;  // 1: every id gets a row at its first push
   std::vector<std::atomic<bool>> owned_;  // set once per partition; read without a lock
 
   mutable absl::Mutex mu_;
@@ -53,6 +59,9 @@ class SparseTable final : public Table {
   std::vector<float> values_ ABSL_GUARDED_BY(mu_);   // slot * width
   std::vector<float> slots_ ABSL_GUARDED_BY(mu_);    // slot * S * width
   std::vector<int64_t> steps_ ABSL_GUARDED_BY(mu_);  // per slot
+  // Admission: pushes counted per id without a row (min_count_ > 1).
+  absl::flat_hash_map<Key, uint32_t> pending_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> not_admitted_{0};
 };
 
 }  // namespace cairn

@@ -350,3 +350,25 @@ TEST_CASE("ToJobSpec rotates each dense table's partitions by its name's hash", 
 }
 
 }  // namespace cairn
+
+namespace cairn {
+
+TEST_CASE("min_count: admission of new ids, on sparse tables only, at least 1",
+          "[config][tables]") {
+  const JobConfig c = ParseOk(
+      "tables:\n  - {name: a, kind: sparse, width: 2, min_count: 5}\n"
+      "  - {name: b, kind: sparse, width: 2}\n");
+  CHECK(c.tables[0].min_count() == 5);
+  CHECK(c.tables[1].min_count() == 1);
+  const std::string dense =
+      ParseError("tables:\n  - {name: a, kind: dense, shape: [4], min_count: 2}\n");
+  CHECK_THAT(dense, Contains("job.yaml:2:"));
+  CHECK_THAT(dense, Contains("`tables[0].min_count`"));
+  CHECK_THAT(dense, Contains("sparse tables only"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, min_count: 0}\n"),
+             Contains("`tables[0].min_count`"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, min_count: two}\n"),
+             Contains("`tables[0].min_count`"));
+}
+
+}  // namespace cairn

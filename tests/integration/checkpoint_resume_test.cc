@@ -3,6 +3,7 @@
 // straight run; a checkpoint of 2 servers restores onto 3 and onto 1 with
 // values and optimizer state intact (field case B10); a job starts from an
 // exported .safetensors file; cairnctl takes a checkpoint on demand.
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -19,7 +20,9 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "cairn/v1/shard.grpc.pb.h"
 #include "common/coordinator_client.h"
+#include "common/grpc_util.h"
 #include "tests/integration/launch_jobs.h"
 #include "tests/integration/test_cluster.h"
 #include "tests/testing/process.h"
@@ -287,6 +290,89 @@ TEST_CASE("cairnctl checkpoint takes a checkpoint of a running job on demand and
   auto again = ConnectWorker(**resumed);
   CHECK(again->clock() == 2);
   CHECK(PullAll(*again) == at2);
+}
+
+}  // namespace
+}  // namespace cairn
+
+namespace cairn {
+namespace {
+
+std::string AdmissionJob(int servers, const std::string& ckpt, const std::string& resume) {
+  return absl::StrCat(R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: )", servers, R"(
+  workers: 1
+  partitions: 8
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+  startup_timeout: 30s
+consistency:
+  mode: bsp
+tables:
+  - name: A
+    kind: sparse
+    width: 2
+    min_count: 3
+    optimizer: {type: sgd, learning_rate: 1.0}
+checkpoint:
+  dir: )", ckpt, R"(
+  every_clocks: 3
+  resume: )", resume, "\n");
+}
+
+TEST_CASE("a checkpoint and resume keep the counts of ids waiting for admission",
+          "[integration][checkpoint][admission]") {
+  const std::string dir = NewDir("admission");
+  const std::string ckpt = dir + "/ckpt";
+  const std::vector<Key> ids = {1, ~Key{0} - 3};
+  const std::vector<float> grads(4, 0.5f);
+  {
+    auto cluster = TestCluster::Start("admission_first", AdmissionJob(2, ckpt, "none"), 2);
+    REQUIRE(cluster.ok());
+    auto client = ConnectWorker(**cluster);
+    // Id 0 pushed twice, id 1 once: neither has a row yet.
+    REQUIRE(client->PushSparse("A", ids, grads).get().ok());
+    REQUIRE(client->Clock().ok());
+    REQUIRE(client->PushSparse("A", {ids[0]}, {0.5f, 0.5f}).get().ok());
+    REQUIRE(client->Clock().ok());
+    REQUIRE(client->Clock().ok());
+    WaitForRecord(**cluster, 3);
+  }
+  for (int servers : {1, 3}) {
+    DYNAMIC_SECTION("onto " << servers << " servers") {
+      auto cluster = TestCluster::Start(absl::StrCat("admission_onto_", servers),
+                                        AdmissionJob(servers, ckpt, "latest"), servers);
+      REQUIRE(cluster.ok());
+      auto client = ConnectWorker(**cluster);
+      REQUIRE(client->clock() == 3);
+      // The third push of id 0 admits it (this gradient applied); id 1's
+      // second does not.
+      REQUIRE(client->PushSparse("A", ids, grads).get().ok());
+      REQUIRE(client->Clock().ok());
+      std::vector<float> rows(4);
+      REQUIRE(client->PullSparse("A", ids, absl::MakeSpan(rows)).get().ok());
+      CHECK(rows == std::vector<float>{-0.5f, -0.5f, 0.0f, 0.0f});
+      // Every server's Stats: one row, one id waiting (on its primary and,
+      // with 3 servers, its backup).
+      CoordinatorClient coordinator((*cluster)->coordinator_address(), 64 << 20);
+      auto map = coordinator.GetPartitionMap(absl::Seconds(10));
+      REQUIRE(map.ok());
+      uint64_t keys = 0, pending = 0;
+      for (const auto& m : map->map().servers()) {
+        auto stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 64 << 20));
+        grpc::ClientContext context;
+        v1::StatsResponse stats;
+        REQUIRE(stub->Stats(&context, v1::StatsRequest(), &stats).ok());
+        keys += stats.tables(0).num_keys();
+        pending += stats.tables(0).pending_ids();
+      }
+      const uint64_t copies = servers == 1 ? 1 : 2;
+      CHECK(keys == copies);
+      CHECK(pending == copies);
+    }
+  }
 }
 
 }  // namespace

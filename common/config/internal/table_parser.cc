@@ -189,7 +189,7 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
                                                 {"name", "kind", "shape", "chunk_size", "width",
                                                  "optimizer", "init", "non_finite",
                                                  "aggregation", "consistency", "staleness",
-                                                 "wire_dtype"}));
+                                                 "wire_dtype", "min_count"}));
   v1::TableSpec t;
   std::string name, kind;
   if (!r.Has("name")) return r.Error("name", "is required");
@@ -205,6 +205,7 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
   if (kind == "dense") {
     t.set_kind(v1::TABLE_KIND_DENSE);
     RETURN_IF_ERROR(Forbid(r, "width", "applies to sparse tables only; use shape"));
+    RETURN_IF_ERROR(Forbid(r, "min_count", "applies to sparse tables only (admission of new ids)"));
     if (!r.Has("shape")) return r.Error("shape", "is required for a dense table (e.g. [256, 784])");
     std::vector<int64_t> shape;
     RETURN_IF_ERROR(r.IntList("shape", 1, kMaxElements, 1, &shape));
@@ -227,6 +228,9 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
     int64_t width = 0;
     RETURN_IF_ERROR(r.Int("width", 1, max_floats, &width));
     t.set_width(width);
+    int64_t min_count = 1;
+    RETURN_IF_ERROR(r.Int("min_count", 1, 1 << 30, &min_count));
+    t.set_min_count(static_cast<uint32_t>(min_count));
   }
   *t.mutable_optimizer() = DefaultOptimizerSpec();
   ASSIGN_OR_RETURN(const YamlNode* opt, r.Map("optimizer"));
