@@ -73,6 +73,10 @@ void AddTable(const std::string& p, const v1::TableSpec& t, Lines* out) {
   if (t.kind() == v1::TABLE_KIND_SPARSE) {
     out->Add(p + ".width", t.width());
     out->Add(p + ".min_count", std::max<uint32_t>(t.min_count(), 1));
+    if (t.capacity_rows() > 0) {
+      out->Add(p + ".capacity_rows", t.capacity_rows());
+      out->Add(p + ".evict_to", t.evict_to());
+    }
   } else {
     out->Add(p + ".shape", absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]"));
     out->Add(p + ".chunk_size", t.chunk_size());

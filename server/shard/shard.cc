@@ -825,6 +825,7 @@ void Shard::Stats(v1::StatsResponse* response) const {
     if (const auto* sparse = dynamic_cast<const SparseTable*>(t.get()); sparse != nullptr) {
       s->set_pending_ids(sparse->NumPending());
       s->set_not_admitted_pushes(sparse->NotAdmittedPushes());
+      s->set_evicted_rows(sparse->EvictedRows());
     }
   }
   response->set_pushes_applied(pushes_applied_.load(std::memory_order_relaxed));

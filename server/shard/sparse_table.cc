@@ -1,5 +1,7 @@
 #include "server/shard/sparse_table.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -17,6 +19,7 @@ SparseTable::SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
       width_(static_cast<uint32_t>(spec.width())),
       slots_per_element_(optimizer_->SlotsPerElement()),
       min_count_(std::max<uint32_t>(spec.min_count(), 1)),
+      eviction_(spec.capacity_rows(), spec.evict_to() > 0 ? spec.evict_to() : 0.9),
       owned_(owned.size()) {
   for (size_t p = 0; p < owned.size(); ++p) owned_[p].store(owned[p], std::memory_order_relaxed);
 }
@@ -75,8 +78,48 @@ uint32_t SparseTable::FindOrCreate(Key key) {
     slots_.resize(slot_base + static_cast<size_t>(width_) * slots_per_element_);
     optimizer_->InitSlots(slots_.data() + slot_base, width_);
     steps_.push_back(0);
+    if (eviction_.enabled()) {
+      slot_keys_.push_back(key);
+      last_update_.push_back(0);
+    }
   }
   return it->second;
+}
+
+void SparseTable::EvictIfOverLocked() {
+  if (!eviction_.Over(index_.size())) return;
+  const std::vector<uint32_t> victims = eviction_.Victims(last_update_, slot_keys_);
+  const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
+  for (uint32_t slot : victims) {  // descending: every slot above is kept
+    index_.erase(slot_keys_[slot]);
+    const uint32_t last = static_cast<uint32_t>(steps_.size() - 1);
+    if (slot != last) {
+      std::memcpy(values_.data() + static_cast<size_t>(slot) * width_,
+                  values_.data() + static_cast<size_t>(last) * width_, width_ * sizeof(float));
+      std::memcpy(slots_.data() + slot * slot_floats, slots_.data() + last * slot_floats,
+                  slot_floats * sizeof(float));
+      steps_[slot] = steps_[last];
+      slot_keys_[slot] = slot_keys_[last];
+      last_update_[slot] = last_update_[last];
+      index_[slot_keys_[slot]] = slot;
+    }
+    values_.resize(values_.size() - width_);
+    slots_.resize(slots_.size() - slot_floats);
+    steps_.pop_back();
+    slot_keys_.pop_back();
+    last_update_.pop_back();
+  }
+  evicted_.fetch_add(victims.size(), std::memory_order_relaxed);
+  // Memory back to the system (field case C11): the arrays shrink when they
+  // hold far more than the rows left.
+  if (values_.capacity() > 2 * values_.size() + 4096) {
+    values_.shrink_to_fit();
+    slots_.shrink_to_fit();
+    steps_.shrink_to_fit();
+    slot_keys_.shrink_to_fit();
+    last_update_.shrink_to_fit();
+    malloc_trim(0);
+  }
 }
 
 void SparseTable::ApplyRowLocked(Key key, const float* grad) {
@@ -92,17 +135,20 @@ void SparseTable::ApplyRowLocked(Key key, const float* grad) {
   const uint64_t off = static_cast<uint64_t>(slot) * width_;
   optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_, grad, width_,
                     ++steps_[slot]);
+  if (eviction_.enabled()) last_update_[slot] = ++tick_;
 }
 
 void SparseTable::Apply(const GradBuffer& grads) {
   absl::MutexLock lock(&mu_);
   for (const GradBuffer::Row& row : grads.rows()) ApplyRowLocked(row.key, grads.RowData(row));
+  EvictIfOverLocked();
 }
 
 void SparseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_view values) {
   const float* g = reinterpret_cast<const float*>(values.data());
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) ApplyRowLocked(KeyAt(keys, i), g + i * width_);
+  EvictIfOverLocked();
 }
 
 uint64_t SparseTable::NumKeys() const {
@@ -210,6 +256,10 @@ absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRow
                    rows.values.begin() + (i + 1) * width_);
     slots_.insert(slots_.end(), rows.slots.begin() + i * slot_floats,
                   rows.slots.begin() + (i + 1) * slot_floats);
+    if (eviction_.enabled()) {
+      slot_keys_.push_back(rows.keys[i]);
+      last_update_.push_back(0);  // imported rows: older than any update here
+    }
   }
   for (size_t i = 0; i < rows.pending_keys.size(); ++i) {
     pending_[rows.pending_keys[i]] = rows.pending_counts[i];

@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "server/shard/row_eviction.h"
 #include "server/shard/table.h"
 
 namespace cairn {
@@ -33,6 +34,8 @@ class SparseTable final : public Table {
   // them counted and dropped so far. Thread-safe.
   uint64_t NumPending() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NotAdmittedPushes() const { return not_admitted_.load(std::memory_order_relaxed); }
+  // Rows evicted so far (TableSpec.capacity_rows, row_eviction.h).
+  uint64_t EvictedRows() const { return evicted_.load(std::memory_order_relaxed); }
   absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) override
@@ -47,11 +50,16 @@ class SparseTable final : public Table {
   // floats of gradient. With admission, an id without a row gets one only
   // at its min_count-th push; before that the push is counted and dropped.
   void ApplyRowLocked(Key key, const float* grad) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a push: evicts the least recently updated rows when the table
+  // holds more than its capacity, moving the last rows into their places,
+  // and gives memory back when the arrays are far larger than needed.
+  void EvictIfOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const uint32_t width_;
   const int slots_per_element_;
   const uint32_t min_count_;  // 1: every id gets a row at its first push
+  const RowEviction eviction_;
   std::vector<std::atomic<bool>> owned_;  // set once per partition; read without a lock
 
   mutable absl::Mutex mu_;
@@ -59,6 +67,11 @@ class SparseTable final : public Table {
   std::vector<float> values_ ABSL_GUARDED_BY(mu_);   // slot * width
   std::vector<float> slots_ ABSL_GUARDED_BY(mu_);    // slot * S * width
   std::vector<int64_t> steps_ ABSL_GUARDED_BY(mu_);  // per slot
+  // With a capacity: each slot's key, and the tick of its last update.
+  std::vector<Key> slot_keys_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> last_update_ ABSL_GUARDED_BY(mu_);
+  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> evicted_{0};
   // Admission: pushes counted per id without a row (min_count_ > 1).
   absl::flat_hash_map<Key, uint32_t> pending_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> not_admitted_{0};

@@ -372,3 +372,30 @@ TEST_CASE("min_count: admission of new ids, on sparse tables only, at least 1",
 }
 
 }  // namespace cairn
+
+namespace cairn {
+
+TEST_CASE("capacity_rows and evict_to: eviction, on sparse tables only", "[config][tables]") {
+  const JobConfig c = ParseOk(
+      "tables:\n  - {name: a, kind: sparse, width: 2, capacity_rows: 1000}\n"
+      "  - {name: b, kind: sparse, width: 2, capacity_rows: 10, evict_to: 0.5}\n"
+      "  - {name: c, kind: sparse, width: 2}\n");
+  CHECK(c.tables[0].capacity_rows() == 1000);
+  CHECK(c.tables[0].evict_to() == 0.9);
+  CHECK(c.tables[1].evict_to() == 0.5);
+  CHECK(c.tables[2].capacity_rows() == 0);
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: dense, shape: [4], capacity_rows: 2}\n"),
+             Contains("sparse tables only"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, evict_to: 0.5}\n"),
+             Contains("needs capacity_rows"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, capacity_rows: 5, "
+                        "evict_to: 0}\n"),
+             Contains("`tables[0].evict_to`"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, capacity_rows: 5, "
+                        "evict_to: 1.5}\n"),
+             Contains("`tables[0].evict_to`"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, capacity_rows: 0}\n"),
+             Contains("`tables[0].capacity_rows`"));
+}
+
+}  // namespace cairn

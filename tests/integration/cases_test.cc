@@ -63,17 +63,11 @@ TEST_CASE("B05: keys at both ends of the 64-bit space belong to exactly one serv
   for (float v : rows) CHECK(v == 1.5f);  // init 2.0 - 0.5 * 1.0
   // Every key is held by exactly its primary and (replication defaults to 2
   // with 2 or more servers) one backup: the rows summed over servers = 5 * r.
-  CoordinatorClient coordinator((*cluster)->coordinator_address(), 64 << 20);
-  auto map = coordinator.GetPartitionMap(absl::Seconds(10));
-  REQUIRE(map.ok());
+  auto stats = testing::StatsOfServers(**cluster);
+  INFO(stats.status().message());
+  REQUIRE(stats.ok());
   uint64_t total = 0;
-  for (const auto& m : map->map().servers()) {
-    auto stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 64 << 20));
-    grpc::ClientContext context;
-    v1::StatsResponse stats;
-    REQUIRE(stub->Stats(&context, v1::StatsRequest(), &stats).ok());
-    total += stats.tables(0).num_keys();
-  }
+  for (const v1::StatsResponse& s : *stats) total += s.tables(0).num_keys();
   CHECK(total == 5 * static_cast<uint64_t>(std::min(2, servers)));
   CHECK(clients[0]->Finish().ok());
 }
@@ -371,22 +365,6 @@ TEST_CASE("B21: idle channels and a barrier held past the keepalive interval get
 namespace cairn {
 namespace {
 
-// Stats of every server of `cluster`'s map: rows of table `t` summed.
-uint64_t RowsOnServers(const TestCluster& cluster, int t) {
-  CoordinatorClient coordinator(cluster.coordinator_address(), 64 << 20);
-  auto map = coordinator.GetPartitionMap(absl::Seconds(10));
-  REQUIRE(map.ok());
-  uint64_t total = 0;
-  for (const auto& m : map->map().servers()) {
-    auto stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 64 << 20));
-    grpc::ClientContext context;
-    v1::StatsResponse stats;
-    REQUIRE(stub->Stats(&context, v1::StatsRequest(), &stats).ok());
-    total += stats.tables(t).num_keys();
-  }
-  return total;
-}
-
 TEST_CASE("C05: negative int64 ids are their uint64 bit patterns: each row updates on one "
           "group, within the deadline",
           "[integration][cases]") {
@@ -412,7 +390,11 @@ TEST_CASE("C05: negative int64 ids are their uint64 bit patterns: each row updat
   CHECK(absl::Now() - start < absl::Seconds(5));
   for (float v : rows) CHECK(v == 0.75f);  // init 1.0 - 0.25 * 1.0
   // 6 rows, each on its group's primary and one backup (replication 2).
-  CHECK(RowsOnServers(**cluster, 0) == 12);
+  auto stats = testing::StatsOfServers(**cluster);
+  REQUIRE(stats.ok());
+  uint64_t rows_held = 0;
+  for (const v1::StatsResponse& s : *stats) rows_held += s.tables(0).num_keys();
+  CHECK(rows_held == 12);
   CHECK(clients[0]->Finish().ok());
 }
 

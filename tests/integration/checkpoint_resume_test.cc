@@ -3,7 +3,6 @@
 // straight run; a checkpoint of 2 servers restores onto 3 and onto 1 with
 // values and optimizer state intact (field case B10); a job starts from an
 // exported .safetensors file; cairnctl takes a checkpoint on demand.
-#include <grpcpp/grpcpp.h>
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -20,9 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "cairn/v1/shard.grpc.pb.h"
 #include "common/coordinator_client.h"
-#include "common/grpc_util.h"
 #include "tests/integration/launch_jobs.h"
 #include "tests/integration/test_cluster.h"
 #include "tests/testing/process.h"
@@ -356,17 +353,13 @@ TEST_CASE("a checkpoint and resume keep the counts of ids waiting for admission"
       CHECK(rows == std::vector<float>{-0.5f, -0.5f, 0.0f, 0.0f});
       // Every server's Stats: one row, one id waiting (on its primary and,
       // with 3 servers, its backup).
-      CoordinatorClient coordinator((*cluster)->coordinator_address(), 64 << 20);
-      auto map = coordinator.GetPartitionMap(absl::Seconds(10));
-      REQUIRE(map.ok());
+      auto stats = testing::StatsOfServers(**cluster);
+      INFO(stats.status().message());
+      REQUIRE(stats.ok());
       uint64_t keys = 0, pending = 0;
-      for (const auto& m : map->map().servers()) {
-        auto stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 64 << 20));
-        grpc::ClientContext context;
-        v1::StatsResponse stats;
-        REQUIRE(stub->Stats(&context, v1::StatsRequest(), &stats).ok());
-        keys += stats.tables(0).num_keys();
-        pending += stats.tables(0).pending_ids();
+      for (const v1::StatsResponse& s : *stats) {
+        keys += s.tables(0).num_keys();
+        pending += s.tables(0).pending_ids();
       }
       const uint64_t copies = servers == 1 ? 1 : 2;
       CHECK(keys == copies);

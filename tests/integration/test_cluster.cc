@@ -1,10 +1,15 @@
 #include "tests/integration/test_cluster.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cairn/v1/shard.grpc.pb.h"
+#include "common/coordinator_client.h"
+#include "common/grpc_util.h"
 #include "common/status_macros.h"
 
 namespace cairn::testing {
@@ -135,6 +140,26 @@ absl::StatusOr<double> MetricValue(const std::string& exposition, const std::str
     if (absl::SimpleAtod(line.substr(series.size() + 1), &v)) return v;
   }
   return absl::NotFoundError(absl::StrCat("no series ", series));
+}
+
+absl::StatusOr<std::vector<v1::StatsResponse>> StatsOfServers(const TestCluster& cluster) {
+  CoordinatorClient coordinator(cluster.coordinator_address(), 64 << 20);
+  ASSIGN_OR_RETURN(v1::GetPartitionMapResponse map,
+                   coordinator.GetPartitionMap(absl::Seconds(10)));
+  std::vector<v1::StatsResponse> out;
+  for (const v1::Member& m : map.map().servers()) {
+    auto stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 64 << 20));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    v1::StatsResponse stats;
+    const grpc::Status s = stub->Stats(&context, v1::StatsRequest(), &stats);
+    if (!s.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("Stats of server ", m.id(), " at ", m.address(), ": ", s.error_message()));
+    }
+    out.push_back(std::move(stats));
+  }
+  return out;
 }
 
 }  // namespace cairn::testing

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cairn/v1/shard.pb.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/process.h"
 
@@ -98,6 +99,10 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 // The value of the first sample in a Prometheus text exposition whose line
 // starts with `series` (name plus labels as exposed), or NotFound.
 absl::StatusOr<double> MetricValue(const std::string& exposition, const std::string& series);
+
+// The Stats of every server in the coordinator's current partition map, in
+// the map's order.
+absl::StatusOr<std::vector<v1::StatsResponse>> StatsOfServers(const TestCluster& cluster);
 
 }  // namespace cairn::testing
 

@@ -189,7 +189,8 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
                                                 {"name", "kind", "shape", "chunk_size", "width",
                                                  "optimizer", "init", "non_finite",
                                                  "aggregation", "consistency", "staleness",
-                                                 "wire_dtype", "min_count"}));
+                                                 "wire_dtype", "min_count", "capacity_rows",
+                                                 "evict_to"}));
   v1::TableSpec t;
   std::string name, kind;
   if (!r.Has("name")) return r.Error("name", "is required");
@@ -206,6 +207,8 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
     t.set_kind(v1::TABLE_KIND_DENSE);
     RETURN_IF_ERROR(Forbid(r, "width", "applies to sparse tables only; use shape"));
     RETURN_IF_ERROR(Forbid(r, "min_count", "applies to sparse tables only (admission of new ids)"));
+    RETURN_IF_ERROR(Forbid(r, "capacity_rows", "applies to sparse tables only (eviction)"));
+    RETURN_IF_ERROR(Forbid(r, "evict_to", "applies to sparse tables only (eviction)"));
     if (!r.Has("shape")) return r.Error("shape", "is required for a dense table (e.g. [256, 784])");
     std::vector<int64_t> shape;
     RETURN_IF_ERROR(r.IntList("shape", 1, kMaxElements, 1, &shape));
@@ -231,6 +234,15 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
     int64_t min_count = 1;
     RETURN_IF_ERROR(r.Int("min_count", 1, 1 << 30, &min_count));
     t.set_min_count(static_cast<uint32_t>(min_count));
+    int64_t capacity = 0;
+    RETURN_IF_ERROR(r.Int("capacity_rows", 1, int64_t{1} << 40, &capacity));
+    t.set_capacity_rows(static_cast<uint64_t>(capacity));
+    if (r.Has("evict_to") && !r.Has("capacity_rows")) {
+      return r.Error("evict_to", "needs capacity_rows (the capacity it is a share of)");
+    }
+    double evict_to = 0.9;
+    RETURN_IF_ERROR(r.Double("evict_to", NumberRange{0.0, /*min_open=*/true, 1.0}, &evict_to));
+    t.set_evict_to(capacity > 0 ? evict_to : 0.0);
   }
   *t.mutable_optimizer() = DefaultOptimizerSpec();
   ASSIGN_OR_RETURN(const YamlNode* opt, r.Map("optimizer"));

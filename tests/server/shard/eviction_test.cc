@@ -1,0 +1,124 @@
+// Eviction from a sparse table at capacity (TableSpec.capacity_rows,
+// server/shard/row_eviction.h; field case B24): the least recently updated
+// rows go, in an exact order, until the table is back at evict_to of its
+// capacity; the rows kept keep their trained values and slots; an evicted
+// id reads the initializer's values again.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/shard/row_eviction.h"
+#include "server/shard/sparse_table.h"
+#include "server/shard/table.h"
+#include "tests/server/shard/checkpoint_test_util.h"
+
+namespace cairn {
+namespace {
+
+constexpr uint32_t kPartitions = 4;
+
+v1::TableSpec Spec(uint64_t capacity, double evict_to) {
+  v1::TableSpec spec;
+  spec.set_name("emb");
+  spec.set_kind(v1::TABLE_KIND_SPARSE);
+  spec.set_width(2);
+  spec.set_capacity_rows(capacity);
+  spec.set_evict_to(evict_to);
+  spec.mutable_optimizer()->set_kind(v1::OPTIMIZER_KIND_SGD);
+  spec.mutable_optimizer()->set_learning_rate(1.0f);
+  spec.mutable_optimizer()->set_momentum(0.5f);
+  spec.mutable_init()->set_kind(v1::INIT_KIND_CONSTANT);
+  spec.mutable_init()->set_value(0.5f);
+  return spec;
+}
+
+std::unique_ptr<Table> MakeTable(const v1::TableSpec& spec) {
+  auto table = Table::Create(spec, kPartitions, std::vector<bool>(kPartitions, true));
+  REQUIRE(table.ok());
+  return std::move(*table);
+}
+
+void Push(Table& t, const std::vector<Key>& keys, float g = 1.0f) {
+  const std::vector<float> grads(keys.size() * 2, g);
+  t.ApplyUnique(KeysToBytes(keys), keys.size(),
+                absl::string_view(reinterpret_cast<const char*>(grads.data()),
+                                  grads.size() * sizeof(float)));
+}
+
+float PullOne(const Table& t, Key key) {
+  float out[2];
+  t.ReadTo(KeysToBytes({key}), 1, out);
+  return out[0];
+}
+
+TEST_CASE("the least recently updated rows go first, down to evict_to of the capacity",
+          "[shard][eviction]") {
+  auto table = MakeTable(Spec(4, 0.5));
+  auto& sparse = dynamic_cast<SparseTable&>(*table);
+  for (Key k : {1, 2, 3, 4}) Push(*table, {k});  // ticks 1..4
+  CHECK(table->NumKeys() == 4);                 // at capacity: nothing goes yet
+  Push(*table, {2});                            // 2 is the most recent now
+  Push(*table, {5});                            // 5 rows > 4: back to 2
+  CHECK(table->NumKeys() == 2);
+  CHECK(sparse.EvictedRows() == 3);
+  // Kept: 2 (updated twice: v = 1, then 1.5) and 5 (once), with their
+  // values and momentum; evicted: 1, 3 and 4, which read the init again.
+  CHECK(PullOne(*table, 2) == 0.5f - 1.0f - 1.5f);
+  CHECK(PullOne(*table, 5) == -0.5f);
+  for (Key k : {1, 3, 4}) CHECK(PullOne(*table, k) == 0.5f);
+  Push(*table, {2});  // its momentum survived the moves: v = 0.75 + 1
+  CHECK(PullOne(*table, 2) == 0.5f - 1.0f - 1.5f - 1.75f);
+  // An evicted id pushed again starts over from the initializer.
+  Push(*table, {3});
+  CHECK(PullOne(*table, 3) == -0.5f);
+}
+
+TEST_CASE("a table at capacity keeps serving while new ids keep arriving, hot ids kept",
+          "[shard][eviction]") {
+  auto table = MakeTable(Spec(100, 0.9));
+  auto& sparse = dynamic_cast<SparseTable&>(*table);
+  const std::vector<Key> hot = {7, 77, 777};
+  Key next = 1000;
+  for (int batch = 0; batch < 200; ++batch) {
+    std::vector<Key> keys;
+    for (int i = 0; i < 20; ++i) keys.push_back(next++);
+    Push(*table, keys);
+    Push(*table, hot);  // hot ids every batch
+    REQUIRE(table->NumKeys() <= 100);
+    for (Key k : keys) CHECK(PullOne(*table, k) == -0.5f);
+  }
+  CHECK(sparse.EvictedRows() == 3 + 4000 - table->NumKeys());
+  // The hot rows were never evicted: 200 updates with momentum 0.5 each.
+  float expected = 0.5f, v = 0.0f;
+  for (int i = 0; i < 200; ++i) {
+    v = 0.5f * v + 1.0f;
+    expected -= v;
+  }
+  for (Key k : hot) CHECK(PullOne(*table, k) == expected);
+  // What the partitions export is exactly what is held.
+  uint64_t exported = 0;
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    auto rows = table->ExportPartition(p);
+    REQUIRE(rows.ok());
+    exported += rows->keys.size();
+  }
+  CHECK(exported == table->NumKeys());
+}
+
+TEST_CASE("RowEviction picks victims by tick, then key, in descending row order",
+          "[shard][eviction]") {
+  const RowEviction none(0, 0.9);
+  CHECK_FALSE(none.enabled());
+  CHECK(none.Victims(std::vector<uint64_t>{1, 2}, std::vector<Key>{1, 2}).empty());
+  const RowEviction e(3, 0.34);  // target 1
+  CHECK(e.Target() == 1);
+  CHECK(e.Victims(std::vector<uint64_t>{5, 1, 9}, std::vector<Key>{1, 2, 3}).empty());
+  const std::vector<uint32_t> v =
+      e.Victims(std::vector<uint64_t>{5, 0, 9, 0}, std::vector<Key>{10, 30, 20, 40});
+  CHECK(v == std::vector<uint32_t>{3, 1, 0});  // keeps row 2 (tick 9)
+}
+
+}  // namespace
+}  // namespace cairn
