@@ -265,6 +265,14 @@ absl::Status CoordinatorState::Leave(v1::MemberRole role, uint32_t id, int64_t f
   return absl::OkStatus();
 }
 
+void CoordinatorState::ForgiveStall(absl::Duration stalled) {
+  absl::MutexLock lock(&mu_);
+  LOG_WARN("the coordinator did not run for {} (the machine or the process stalled): every live "
+           "member's lease is extended by {} rather than declared dead unheard",
+           absl::FormatDuration(stalled), absl::FormatDuration(leases_.lease_timeout()));
+  leases_.ExtendAll(time_->Now());
+}
+
 std::vector<MemberRecord> CoordinatorState::ExpireLeases() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = time_->Now();

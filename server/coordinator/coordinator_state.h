@@ -141,6 +141,12 @@ class CoordinatorState {
   // waits for its members, declares nobody dead; once its wait has run out
   // with nobody back, drops it (see the header comment).
   std::vector<MemberRecord> ExpireLeases() ABSL_LOCKS_EXCLUDED(mu_);
+  // The coordinator did not run for `stalled` (a paused process, a starved
+  // or stopped machine): heartbeats that came meanwhile were not read, so
+  // every live member's lease runs a full lease_timeout from now instead of
+  // all of them being declared dead at once. Logs it.
+  void ForgiveStall(absl::Duration stalled) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Duration lease_timeout() const { return leases_.lease_timeout(); }
 
   v1::PartitionMap Map() const ABSL_LOCKS_EXCLUDED(mu_);
 

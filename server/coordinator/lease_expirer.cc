@@ -20,7 +20,12 @@ void LeaseExpirer::Stop() {
 void LeaseExpirer::Run() {
   // Sleeps on the monotonic clock: a Notification's timed wait ends at a
   // wall-clock deadline, which a step of the clock moves.
+  const absl::Duration stalled_after = state_->lease_timeout() / 2;
+  absl::Time last = MonotonicNow();
   while (SleepMonotonic(period_, [this] { return stop_.HasBeenNotified(); })) {
+    const absl::Time now = MonotonicNow();
+    if (now - last > period_ + stalled_after) state_->ForgiveStall(now - last - period_);
+    last = now;
     // The expired members are logged and counted by ExpireLeases itself.
     const std::vector<MemberRecord> expired = state_->ExpireLeases();
     if (!expired.empty() && on_expired_) on_expired_(expired);

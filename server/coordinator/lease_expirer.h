@@ -1,6 +1,10 @@
 // A background thread that declares members DEAD when their lease runs out:
 // calls CoordinatorState::ExpireLeases() every `period` (the coordinator uses
 // heartbeat_interval / 2, so a death is seen at most half a heartbeat late).
+// When one of its rounds comes more than half a lease late, the coordinator
+// itself did not run meanwhile (a paused process, a starved machine): it
+// extends every lease first (CoordinatorState::ForgiveStall), so members
+// whose heartbeats it could not read are not all declared dead at once.
 #ifndef CAIRN_SERVER_COORDINATOR_LEASE_EXPIRER_H_
 #define CAIRN_SERVER_COORDINATOR_LEASE_EXPIRER_H_
 

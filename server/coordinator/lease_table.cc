@@ -1,5 +1,7 @@
 #include "server/coordinator/lease_table.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace cairn {
@@ -95,6 +97,15 @@ std::vector<MemberRecord> LeaseTable::ExpireLeases(absl::Time now) {
     }
   }
   return expired;
+}
+
+void LeaseTable::ExtendAll(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, record] : members_) {
+    if (record.state == v1::MEMBER_STATE_ALIVE) {
+      record.lease_expiry = std::max(record.lease_expiry, now + lease_timeout_);
+    }
+  }
 }
 
 void LeaseTable::Restore(const std::vector<MemberRecord>& records, absl::Time now) {

@@ -80,6 +80,10 @@ class LeaseTable {
   // Marks DEAD every ALIVE member whose lease_expiry <= now; returns those,
   // sorted by (role, id).
   std::vector<MemberRecord> ExpireLeases(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // Gives every ALIVE member a lease until at least now + lease_timeout:
+  // after the coordinator itself did not run for a while, it cannot tell
+  // the dead from those whose heartbeats it did not read.
+  void ExtendAll(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Replaces every record with `records` (a restored coordinator's members):
   // ALIVE members get a fresh lease, last_renewal = now and lease_expiry =

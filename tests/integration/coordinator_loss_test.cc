@@ -2,6 +2,8 @@
 // back. Every server and worker must end on its own, with a "lost the
 // coordinator" error, within max(10 s, 4 leases) plus a heartbeat: no orphan
 // process keeps running.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -71,6 +73,64 @@ tables:
     REQUIRE(ended.ok());
     CHECK(ended->code == 5);
   }
+}
+
+}  // namespace
+}  // namespace cairn
+
+namespace cairn {
+namespace {
+
+TEST_CASE("a coordinator stopped for longer than a lease declares nobody dead when it resumes",
+          "[integration][coordinator]") {
+  // The machine or the process stalls (SIGSTOP here): no heartbeat is read
+  // for 3 leases. Declaring every member dead at once on resuming would fail
+  // the job; the coordinator extends the leases instead.
+  auto cluster = TestCluster::Start("coordinator_stall", R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 2
+  workers: 1
+  partitions: 4
+  lease_timeout: 1s
+  heartbeat_interval: 100ms
+  startup_timeout: 30s
+rpc:
+  deadline: 10s
+consistency:
+  mode: asp
+tables:
+  - name: w
+    kind: dense
+    shape: [64]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+)", 2);
+  REQUIRE(cluster.ok());
+  ClientOptions options;
+  options.coordinator = (*cluster)->coordinator_address();
+  options.worker_id = 0;
+  options.rpc_deadline = absl::Seconds(10);
+  auto client = Client::Connect(options);
+  REQUIRE(client.ok());
+  std::vector<float> g(64, 1.0f);
+  REQUIRE((*client)->PushDense({{"w", absl::MakeConstSpan(g)}}).get().ok());
+
+  REQUIRE((*cluster)->coordinator().Signal(SIGSTOP).ok());
+  absl::SleepFor(absl::Seconds(3));
+  REQUIRE((*cluster)->coordinator().Signal(SIGCONT).ok());
+  REQUIRE((*cluster)
+              ->coordinator()
+              .WaitForStderr("the coordinator did not run for", absl::Seconds(10))
+              .ok());
+  absl::SleepFor(absl::Seconds(2));  // two leases of heartbeats after it
+  const std::string log = (*cluster)->coordinator().ReadStderr();
+  INFO(log);
+  CHECK_THAT(log, !Catch::Contains("lease expired"));
+  CHECK_THAT(log, !Catch::Contains("DEAD"));
+  for (int i = 0; i < 2; ++i) CHECK((*cluster)->server(i).Running());
+  REQUIRE((*client)->PushDense({{"w", absl::MakeConstSpan(g)}}).get().ok());
+  CHECK((*client)->Finish().ok());
 }
 
 }  // namespace

@@ -14,62 +14,39 @@
 #include "server/shard/grad_buffer.h"
 #include "server/shard/sparse_table.h"
 #include "server/shard/table.h"
-#include "tests/server/shard/checkpoint_test_util.h"
+#include "tests/server/shard/sparse_rows_util.h"
 
 namespace cairn {
 namespace {
 
-constexpr uint32_t kPartitions = 4;
+using testing::kSparsePartitions;
+using testing::MakeSparseTable;
+using testing::PullRows;
+using testing::PushRows;
 
 v1::TableSpec Spec(uint32_t min_count) {
-  v1::TableSpec spec;
-  spec.set_name("emb");
-  spec.set_kind(v1::TABLE_KIND_SPARSE);
-  spec.set_width(2);
+  v1::TableSpec spec = testing::SparseSpec();
   spec.set_min_count(min_count);
-  spec.mutable_optimizer()->set_kind(v1::OPTIMIZER_KIND_SGD);
-  spec.mutable_optimizer()->set_learning_rate(1.0f);
-  spec.mutable_init()->set_kind(v1::INIT_KIND_CONSTANT);
-  spec.mutable_init()->set_value(0.5f);
   return spec;
-}
-
-std::unique_ptr<Table> MakeTable(const v1::TableSpec& spec) {
-  auto table = Table::Create(spec, kPartitions, std::vector<bool>(kPartitions, true));
-  REQUIRE(table.ok());
-  return std::move(*table);
-}
-
-void Push(Table& t, const std::vector<Key>& keys, float g) {
-  const std::vector<float> grads(keys.size() * 2, g);
-  t.ApplyUnique(KeysToBytes(keys), keys.size(),
-                absl::string_view(reinterpret_cast<const char*>(grads.data()),
-                                  grads.size() * sizeof(float)));
-}
-
-std::vector<float> Pull(const Table& t, const std::vector<Key>& keys) {
-  std::vector<float> out(keys.size() * 2);
-  t.ReadTo(KeysToBytes(keys), keys.size(), out.data());
-  return out;
 }
 
 TEST_CASE("an id gets a row exactly at its min_count-th push, and only that push updates it",
           "[shard][admission]") {
-  auto table = MakeTable(Spec(3));
+  auto table = MakeSparseTable(Spec(3));
   auto& sparse = dynamic_cast<SparseTable&>(*table);
-  Push(*table, {10}, 1.0f);
-  Push(*table, {10, 20}, 1.0f);
+  PushRows(*table, {10}, 1.0f);
+  PushRows(*table, {10, 20}, 1.0f);
   CHECK(table->NumKeys() == 0);
   CHECK(sparse.NumPending() == 2);
   CHECK(sparse.NotAdmittedPushes() == 3);
   // Not admitted: the initializer's values.
-  CHECK(Pull(*table, {10, 20}) == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
-  Push(*table, {10}, 0.25f);  // the third: admitted, this gradient applied
+  CHECK(PullRows(*table, {10, 20}) == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
+  PushRows(*table, {10}, 0.25f);  // the third: admitted, this gradient applied
   CHECK(table->NumKeys() == 1);
   CHECK(sparse.NumPending() == 1);
-  CHECK(Pull(*table, {10}) == std::vector<float>{0.25f, 0.25f});
-  Push(*table, {10}, 0.25f);  // a row now: every push applies
-  CHECK(Pull(*table, {10}) == std::vector<float>{0.0f, 0.0f});
+  CHECK(PullRows(*table, {10}) == std::vector<float>{0.25f, 0.25f});
+  PushRows(*table, {10}, 0.25f);  // a row now: every push applies
+  CHECK(PullRows(*table, {10}) == std::vector<float>{0.0f, 0.0f});
   CHECK(sparse.NotAdmittedPushes() == 3);
 
   // Through the buffered path (BSP, repeated keys) the same rule: a
@@ -82,28 +59,28 @@ TEST_CASE("an id gets a row exactly at its min_count-th push, and only that push
   CHECK(table->NumKeys() == 1);  // 20's second push
   table->Apply(buffer);
   CHECK(table->NumKeys() == 2);  // its third: admitted
-  CHECK(Pull(*table, {20}) == std::vector<float>{-1.5f, -1.5f});  // 0.5 - (1 + 1)
+  CHECK(PullRows(*table, {20}) == std::vector<float>{-1.5f, -1.5f});  // 0.5 - (1 + 1)
 }
 
 TEST_CASE("min_count 1 (or unset) gives every id a row at its first push", "[shard][admission]") {
   for (uint32_t m : {0u, 1u}) {
-    auto table = MakeTable(Spec(m));
-    Push(*table, {1, 2, 3}, 1.0f);
+    auto table = MakeSparseTable(Spec(m));
+    PushRows(*table, {1, 2, 3}, 1.0f);
     CHECK(table->NumKeys() == 3);
     CHECK(dynamic_cast<SparseTable&>(*table).NumPending() == 0);
   }
 }
 
 TEST_CASE("counts of ids waiting for admission travel with their partition", "[shard][admission]") {
-  auto table = MakeTable(Spec(3));
+  auto table = MakeSparseTable(Spec(3));
   std::vector<Key> keys;
   for (Key k = 1; k <= 40; ++k) keys.push_back(k * 7919);
-  Push(*table, keys, 1.0f);
-  Push(*table, keys, 1.0f);
-  Push(*table, {keys[0]}, 1.0f);  // admitted
-  auto restored = MakeTable(Spec(3));
+  PushRows(*table, keys, 1.0f);
+  PushRows(*table, keys, 1.0f);
+  PushRows(*table, {keys[0]}, 1.0f);  // admitted
+  auto restored = MakeSparseTable(Spec(3));
   uint64_t pending = 0;
-  for (uint32_t p = 0; p < kPartitions; ++p) {
+  for (uint32_t p = 0; p < kSparsePartitions; ++p) {
     auto rows = table->ExportPartition(p);
     REQUIRE(rows.ok());
     pending += rows->pending_keys.size();
@@ -116,10 +93,10 @@ TEST_CASE("counts of ids waiting for admission travel with their partition", "[s
   }
   CHECK(pending == 39);
   // The restored table admits each at its third push, as the original would.
-  Push(*restored, {keys[1]}, 1.0f);
+  PushRows(*restored, {keys[1]}, 1.0f);
   CHECK(restored->NumKeys() == 2);
-  CHECK(Pull(*restored, {keys[1]}) == std::vector<float>{-0.5f, -0.5f});
-  CHECK(Pull(*restored, {keys[0]}) == std::vector<float>{-0.5f, -0.5f});
+  CHECK(PullRows(*restored, {keys[1]}) == std::vector<float>{-0.5f, -0.5f});
+  CHECK(PullRows(*restored, {keys[0]}) == std::vector<float>{-0.5f, -0.5f});
 }
 
 }  // namespace

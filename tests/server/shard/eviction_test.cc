@@ -12,55 +12,33 @@
 #include "server/shard/row_eviction.h"
 #include "server/shard/sparse_table.h"
 #include "server/shard/table.h"
-#include "tests/server/shard/checkpoint_test_util.h"
+#include "tests/server/shard/sparse_rows_util.h"
 
 namespace cairn {
 namespace {
 
-constexpr uint32_t kPartitions = 4;
+using testing::kSparsePartitions;
+using testing::MakeSparseTable;
+using testing::PushRows;
 
 v1::TableSpec Spec(uint64_t capacity, double evict_to) {
-  v1::TableSpec spec;
-  spec.set_name("emb");
-  spec.set_kind(v1::TABLE_KIND_SPARSE);
-  spec.set_width(2);
+  v1::TableSpec spec = testing::SparseSpec();
   spec.set_capacity_rows(capacity);
   spec.set_evict_to(evict_to);
-  spec.mutable_optimizer()->set_kind(v1::OPTIMIZER_KIND_SGD);
-  spec.mutable_optimizer()->set_learning_rate(1.0f);
   spec.mutable_optimizer()->set_momentum(0.5f);
-  spec.mutable_init()->set_kind(v1::INIT_KIND_CONSTANT);
-  spec.mutable_init()->set_value(0.5f);
   return spec;
 }
 
-std::unique_ptr<Table> MakeTable(const v1::TableSpec& spec) {
-  auto table = Table::Create(spec, kPartitions, std::vector<bool>(kPartitions, true));
-  REQUIRE(table.ok());
-  return std::move(*table);
-}
-
-void Push(Table& t, const std::vector<Key>& keys, float g = 1.0f) {
-  const std::vector<float> grads(keys.size() * 2, g);
-  t.ApplyUnique(KeysToBytes(keys), keys.size(),
-                absl::string_view(reinterpret_cast<const char*>(grads.data()),
-                                  grads.size() * sizeof(float)));
-}
-
-float PullOne(const Table& t, Key key) {
-  float out[2];
-  t.ReadTo(KeysToBytes({key}), 1, out);
-  return out[0];
-}
+float PullOne(const Table& t, Key key) { return testing::PullRows(t, {key})[0]; }
 
 TEST_CASE("the least recently updated rows go first, down to evict_to of the capacity",
           "[shard][eviction]") {
-  auto table = MakeTable(Spec(4, 0.5));
+  auto table = MakeSparseTable(Spec(4, 0.5));
   auto& sparse = dynamic_cast<SparseTable&>(*table);
-  for (Key k : {1, 2, 3, 4}) Push(*table, {k});  // ticks 1..4
+  for (Key k : {1, 2, 3, 4}) PushRows(*table, {k});  // ticks 1..4
   CHECK(table->NumKeys() == 4);                 // at capacity: nothing goes yet
-  Push(*table, {2});                            // 2 is the most recent now
-  Push(*table, {5});                            // 5 rows > 4: back to 2
+  PushRows(*table, {2});                            // 2 is the most recent now
+  PushRows(*table, {5});                            // 5 rows > 4: back to 2
   CHECK(table->NumKeys() == 2);
   CHECK(sparse.EvictedRows() == 3);
   // Kept: 2 (updated twice: v = 1, then 1.5) and 5 (once), with their
@@ -68,24 +46,24 @@ TEST_CASE("the least recently updated rows go first, down to evict_to of the cap
   CHECK(PullOne(*table, 2) == 0.5f - 1.0f - 1.5f);
   CHECK(PullOne(*table, 5) == -0.5f);
   for (Key k : {1, 3, 4}) CHECK(PullOne(*table, k) == 0.5f);
-  Push(*table, {2});  // its momentum survived the moves: v = 0.75 + 1
+  PushRows(*table, {2});  // its momentum survived the moves: v = 0.75 + 1
   CHECK(PullOne(*table, 2) == 0.5f - 1.0f - 1.5f - 1.75f);
   // An evicted id pushed again starts over from the initializer.
-  Push(*table, {3});
+  PushRows(*table, {3});
   CHECK(PullOne(*table, 3) == -0.5f);
 }
 
 TEST_CASE("a table at capacity keeps serving while new ids keep arriving, hot ids kept",
           "[shard][eviction]") {
-  auto table = MakeTable(Spec(100, 0.9));
+  auto table = MakeSparseTable(Spec(100, 0.9));
   auto& sparse = dynamic_cast<SparseTable&>(*table);
   const std::vector<Key> hot = {7, 77, 777};
   Key next = 1000;
   for (int batch = 0; batch < 200; ++batch) {
     std::vector<Key> keys;
     for (int i = 0; i < 20; ++i) keys.push_back(next++);
-    Push(*table, keys);
-    Push(*table, hot);  // hot ids every batch
+    PushRows(*table, keys);
+    PushRows(*table, hot);  // hot ids every batch
     REQUIRE(table->NumKeys() <= 100);
     for (Key k : keys) CHECK(PullOne(*table, k) == -0.5f);
   }
@@ -99,7 +77,7 @@ TEST_CASE("a table at capacity keeps serving while new ids keep arriving, hot id
   for (Key k : hot) CHECK(PullOne(*table, k) == expected);
   // What the partitions export is exactly what is held.
   uint64_t exported = 0;
-  for (uint32_t p = 0; p < kPartitions; ++p) {
+  for (uint32_t p = 0; p < kSparsePartitions; ++p) {
     auto rows = table->ExportPartition(p);
     REQUIRE(rows.ok());
     exported += rows->keys.size();
