@@ -518,11 +518,13 @@ def container_argv(pod, container, env, volumes, bin_dir):
 # ---------------------------------------------------------------------------
 # Running pods: network namespaces, probes.
 
-def die_with_parent():
-    """preexec_fn: the child gets SIGKILL when this test's process ends, so
-    nothing outlives a test that was killed (kept across exec)."""
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+# A command prefix: the command gets SIGKILL when this test's process ends,
+# so nothing outlives a test that was killed (PR_SET_PDEATHSIG, kept across
+# exec). A prefix rather than a preexec_fn: a preexec_fn makes Python fork
+# this multi-threaded process (gRPC's threads, for the probes) and run Python
+# in the child before exec, where gRPC's fork handlers can hang or abort;
+# without one, subprocess starts children with vfork and exec only.
+DIE_WITH_PARENT = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--"]
 
 
 def _run(argv, **kw):
@@ -546,8 +548,8 @@ class PodNetwork:
         _run(["ip", "link", "set", "cbr0", "up"])
 
     def add_pod(self, pod):
-        holder = subprocess.Popen(["unshare", "--net", "--uts", "sleep", "100000"],
-                                  stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+        holder = subprocess.Popen(DIE_WITH_PARENT + ["unshare", "--net", "--uts", "sleep", "100000"],
+                                  stdin=subprocess.DEVNULL)
         own = os.readlink("/proc/self/ns/net")
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -685,21 +687,7 @@ def enter_private_namespaces(marker="CAIRN_K8S_PRIVATE_NS"):
 def grpc_health(address, service="", timeout=2.0):
     """grpc.health.v1.Health/Check as a kubelet's grpc probe sends it: the
     status name (SERVING, NOT_SERVING, ...) or an error string."""
-    # gRPC's fork support makes every later fork of this harness (subprocess
-    # with preexec_fn) wait for gRPC's threads to idle, which can hang; the
-    # harness needs none of it. Read once, when gRPC first starts: set only
-    # for that moment, so no process started later inherits it.
-    saved = os.environ.get("GRPC_ENABLE_FORK_SUPPORT")
-    os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
-    try:
-        import grpc  # python3-grpcio
-        with grpc.insecure_channel(address, options=[("grpc.enable_http_proxy", 0)]):
-            pass
-    finally:
-        if saved is None:
-            os.environ.pop("GRPC_ENABLE_FORK_SUPPORT", None)
-        else:
-            os.environ["GRPC_ENABLE_FORK_SUPPORT"] = saved
+    import grpc  # python3-grpcio
     # HealthCheckRequest: field 1, the service name (empty: the whole server).
     request = b"\x0a" + bytes([len(service)]) + service.encode() if service else b""
     names = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}

@@ -176,9 +176,9 @@ class Run:
         self.logs[pod.name] = log_path
         log = open(log_path, "w", encoding="utf-8")
         self.procs[pod.name] = subprocess.Popen(
-            self.net.enter_prefix(pod) + argv, env=env, cwd=poddir, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=k8s_pods.die_with_parent)
+            k8s_pods.DIE_WITH_PARENT + self.net.enter_prefix(pod) + argv, env=env, cwd=poddir,
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
         log.close()
         pod.started = time.monotonic()
         pod.probe_state = {"startup": "startupProbe" not in c, "detail": "", "health_missing": False}

@@ -258,9 +258,9 @@ class Run:
         os.makedirs(os.path.dirname(h.log), exist_ok=True)
         with open(h.log, "w", encoding="utf-8") as log:
             h.proc = subprocess.Popen(
-                self.net.enter_prefix(h) + h.argv, env=h.env, cwd=home,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=k8s_pods.die_with_parent)
+                k8s_pods.DIE_WITH_PARENT + self.net.enter_prefix(h) + h.argv, env=h.env,
+                cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
 
         def wait_for_exit(host=h):
             host.proc.wait()
@@ -545,8 +545,8 @@ class Run:
         start = time.monotonic()
         with open(log_path, "w", encoding="utf-8") as log:
             self.launch = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=self.workdir, start_new_session=True, preexec_fn=k8s_pods.die_with_parent,
+                k8s_pods.DIE_WITH_PARENT + argv, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, cwd=self.workdir, start_new_session=True,
                 env=dict(base_env(), TMPDIR=self.workdir))
             try:
                 code = self.launch.wait(LAUNCH_TIMEOUT_S)
