@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/integration/connect_workers.h"
 #include "tests/integration/test_cluster.h"
 #include "worker/client/client.h"
 
@@ -17,20 +18,18 @@ namespace {
 
 using testing::TestCluster;
 
-TEST_CASE("B13: without the coordinator every server and worker ends within the loss timeout",
-          "[integration][cases][B13]") {
-  auto cluster = TestCluster::Start("b13_lost", R"(
+// An ASP job of 2 servers and 1 worker with one small dense table.
+// `cluster_extra` goes into `cluster:` (lease, heartbeat, replication).
+std::string AspJob(const std::string& cluster_extra, const std::string& deadline) {
+  return absl::StrCat(R"(
 cluster:
   coordinator: "127.0.0.1:1"
   servers: 2
   workers: 1
   partitions: 4
-  replication: 1   # with one copy servers never fence: the data path outlives the coordinator
-  lease_timeout: 2s
-  heartbeat_interval: 200ms
   startup_timeout: 30s
-rpc:
-  deadline: 3s
+)", cluster_extra, R"(rpc:
+  deadline: )", deadline, R"(
 consistency:
   mode: asp
 tables:
@@ -39,7 +38,18 @@ tables:
     shape: [64]
     optimizer: {type: sgd, learning_rate: 1.0}
     init: {type: zeros}
-)", 2);
+)");
+}
+
+
+TEST_CASE("B13: without the coordinator every server and worker ends within the loss timeout",
+          "[integration][cases][B13]") {
+  auto cluster = TestCluster::Start(
+      "b13_lost",
+      AspJob("  replication: 1   # with one copy servers never fence: the data path outlives "
+             "the coordinator\n  lease_timeout: 2s\n  heartbeat_interval: 200ms\n",
+             "3s"),
+      2);
   REQUIRE(cluster.ok());
   ClientOptions options;
   options.coordinator = (*cluster)->coordinator_address();
@@ -86,32 +96,11 @@ TEST_CASE("a coordinator stopped for longer than a lease declares nobody dead wh
   // The machine or the process stalls (SIGSTOP here): no heartbeat is read
   // for 3 leases. Declaring every member dead at once on resuming would fail
   // the job; the coordinator extends the leases instead.
-  auto cluster = TestCluster::Start("coordinator_stall", R"(
-cluster:
-  coordinator: "127.0.0.1:1"
-  servers: 2
-  workers: 1
-  partitions: 4
-  lease_timeout: 1s
-  heartbeat_interval: 100ms
-  startup_timeout: 30s
-rpc:
-  deadline: 10s
-consistency:
-  mode: asp
-tables:
-  - name: w
-    kind: dense
-    shape: [64]
-    optimizer: {type: sgd, learning_rate: 1.0}
-    init: {type: zeros}
-)", 2);
+  auto cluster = TestCluster::Start(
+      "coordinator_stall", AspJob("  lease_timeout: 1s\n  heartbeat_interval: 100ms\n", "10s"),
+      2);
   REQUIRE(cluster.ok());
-  ClientOptions options;
-  options.coordinator = (*cluster)->coordinator_address();
-  options.worker_id = 0;
-  options.rpc_deadline = absl::Seconds(10);
-  auto client = Client::Connect(options);
+  auto client = testing::Connect(**cluster, 0, absl::Seconds(30), absl::Seconds(10));
   REQUIRE(client.ok());
   std::vector<float> g(64, 1.0f);
   REQUIRE((*client)->PushDense({{"w", absl::MakeConstSpan(g)}}).get().ok());
