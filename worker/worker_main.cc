@@ -1,5 +1,6 @@
-// cairn-worker: trains the job's model (an MLP on Fashion-MNIST) either
-// alone (--local, no servers) or as one worker of a Cairn job.
+// cairn-worker: trains the job's model (training.model: an MLP on
+// Fashion-MNIST, or the ctr model on Criteo-format data) either alone
+// (--local, no servers) or as one worker of a Cairn job.
 //
 // Exit codes (as every Cairn binary): 0 done; 1 training failed; 2 bad flags,
 // config, data or device; 3 the metrics port is taken; 4 the coordinator is
@@ -23,7 +24,12 @@
 #include "common/identity.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/status_macros.h"
 #include "kernels/backend.h"
+#include "worker/trainer/criteo_reader.h"
+#include "worker/trainer/ctr_model.h"
+#include "worker/trainer/ctr_store.h"
+#include "worker/trainer/ctr_trainer.h"
 #include "worker/trainer/idx_loader.h"
 #include "worker/trainer/local_trainer.h"
 #include "worker/trainer/mlp.h"
@@ -36,6 +42,7 @@
 #ifdef CAIRN_WORKER_HAS_CLIENT
 #include "cairn/v1/types.pb.h"
 #include "worker/client/client.h"
+#include "worker/trainer/ps_ctr_store.h"
 #include "worker/trainer/ps_trainer.h"
 #endif
 
@@ -95,9 +102,16 @@ int TrainingExitCode(const absl::Status& status) {
 
 struct Session {
   JobConfig config;
-  FashionMnist data;
   std::unique_ptr<Backend> backend;
+  // model: mlp
+  FashionMnist data;
   std::unique_ptr<Mlp> mlp;
+  // model: ctr
+  CriteoData ctr_train;
+  CriteoData ctr_test;
+  std::unique_ptr<CtrModel> ctr;
+  std::vector<v1::TableSpec> ctr_fields;  // the embedding tables, field order
+  // The dense tables bound to the MLP's (the ctr head's) flat layout.
   std::vector<BoundTable> tables;
   std::unique_ptr<MetricsServer> metrics_server;
   std::unique_ptr<WorkerMetrics> metrics;
@@ -141,9 +155,11 @@ TrainerOptions MakeTrainerOptions(Session& s, const Flags& flags, int worker, in
 int Finish(const Session& s, const Flags& flags, const TrainingSummary& summary,
            const RunInfo& run) {
   LOG_INFO(
-      "done: {} steps, {} examples, train_loss {:.4f}, test_accuracy {:.4f}, "
+      "done: {} steps, {} examples, train_loss {:.4f}, test_loss {:.4f}, test_accuracy {:.4f}{}, "
       "{:.0f} examples/s, {:.1f}s",
-      summary.steps, summary.examples, summary.train_loss, summary.test_accuracy,
+      summary.steps, summary.examples, summary.train_loss, summary.test_loss,
+      summary.test_accuracy,
+      summary.test_auc >= 0 ? absl::StrCat(", test_auc ", summary.test_auc) : "",
       summary.examples_per_second, summary.wall_seconds);
   if (!flags.summary.empty()) {
     absl::Status written = WriteSummaryJson(flags.summary, summary, run);
@@ -152,12 +168,20 @@ int Finish(const Session& s, const Flags& flags, const TrainingSummary& summary,
   ExitNow(kExitOk);  // training is over and its summary written
 }
 
+// Trains the session's model through a store of this process.
+absl::StatusOr<TrainingSummary> TrainLocal(Session& s, const TrainerOptions& options) {
+  if (s.ctr != nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<LocalCtrStore> store,
+                     LocalCtrStore::Create(s.tables, s.ctr->head().num_params(), s.ctr_fields));
+    return TrainCtr(*s.ctr, *store, s.ctr_train, s.ctr_test, options);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<LocalParameterStore> store,
+                   LocalParameterStore::Create(s.tables, s.mlp->num_params()));
+  return Train(*s.mlp, *store, s.data.train, s.data.test, options);
+}
+
 int RunLocal(Session& s, const Flags& flags) {
-  absl::StatusOr<std::unique_ptr<LocalParameterStore>> store =
-      LocalParameterStore::Create(s.tables, s.mlp->num_params());
-  if (!store.ok()) return Fail(kExitConfig, store.status());
-  absl::StatusOr<TrainingSummary> summary =
-      Train(*s.mlp, **store, s.data.train, s.data.test, MakeTrainerOptions(s, flags, 0, 1));
+  absl::StatusOr<TrainingSummary> summary = TrainLocal(s, MakeTrainerOptions(s, flags, 0, 1));
   s.progress->Finish();  // before any message, so it starts on a line of its own
   if (!summary.ok()) return Fail(TrainingExitCode(summary.status()), summary.status());
   return Finish(s, flags, *summary,
@@ -213,15 +237,34 @@ int ConnectToCluster(Session& s, const Flags& flags) {
 }
 #endif
 
+#ifdef CAIRN_WORKER_HAS_CLIENT
+// Trains the session's model through Cairn's servers. The store's errors
+// (the job's tables differ from the model's) are the config's: *setup_failed.
+absl::StatusOr<TrainingSummary> TrainWithCluster(Session& s, const TrainerOptions& options,
+                                                 bool* setup_failed) {
+  *setup_failed = true;
+  if (s.ctr != nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<PsCtrStore> store,
+                     PsCtrStore::Create(s.client.get(), s.tables, s.ctr->head().num_params(),
+                                        s.ctr_fields));
+    *setup_failed = false;
+    return TrainCtr(*s.ctr, *store, s.ctr_train, s.ctr_test, options);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<PsParameterStore> store,
+                   PsParameterStore::Create(s.client.get(), s.tables, s.mlp->num_params()));
+  *setup_failed = false;
+  return Train(*s.mlp, *store, s.data.train, s.data.test, options);
+}
+#endif
+
 int RunWithCluster(Session& s, const Flags& flags) {
 #ifdef CAIRN_WORKER_HAS_CLIENT
   const int worker = static_cast<int>(s.client->worker_id());
   const int workers = static_cast<int>(s.client->job().num_workers());
-  absl::StatusOr<std::unique_ptr<PsParameterStore>> store =
-      PsParameterStore::Create(s.client.get(), s.tables, s.mlp->num_params());
-  if (!store.ok()) return Fail(kExitConfig, store.status());
-  absl::StatusOr<TrainingSummary> summary = Train(*s.mlp, **store, s.data.train, s.data.test,
-                                                  MakeTrainerOptions(s, flags, worker, workers));
+  bool setup_failed = false;
+  absl::StatusOr<TrainingSummary> summary =
+      TrainWithCluster(s, MakeTrainerOptions(s, flags, worker, workers), &setup_failed);
+  if (setup_failed) return Fail(kExitConfig, summary.status());
   s.progress->Finish();  // before any message, so it starts on a line of its own
   if (!summary.ok()) return Fail(TrainingExitCode(summary.status()), summary.status());
   absl::Status left = s.client->Finish();
@@ -234,6 +277,49 @@ int RunWithCluster(Session& s, const Flags& flags) {
                                "this cairn-worker was built without the Cairn client library; "
                                "only --local is available"));
 #endif
+}
+
+// model: mlp. Loads Fashion-MNIST and builds the MLP and its tables. On an
+// error, *exit_code says what it means: bad data or config (2), or a
+// device failure (SetupExitCode).
+absl::Status LoadMlp(Session& s, int* exit_code) {
+  const TrainingConfig& t = s.config.training;
+  *exit_code = kExitConfig;
+  ASSIGN_OR_RETURN(s.data, LoadFashionMnist(t.data_dir));
+  LOG_INFO("data {}: {} training and {} test examples", t.data_dir, s.data.train.size,
+           s.data.test.size);
+  absl::StatusOr<std::unique_ptr<Mlp>> mlp =
+      Mlp::Create(s.backend.get(), t.layers, std::max(t.batch_size, kEvalBatch));
+  if (!mlp.ok()) *exit_code = SetupExitCode(mlp.status());
+  RETURN_IF_ERROR(mlp.status());
+  s.mlp = *std::move(mlp);
+  *exit_code = kExitConfig;
+  ASSIGN_OR_RETURN(s.tables, BindModelTables(*s.mlp, ModelTables(t, s.config.consistency,
+                                                                 s.config.staleness)));
+  return absl::OkStatus();
+}
+
+// model: ctr. Reads <data_dir>/train.txt and test.txt (Criteo format) and
+// builds the model, its head's tables and its embedding tables.
+absl::Status LoadCtr(Session& s, int* exit_code) {
+  const TrainingConfig& t = s.config.training;
+  *exit_code = kExitConfig;
+  ASSIGN_OR_RETURN(s.ctr_train, ReadCriteo(t.data_dir + "/train.txt"));
+  ASSIGN_OR_RETURN(s.ctr_test, ReadCriteo(t.data_dir + "/test.txt"));
+  LOG_INFO("data {}: {} training and {} test examples (Criteo format)", t.data_dir,
+           s.ctr_train.size, s.ctr_test.size);
+  absl::StatusOr<std::unique_ptr<CtrModel>> model = CtrModel::Create(
+      s.backend.get(), t.layers, t.embedding.width, std::max(t.batch_size, kEvalBatch));
+  if (!model.ok()) *exit_code = SetupExitCode(model.status());
+  RETURN_IF_ERROR(model.status());
+  s.ctr = *std::move(model);
+  *exit_code = kExitConfig;
+  std::vector<v1::TableSpec> head;
+  for (v1::TableSpec& table : ModelTables(t, s.config.consistency, s.config.staleness)) {
+    (table.kind() == v1::TABLE_KIND_SPARSE ? s.ctr_fields : head).push_back(std::move(table));
+  }
+  ASSIGN_OR_RETURN(s.tables, BindModelTables(s.ctr->head(), head));
+  return absl::OkStatus();
 }
 
 int Run(const Flags& flags) {
@@ -276,20 +362,9 @@ int Run(const Flags& flags) {
   s.backend = *std::move(backend);
   LOG_INFO("device {}", s.backend->Describe());
 
-  absl::StatusOr<FashionMnist> data = LoadFashionMnist(t.data_dir);
-  if (!data.ok()) return Fail(kExitConfig, data.status());
-  s.data = *std::move(data);
-  LOG_INFO("data {}: {} training and {} test examples", t.data_dir, s.data.train.size,
-           s.data.test.size);
-
-  absl::StatusOr<std::unique_ptr<Mlp>> mlp =
-      Mlp::Create(s.backend.get(), t.layers, std::max(t.batch_size, kEvalBatch));
-  if (!mlp.ok()) return Fail(SetupExitCode(mlp.status()), mlp.status());
-  s.mlp = *std::move(mlp);
-  absl::StatusOr<std::vector<BoundTable>> tables =
-      BindModelTables(*s.mlp, ModelTables(t, s.config.consistency, s.config.staleness));
-  if (!tables.ok()) return Fail(kExitConfig, tables.status());
-  s.tables = *std::move(tables);
+  int load_failed = kExitConfig;  // what a failure to load means
+  const absl::Status loaded = t.model == "ctr" ? LoadCtr(s, &load_failed) : LoadMlp(s, &load_failed);
+  if (!loaded.ok()) return Fail(load_failed, loaded);
 
   return flags.local ? RunLocal(s, flags) : RunWithCluster(s, flags);
 }

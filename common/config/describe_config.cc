@@ -135,6 +135,13 @@ std::string DescribeConfig(const JobConfig& c) {
     const TrainingConfig& t = c.training;
     out.Add("training.model", t.model);
     out.Add("training.layers", absl::StrCat("[", absl::StrJoin(t.layers, ", "), "]"));
+    if (t.model == "ctr") {
+      out.Add("training.embedding.width", t.embedding.width);
+      out.Add("training.embedding.min_count", t.embedding.min_count);
+      out.Add("training.embedding.capacity_rows", t.embedding.capacity_rows);
+      out.Add("training.embedding.evict_to", t.embedding.evict_to);
+      out.Add("training.embedding.init_scale", t.embedding.init_scale);
+    }
     out.Add("training.batch_size", t.batch_size);
     out.Add("training.epochs", t.epochs);
     out.Add("training.max_steps", t.max_steps);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "common/config/internal/map_reader.h"
 #include "common/config/internal/override_tree.h"
@@ -96,16 +97,52 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
   return absl::OkStatus();
 }
 
+absl::Status ParseEmbedding(const YamlNode& node, EmbeddingConfig* e) {
+  ASSIGN_OR_RETURN(MapReader r,
+                   MapReader::Open(node, "training.embedding",
+                                   {"width", "min_count", "capacity_rows", "evict_to",
+                                    "init_scale"}));
+  RETURN_IF_ERROR(r.Int32("width", 1, 4096, &e->width));
+  RETURN_IF_ERROR(r.Int("min_count", 1, 1 << 30, &e->min_count));
+  RETURN_IF_ERROR(r.Int("capacity_rows", 1, int64_t{1} << 40, &e->capacity_rows));
+  if (r.Has("evict_to") && !r.Has("capacity_rows")) {
+    return r.Error("evict_to", "needs capacity_rows (the capacity it is a share of)");
+  }
+  RETURN_IF_ERROR(r.Double("evict_to", NumberRange{0.0, /*min_open=*/true, 1.0}, &e->evict_to));
+  RETURN_IF_ERROR(r.Double("init_scale", NumberRange{0.0, /*min_open=*/false}, &e->init_scale));
+  return absl::OkStatus();
+}
+
 absl::Status ParseTraining(const YamlNode& node, TrainingConfig* t) {
   ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "training",
                                                 {"model", "layers", "batch_size", "epochs",
                                                  "max_steps", "seed", "data_dir", "device",
-                                                 "slowdown", "optimizer", "wire_dtype"}));
-  RETURN_IF_ERROR(r.Choice("model", {"mlp"}, &t->model));
+                                                 "slowdown", "optimizer", "wire_dtype",
+                                                 "embedding"}));
+  RETURN_IF_ERROR(r.Choice("model", {"mlp", "ctr"}, &t->model));
+  const bool ctr = t->model == "ctr";
+  ASSIGN_OR_RETURN(const YamlNode* embedding, r.Map("embedding"));
+  if (embedding != nullptr && !ctr) {
+    return r.Error("embedding", "applies to model: ctr only");
+  }
+  if (embedding != nullptr) RETURN_IF_ERROR(ParseEmbedding(*embedding, &t->embedding));
+  if (ctr) t->layers = {CtrHeadInputs(t->embedding.width), 64, 1};
   if (r.Has("layers")) {
     std::vector<int64_t> layers;
     RETURN_IF_ERROR(r.IntList("layers", 1, kMaxInt32, 2, &layers));
     t->layers.assign(layers.begin(), layers.end());
+  }
+  if (ctr && (t->layers.front() != CtrHeadInputs(t->embedding.width) || t->layers.back() != 1)) {
+    return r.Error("layers", absl::StrCat("the ctr model's head takes ",
+                                          CtrHeadInputs(t->embedding.width),
+                                          " inputs (26 fields x embedding.width ",
+                                          t->embedding.width,
+                                          " + 13 integer features) and gives 1 output; got [",
+                                          absl::StrJoin(t->layers, ", "), "]"));
+  }
+  if (ctr && !r.Has("data_dir")) {
+    return r.Error("model", "the ctr model needs training.data_dir: a directory with train.txt "
+                            "and test.txt in the Criteo format (tools/ctr-generate writes one)");
   }
   RETURN_IF_ERROR(r.Int32("batch_size", 1, kMaxInt32, &t->batch_size));
   RETURN_IF_ERROR(r.Int32("epochs", 1, kMaxInt32, &t->epochs));
@@ -201,7 +238,7 @@ absl::Status BuildTables(const MapReader& top, JobConfig* config) {
       return ErrorAt(wheres[i],
                      absl::StrCat("table name \"", config->tables[i].name(), "\" is used twice",
                                   model ? " (the training model adds mlp.fc<i>.weight and "
-                                          "mlp.fc<i>.bias)"
+                                          "mlp.fc<i>.bias, or ctr.c<f> and ctr.fc<i>.*)"
                                         : "",
                                   "; first at ", wheres[j]));
     }

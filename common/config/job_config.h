@@ -96,9 +96,33 @@ int64_t DefaultChunkSize(int64_t num_elements);
 // learning rate 0.1, no momentum, no weight decay.
 v1::OptimizerSpec DefaultOptimizerSpec();
 
+// The ctr model's embedding tables (training.embedding): one sparse table
+// per categorical field, "ctr.c1" .. "ctr.c26".
+struct EmbeddingConfig {
+  int width = 8;               // floats per row
+  int64_t min_count = 1;       // TableSpec.min_count (admission)
+  int64_t capacity_rows = 0;   // TableSpec.capacity_rows (0: no bound)
+  double evict_to = 0.9;       // TableSpec.evict_to
+  double init_scale = 0.01;    // rows start from N(0, init_scale^2)
+};
+
+// The ctr model reads Criteo-format data: 13 integer features and 26
+// categorical fields (worker/trainer/criteo_reader.h).
+inline constexpr int kCtrIntegerFeatures = 13;
+inline constexpr int kCtrFields = 26;
+
+// The ctr model's head input: width floats per categorical field, then the
+// 13 integer features.
+int CtrHeadInputs(int embedding_width);
+
 struct TrainingConfig {
+  // mlp: Fashion-MNIST classifier; ctr: click-through rate on Criteo-format
+  // data (embedding tables + MLP head).
   std::string model = "mlp";
+  // Sizes from the input to the output: mlp [784, ..., 10]; ctr
+  // [CtrHeadInputs(width), ..., 1].
   std::vector<int> layers = {784, 256, 128, 10};
+  EmbeddingConfig embedding;  // ctr only
   int batch_size = 64;
   int epochs = 5;
   int64_t max_steps = 0;           // 0: no cap; else stop after this many steps

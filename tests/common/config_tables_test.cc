@@ -216,7 +216,7 @@ TEST_CASE("training defaults and checks", "[config][training]") {
              Contains("`training.layers` needs at least 2 entries; got 1"));
   CHECK_THAT(ParseError("training: {layers: [784, 0, 10]}\n"),
              Contains("`training.layers[1]` must be an integer >= 1; got `0`"));
-  CHECK_THAT(ParseError("training: {model: cnn}\n"), Contains("must be one of mlp"));
+  CHECK_THAT(ParseError("training: {model: cnn}\n"), Contains("must be one of mlp, ctr"));
   CHECK_THAT(ParseError("training: {slowdown: 0.5}\n"),
              Contains("`training.slowdown` must be a number >= 1; got `0.5`"));
   CHECK_THAT(ParseError("training: {device: gpu}\n"),
@@ -252,6 +252,46 @@ TEST_CASE("ModelTables builds weight and bias per layer", "[config][training]") 
   CHECK(tables[3].id() == 3);
   CHECK(tables[3].consistency() == v1::CONSISTENCY_BSP);
   CHECK(tables[3].optimizer().kind() == v1::OPTIMIZER_KIND_SGD);  // DefaultOptimizerSpec
+}
+
+TEST_CASE("model ctr: 26 sparse embedding tables, then the head's dense ones",
+          "[config][training][ctr]") {
+  const JobConfig c = ParseOk(
+      "training:\n  model: ctr\n  data_dir: /data/ctr\n"
+      "  embedding: {width: 4, min_count: 2, capacity_rows: 1000, evict_to: 0.5}\n"
+      "  layers: [117, 16, 1]\n  optimizer: {type: adagrad, learning_rate: 0.05}\n");
+  REQUIRE(c.tables.size() == 26 + 4);
+  const v1::TableSpec& c1 = c.tables[0];
+  CHECK(c1.name() == "ctr.c1");
+  CHECK(c1.kind() == v1::TABLE_KIND_SPARSE);
+  CHECK(c1.width() == 4);
+  CHECK(c1.min_count() == 2);
+  CHECK(c1.capacity_rows() == 1000);
+  CHECK(c1.evict_to() == 0.5);
+  CHECK(c1.aggregation() == v1::AGGREGATION_SUM);  // the workers scale their rows
+  CHECK(c1.optimizer().kind() == v1::OPTIMIZER_KIND_ADAGRAD);
+  CHECK(c1.init().kind() == v1::INIT_KIND_NORMAL);
+  CHECK(c.tables[25].name() == "ctr.c26");
+  CHECK(c.tables[26].name() == "ctr.fc0.weight");
+  CHECK(c.tables[26].shape(1) == 117);
+  CHECK(c.tables[26].aggregation() == v1::AGGREGATION_MEAN);
+  CHECK(c.tables[29].name() == "ctr.fc1.bias");
+  // Without layers the head is [26 * width + 13, 64, 1].
+  CHECK(ParseOk("training: {model: ctr, data_dir: /d, embedding: {width: 2}}\n").training.layers ==
+        std::vector<int>{65, 64, 1});
+  CHECK_THAT(ParseError("training: {model: ctr, data_dir: /d, layers: [100, 1]}\n"),
+             Contains("the ctr model's head takes 221 inputs (26 fields x embedding.width 8 + 13 "
+                      "integer features) and gives 1 output; got [100, 1]"));
+  CHECK_THAT(ParseError("training: {model: ctr, data_dir: /d, layers: [221, 2]}\n"),
+             Contains("gives 1 output"));
+  CHECK_THAT(ParseError("training: {model: ctr}\n"),
+             Contains("the ctr model needs training.data_dir"));
+  CHECK_THAT(ParseError("training: {embedding: {width: 4}}\n"),
+             Contains("applies to model: ctr only"));
+  CHECK_THAT(ParseError("training: {model: ctr, data_dir: /d, embedding: {width: 0}}\n"),
+             Contains("`training.embedding.width`"));
+  CHECK_THAT(ParseError("training: {model: ctr, data_dir: /d, embedding: {evict_to: 0.5}}\n"),
+             Contains("needs capacity_rows"));
 }
 
 TEST_CASE("ToJobSpec carries what every process must agree on", "[config]") {

@@ -59,6 +59,11 @@ absl::StatusOr<nlohmann::json> BuildLaunchSummary(const std::vector<nlohmann::js
   nlohmann::json out;
   out["test_accuracy"] = Number(workers[0], "test_accuracy");
   out["test_accuracy_mean"] = accuracy_sum / n;
+  // Binary models (ctr): the ranking quality and the log loss.
+  if (auto it = workers[0].find("test_auc"); it != workers[0].end() && it->is_number()) {
+    out["test_auc"] = *it;
+    out["test_loss"] = Number(workers[0], "test_loss");
+  }
   out["train_loss"] = loss_sum / n;
   out["examples_per_second"] = throughput_sum;
   out["wall_seconds"] = info.wall_seconds;
@@ -85,6 +90,10 @@ std::vector<std::string> FormatReport(const nlohmann::json& s) {
   lines.push_back(absl::StrFormat("test accuracy: %.4f (worker %d), %.4f (mean of %d workers)",
                                   Number(s, "test_accuracy"), first,
                                   Number(s, "test_accuracy_mean"), finished));
+  if (s.contains("test_auc")) {
+    lines.push_back(absl::StrFormat("test AUC: %.4f, test log loss: %.4f (worker %d)",
+                                    Number(s, "test_auc"), Number(s, "test_loss"), first));
+  }
   if (auto it = s.find("workers_lost"); it != s.end() && it->is_array() && !it->empty()) {
     std::vector<std::string> names;
     for (const nlohmann::json& w : *it) names.push_back(absl::StrCat("worker ", w.get<int>()));

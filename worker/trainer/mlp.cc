@@ -1,6 +1,7 @@
 #include "worker/trainer/mlp.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,7 @@
 namespace cairn {
 
 absl::StatusOr<std::unique_ptr<Mlp>> Mlp::Create(Backend* backend, std::vector<int> layers,
-                                                 int max_batch) {
+                                                 int max_batch, MlpLoss loss) {
   if (layers.size() < 2 || std::any_of(layers.begin(), layers.end(), [](int n) { return n < 1; })) {
     return absl::InvalidArgumentError(
         absl::StrCat("mlp: layer sizes must be at least two positive numbers, got [",
@@ -19,13 +20,17 @@ absl::StatusOr<std::unique_ptr<Mlp>> Mlp::Create(Backend* backend, std::vector<i
   if (max_batch < 1) {
     return absl::InvalidArgumentError(absl::StrCat("mlp: max_batch must be >= 1, got ", max_batch));
   }
-  std::unique_ptr<Mlp> mlp(new Mlp(backend, std::move(layers), max_batch));
+  if (loss == MlpLoss::kSigmoidCrossEntropy && layers.back() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mlp: a sigmoid cross-entropy head has 1 output, got ", layers.back()));
+  }
+  std::unique_ptr<Mlp> mlp(new Mlp(backend, std::move(layers), max_batch, loss));
   RETURN_IF_ERROR(mlp->AllocateBuffers());
   return mlp;
 }
 
-Mlp::Mlp(Backend* backend, std::vector<int> layers, int max_batch)
-    : backend_(backend), layers_(std::move(layers)), max_batch_(max_batch) {
+Mlp::Mlp(Backend* backend, std::vector<int> layers, int max_batch, MlpLoss loss)
+    : backend_(backend), layers_(std::move(layers)), max_batch_(max_batch), loss_(loss) {
   for (size_t l = 0; l + 1 < layers_.size(); ++l) {
     const int64_t in = layers_[l], out = layers_[l + 1];
     MlpTensor weight{static_cast<int>(l), false, {out, in}, num_params_, size_t(out * in)};
@@ -51,6 +56,12 @@ absl::Status Mlp::AllocateBuffers() {
     ASSIGN_OR_RETURN(inputs_dev_,
                      DeviceBuffer<float>::Create(backend_, size_t(max_batch_) * num_inputs()));
     ASSIGN_OR_RETURN(labels_dev_, DeviceBuffer<int32_t>::Create(backend_, max_batch_));
+    ASSIGN_OR_RETURN(input_grads_dev_,
+                     DeviceBuffer<float>::Create(backend_, size_t(max_batch_) * num_inputs()));
+    if (loss_ == MlpLoss::kSigmoidCrossEntropy) {
+      host_logits_.resize(max_batch_);
+      host_delta_.resize(max_batch_);
+    }
   }
   return absl::OkStatus();
 }
@@ -102,7 +113,8 @@ absl::Status Mlp::Forward(const float* params, const float* x, int64_t batch) {
   return absl::OkStatus();
 }
 
-absl::Status Mlp::Backward(const float* params, const float* x, int64_t batch, float* grads) {
+absl::Status Mlp::Backward(const float* params, const float* x, int64_t batch, float* grads,
+                           float* input_grads) {
   // On entry delta_.back() holds d(mean loss)/d(logits).
   for (size_t l = layers_.size() - 1; l-- > 0;) {
     const int64_t in = layers_[l], out = layers_[l + 1];
@@ -114,10 +126,15 @@ absl::Status Mlp::Backward(const float* params, const float* x, int64_t batch, f
     RETURN_IF_ERROR(backend_->Gemm(Transpose::kYes, Transpose::kNo, out, in, batch, 1.0f, dz, out,
                                    a_in, in, 0.0f, dw, in));
     RETURN_IF_ERROR(backend_->BiasGrad(dz, batch, out, db));
-    if (l == 0) break;  // no gradient for the inputs
+    const float* w = params + tensors_[2 * l].offset;
+    if (l == 0) {
+      if (input_grads == nullptr) break;
+      // d(x) (batch x in) = dz (batch x out) * W (out x in); no activation below.
+      return backend_->Gemm(Transpose::kNo, Transpose::kNo, batch, in, out, 1.0f, dz, out, w, in,
+                            0.0f, input_grads, in);
+    }
     // d(a_in) (batch x in) = dz (batch x out) * W (out x in), then the ReLU mask
     // of layer l-1 turns it into that layer's dz.
-    const float* w = params + tensors_[2 * l].offset;
     float* da = delta_[l - 1].data();
     RETURN_IF_ERROR(backend_->Gemm(Transpose::kNo, Transpose::kNo, batch, in, out, 1.0f, dz, out, w,
                                    in, 0.0f, da, in));
@@ -126,13 +143,48 @@ absl::Status Mlp::Backward(const float* params, const float* x, int64_t batch, f
   return absl::OkStatus();
 }
 
+absl::StatusOr<double> Mlp::SigmoidLoss(absl::Span<const int32_t> labels, float scale) {
+  const int64_t batch = static_cast<int64_t>(labels.size());
+  const float* z = act_.back().data();
+  float* dz = delta_.back().data();
+  if (!backend_->host_accessible()) {
+    RETURN_IF_ERROR(backend_->CopyToHost(host_logits_.data(), z, batch * sizeof(float)));
+    z = host_logits_.data();
+    dz = host_delta_.data();
+  }
+  double loss_sum = 0;
+  for (int64_t i = 0; i < batch; ++i) {
+    const int32_t y = labels[i];
+    if (y != 0 && y != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mlp: label ", y, " of example ", i, " is not 0 or 1"));
+    }
+    const double zi = z[i];
+    loss_sum += std::max(zi, 0.0) - zi * y + std::log1p(std::exp(-std::abs(zi)));
+    if (scale != 0.0f) {
+      const double p = 1.0 / (1.0 + std::exp(-zi));
+      dz[i] = static_cast<float>((p - y) * scale);
+    }
+  }
+  if (scale != 0.0f && !backend_->host_accessible()) {
+    RETURN_IF_ERROR(backend_->CopyToDevice(delta_.back().data(), dz, batch * sizeof(float)));
+  }
+  return loss_sum;
+}
+
 absl::StatusOr<double> Mlp::TrainStep(absl::Span<const float> params,
                                       absl::Span<const float> inputs,
-                                      absl::Span<const int32_t> labels, absl::Span<float> grads) {
+                                      absl::Span<const int32_t> labels, absl::Span<float> grads,
+                                      absl::Span<float> input_grads) {
   if (labels.empty()) return absl::InvalidArgumentError("mlp: empty batch");
   if (grads.size() != num_params_) {
     return absl::InvalidArgumentError(
         absl::StrCat("mlp: grads hold ", grads.size(), " floats, the model has ", num_params_));
+  }
+  if (!input_grads.empty() && input_grads.size() != labels.size() * num_inputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("mlp: input_grads hold ", input_grads.size(),
+                                                   " floats; a batch of ", labels.size(),
+                                                   " needs ", labels.size() * num_inputs()));
   }
   ASSIGN_OR_RETURN(const float* p, DeviceParams(params));
   const float* x = nullptr;
@@ -140,12 +192,26 @@ absl::StatusOr<double> Mlp::TrainStep(absl::Span<const float> params,
   RETURN_IF_ERROR(DeviceBatch(inputs, labels, &x, &y));
   const int64_t batch = static_cast<int64_t>(labels.size());
   RETURN_IF_ERROR(Forward(p, x, batch));
-  ASSIGN_OR_RETURN(double loss_sum, backend_->SoftmaxCrossEntropy(
-                                        act_.back().data(), y, batch, num_classes(),
-                                        1.0f / static_cast<float>(batch), delta_.back().data()));
-  float* g = backend_->host_accessible() ? grads.data() : grads_dev_.data();
-  RETURN_IF_ERROR(Backward(p, x, batch, g));
-  if (!backend_->host_accessible()) RETURN_IF_ERROR(grads_dev_.CopyTo(grads));
+  const float scale = 1.0f / static_cast<float>(batch);
+  double loss_sum = 0;
+  if (loss_ == MlpLoss::kSigmoidCrossEntropy) {
+    ASSIGN_OR_RETURN(loss_sum, SigmoidLoss(labels, scale));
+  } else {
+    ASSIGN_OR_RETURN(loss_sum, backend_->SoftmaxCrossEntropy(act_.back().data(), y, batch,
+                                                             num_classes(), scale,
+                                                             delta_.back().data()));
+  }
+  const bool host = backend_->host_accessible();
+  float* g = host ? grads.data() : grads_dev_.data();
+  float* dx = input_grads.empty() ? nullptr : host ? input_grads.data() : input_grads_dev_.data();
+  RETURN_IF_ERROR(Backward(p, x, batch, g, dx));
+  if (!host) {
+    RETURN_IF_ERROR(grads_dev_.CopyTo(grads));
+    if (dx != nullptr) {
+      RETURN_IF_ERROR(backend_->CopyToHost(input_grads.data(), dx,
+                                           input_grads.size() * sizeof(float)));
+    }
+  }
   return loss_sum / static_cast<double>(batch);
 }
 
@@ -166,15 +232,46 @@ absl::StatusOr<MlpEval> Mlp::Evaluate(absl::Span<const float> params,
     RETURN_IF_ERROR(DeviceBatch(inputs.subspan(first * num_inputs(), n * num_inputs()),
                                 labels.subspan(first, n), &x, &y));
     RETURN_IF_ERROR(Forward(p, x, static_cast<int64_t>(n)));
-    ASSIGN_OR_RETURN(double loss_sum, backend_->SoftmaxCrossEntropy(act_.back().data(), y, n,
-                                                                    num_classes(), 0.0f, nullptr));
-    ASSIGN_OR_RETURN(int64_t correct,
-                     backend_->CountCorrect(act_.back().data(), y, n, num_classes()));
+    double loss_sum = 0;
+    int64_t correct = 0;
+    if (loss_ == MlpLoss::kSigmoidCrossEntropy) {
+      ASSIGN_OR_RETURN(loss_sum, SigmoidLoss(labels.subspan(first, n), 0.0f));
+      const float* z = backend_->host_accessible() ? act_.back().data() : host_logits_.data();
+      for (size_t i = 0; i < n; ++i) correct += (z[i] > 0) == (labels[first + i] == 1);
+    } else {
+      ASSIGN_OR_RETURN(loss_sum, backend_->SoftmaxCrossEntropy(act_.back().data(), y, n,
+                                                               num_classes(), 0.0f, nullptr));
+      ASSIGN_OR_RETURN(correct, backend_->CountCorrect(act_.back().data(), y, n, num_classes()));
+    }
     eval.loss_sum += loss_sum;
     eval.correct += correct;
     eval.count += static_cast<int64_t>(n);
   }
   return eval;
+}
+
+absl::Status Mlp::Logits(absl::Span<const float> params, absl::Span<const float> inputs,
+                         absl::Span<float> logits) {
+  const size_t examples = inputs.size() / num_inputs();
+  if (inputs.size() != examples * num_inputs() || logits.size() != examples * num_classes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mlp: ", inputs.size(), " input floats and room for ", logits.size(),
+        " logits; need ", num_inputs(), " floats and ", num_classes(), " logits per example"));
+  }
+  ASSIGN_OR_RETURN(const float* p, DeviceParams(params));
+  for (size_t first = 0; first < examples; first += max_batch_) {
+    const size_t n = std::min<size_t>(max_batch_, examples - first);
+    absl::Span<const float> chunk = inputs.subspan(first * num_inputs(), n * num_inputs());
+    const float* x = chunk.data();
+    if (!backend_->host_accessible()) {
+      RETURN_IF_ERROR(inputs_dev_.CopyFrom(chunk));
+      x = inputs_dev_.data();
+    }
+    RETURN_IF_ERROR(Forward(p, x, static_cast<int64_t>(n)));
+    RETURN_IF_ERROR(backend_->CopyToHost(logits.data() + first * num_classes(), act_.back().data(),
+                                         n * num_classes() * sizeof(float)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace cairn

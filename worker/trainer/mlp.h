@@ -1,5 +1,7 @@
-// A multi-layer perceptron classifier on a Backend: fully connected layers
-// with ReLU between them and a softmax cross-entropy loss on the last.
+// A multi-layer perceptron on a Backend: fully connected layers with ReLU
+// between them and, on the last, a softmax cross-entropy loss (a classifier
+// over layers.back() classes) or a sigmoid cross-entropy loss (one output,
+// the logit of a binary label: the click-through-rate head).
 //
 // Layer i maps layers[i] inputs to layers[i+1] outputs: z = a W_i^T + b_i,
 // with W_i of shape [out, in] row-major and b_i of shape [out] (the layout of
@@ -8,8 +10,10 @@
 //
 // Parameters and gradients travel as one flat float32 vector: for each
 // layer in order, its weight then its bias (tensors() gives the offsets).
-// Loss: the mean over the batch of -log softmax(logits)[label]; gradients
-// are of that mean. Backward propagation as in Rumelhart, Hinton & Williams,
+// Loss: the mean over the batch of -log softmax(logits)[label], or of
+// -[y log s(z) + (1 - y) log(1 - s(z))] with s the logistic function;
+// gradients are of that mean. The sigmoid loss runs on the host (one float
+// per example), in the stable form max(z, 0) - z y + log(1 + exp(-|z|)). Backward propagation as in Rumelhart, Hinton & Williams,
 // "Learning representations by back-propagating errors" (1986).
 //
 // Not thread-safe; confined to its Backend's thread. Keeps device work
@@ -45,14 +49,21 @@ struct MlpEval {
   int64_t count = 0;    // examples seen
 };
 
+enum class MlpLoss {
+  kSoftmaxCrossEntropy,  // labels in [0, layers.back())
+  kSigmoidCrossEntropy,  // layers.back() == 1; labels 0 or 1
+};
+
 class Mlp {
  public:
-  // layers: sizes from input to classes (at least 2 entries, each >= 1).
-  // max_batch: the most examples one TrainStep or one Evaluate chunk takes.
-  // `backend` must outlive the Mlp. InvalidArgument on bad sizes;
-  // ResourceExhausted when device memory runs out.
-  static absl::StatusOr<std::unique_ptr<Mlp>> Create(Backend* backend, std::vector<int> layers,
-                                                     int max_batch);
+  // layers: sizes from input to classes (at least 2 entries, each >= 1; the
+  // last 1 for the sigmoid loss). max_batch: the most examples one
+  // TrainStep or one Evaluate chunk takes. `backend` must outlive the Mlp.
+  // InvalidArgument on bad sizes; ResourceExhausted when device memory runs
+  // out.
+  static absl::StatusOr<std::unique_ptr<Mlp>> Create(
+      Backend* backend, std::vector<int> layers, int max_batch,
+      MlpLoss loss = MlpLoss::kSoftmaxCrossEntropy);
 
   const std::vector<int>& layers() const { return layers_; }
   // 2 per layer: weight, bias, in layer order.
@@ -67,10 +78,19 @@ class Mlp {
   //   params: num_params() floats; inputs: batch x num_inputs() floats,
   //   row-major; labels: batch ints in [0, num_classes());
   //   grads: num_params() floats, overwritten with d(mean loss)/d(params).
+  //   input_grads: empty, or batch x num_inputs() floats, overwritten with
+  //   d(mean loss)/d(inputs) (what an embedding layer below needs).
   // Returns the mean loss. InvalidArgument on wrong sizes or (CPU) a label
   // out of range; device errors as the Backend reports them.
   absl::StatusOr<double> TrainStep(absl::Span<const float> params, absl::Span<const float> inputs,
-                                   absl::Span<const int32_t> labels, absl::Span<float> grads);
+                                   absl::Span<const int32_t> labels, absl::Span<float> grads,
+                                   absl::Span<float> input_grads = {});
+
+  // Forward only: the last layer's outputs (logits) of batch =
+  // inputs.size() / num_inputs() examples (any number, in chunks of
+  // max_batch) into `logits` (batch x num_classes() floats, host memory).
+  absl::Status Logits(absl::Span<const float> params, absl::Span<const float> inputs,
+                      absl::Span<float> logits);
 
   // Forward only, over any number of examples (in chunks of max_batch).
   // Shapes as in TrainStep.
@@ -78,7 +98,7 @@ class Mlp {
                                    absl::Span<const int32_t> labels);
 
  private:
-  Mlp(Backend* backend, std::vector<int> layers, int max_batch);
+  Mlp(Backend* backend, std::vector<int> layers, int max_batch, MlpLoss loss);
   absl::Status AllocateBuffers();
   // Device views of the host spans: the spans themselves on a host-accessible
   // backend, else the device copies (after copying).
@@ -87,11 +107,18 @@ class Mlp {
                            const float** x, const int32_t** y);
   // Logits of `batch` examples in act_.back().
   absl::Status Forward(const float* params, const float* x, int64_t batch);
-  absl::Status Backward(const float* params, const float* x, int64_t batch, float* grads);
+  // input_grads: null, or where d(loss)/d(x) goes (batch x num_inputs()).
+  absl::Status Backward(const float* params, const float* x, int64_t batch, float* grads,
+                        float* input_grads);
+  // The sigmoid loss of act_.back() against `labels` (host): returns the
+  // summed loss; with `scale` != 0 writes scale * d(loss)/d(logits) into
+  // delta_.back().
+  absl::StatusOr<double> SigmoidLoss(absl::Span<const int32_t> labels, float scale);
 
   Backend* const backend_;
   const std::vector<int> layers_;
   const int max_batch_;
+  const MlpLoss loss_;
   std::vector<MlpTensor> tensors_;
   size_t num_params_ = 0;
 
@@ -104,6 +131,9 @@ class Mlp {
   DeviceBuffer<float> grads_dev_;
   DeviceBuffer<float> inputs_dev_;
   DeviceBuffer<int32_t> labels_dev_;
+  DeviceBuffer<float> input_grads_dev_;
+  std::vector<float> host_logits_;  // sigmoid loss on a device backend
+  std::vector<float> host_delta_;
 };
 
 }  // namespace cairn

@@ -19,17 +19,19 @@ nlohmann::json TimeSplit(const PhaseSeconds& t) {
 nlohmann::json SummaryToJson(const TrainingSummary& summary, const RunInfo& run) {
   nlohmann::json per_epoch = nlohmann::json::array();
   for (const EpochStats& e : summary.epochs) {
-    per_epoch.push_back({{"epoch", e.epoch},
-                         {"steps", e.steps},
-                         {"train_loss", e.train_loss},
-                         {"test_loss", e.test_loss},
-                         {"test_accuracy", e.test_accuracy},
-                         {"examples_per_second", e.examples_per_second},
-                         {"seconds", e.seconds},
-                         {"eval_seconds", e.eval_seconds},
-                         {"time_split", TimeSplit(e.time)}});
+    nlohmann::json epoch = {{"epoch", e.epoch},
+                            {"steps", e.steps},
+                            {"train_loss", e.train_loss},
+                            {"test_loss", e.test_loss},
+                            {"test_accuracy", e.test_accuracy},
+                            {"examples_per_second", e.examples_per_second},
+                            {"seconds", e.seconds},
+                            {"eval_seconds", e.eval_seconds},
+                            {"time_split", TimeSplit(e.time)}};
+    if (e.test_auc >= 0) epoch["test_auc"] = e.test_auc;
+    per_epoch.push_back(std::move(epoch));
   }
-  return {{"mode", run.mode},
+  nlohmann::json out = {{"mode", run.mode},
           {"device", run.device},
           {"worker", run.worker},
           {"workers", run.workers},
@@ -46,6 +48,8 @@ nlohmann::json SummaryToJson(const TrainingSummary& summary, const RunInfo& run)
           {"loss_trace", summary.loss_trace},
           {"time_split", TimeSplit(summary.time)},
           {"per_epoch", per_epoch}};
+  if (summary.test_auc >= 0) out["test_auc"] = summary.test_auc;
+  return out;
 }
 
 absl::Status WriteSummaryJson(const std::string& path, const TrainingSummary& summary,

@@ -3,11 +3,12 @@
 // Fields (seconds unless named otherwise):
 //   mode ("local" | "ps"), device, worker, workers, batch_size,
 //   test_accuracy (0..1), test_loss, train_loss (last epoch's mean),
+//   test_auc (binary models only: the ctr model),
 //   examples_per_second (this worker's examples / step time), examples,
 //   wall_seconds (training and evaluation), train_seconds, epochs (count
 //   run), steps, loss_trace (first --trace-loss step losses),
 //   time_split {data, pull, compute, slowdown, push, clock} (totals), and
-//   per_epoch [{epoch, steps, train_loss, test_loss, test_accuracy,
+//   per_epoch [{epoch, steps, train_loss, test_loss, test_accuracy, [test_auc,]
 //   examples_per_second, seconds, eval_seconds, time_split}].
 #ifndef CAIRN_WORKER_TRAINER_SUMMARY_JSON_H_
 #define CAIRN_WORKER_TRAINER_SUMMARY_JSON_H_

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "worker/trainer/sharding.h"
@@ -23,13 +24,17 @@ double SecondsSince(Clock::time_point* start) {
   return s;
 }
 
-absl::Status CheckOptions(const Mlp& mlp, const Dataset& train, const Dataset& test,
-                          const TrainerOptions& o) {
+absl::Status CheckOptions(const TrainerOptions& o) {
   if (o.epochs < 1 || o.max_steps < 0 || !(o.slowdown >= 1.0) || o.trace_loss_steps < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "trainer: need epochs >= 1, max_steps >= 0, slowdown >= 1, trace_loss_steps >= 0; got ",
         o.epochs, ", ", o.max_steps, ", ", o.slowdown, ", ", o.trace_loss_steps));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMlpData(const Mlp& mlp, const Dataset& train, const Dataset& test,
+                          const TrainerOptions& o) {
   if (o.batch_size < 1 || o.batch_size > mlp.max_batch()) {
     return absl::InvalidArgumentError(
         absl::StrCat("trainer: batch size ", o.batch_size, " outside [1, ", mlp.max_batch(), "]"));
@@ -47,18 +52,60 @@ absl::Status CheckOptions(const Mlp& mlp, const Dataset& train, const Dataset& t
   return absl::OkStatus();
 }
 
-// Pulls the current parameters and scores them on `test`.
-absl::Status Evaluate(Mlp& mlp, ParameterStore& store, const Dataset& test, EpochStats* stats) {
-  Clock::time_point start = Clock::now();
-  ASSIGN_OR_RETURN(absl::Span<const float> params, store.Pull());
-  ASSIGN_OR_RETURN(MlpEval eval, mlp.Evaluate(params, test.images, test.labels));
-  if (eval.count > 0) {
-    stats->test_loss = eval.loss_sum / static_cast<double>(eval.count);
-    stats->test_accuracy = static_cast<double>(eval.correct) / static_cast<double>(eval.count);
+// The MLP classifier on a Dataset through a ParameterStore.
+class MlpTask final : public TrainingTask {
+ public:
+  MlpTask(Mlp& mlp, ParameterStore& store, const Dataset& train, const Dataset& test, int batch)
+      : mlp_(mlp),
+        store_(store),
+        train_(train),
+        test_(test),
+        inputs_(static_cast<size_t>(batch * train.features)),
+        labels_(static_cast<size_t>(batch)),
+        grads_(mlp.num_params()) {}
+
+  int64_t num_train_examples() const override { return train_.size; }
+  int64_t StartStep() const override { return store_.StartStep(); }
+
+  absl::Status Gather(absl::Span<const int32_t> examples) override {
+    const int64_t features = train_.features;
+    for (size_t j = 0; j < examples.size(); ++j) {
+      std::memcpy(inputs_.data() + j * features, train_.images.data() + examples[j] * features,
+                  features * sizeof(float));
+      labels_[j] = train_.labels[examples[j]];
+    }
+    return absl::OkStatus();
   }
-  stats->eval_seconds = SecondsSince(&start);
-  return absl::OkStatus();
-}
+  absl::Status Pull() override {
+    ASSIGN_OR_RETURN(params_, store_.Pull());
+    return absl::OkStatus();
+  }
+  absl::StatusOr<double> Compute() override {
+    return mlp_.TrainStep(params_, inputs_, labels_, absl::MakeSpan(grads_));
+  }
+  absl::Status Push() override { return store_.Push(grads_); }
+  absl::Status Clock() override { return store_.Clock(); }
+
+  absl::Status Evaluate(EpochStats* stats) override {
+    ASSIGN_OR_RETURN(absl::Span<const float> params, store_.Pull());
+    ASSIGN_OR_RETURN(MlpEval eval, mlp_.Evaluate(params, test_.images, test_.labels));
+    if (eval.count > 0) {
+      stats->test_loss = eval.loss_sum / static_cast<double>(eval.count);
+      stats->test_accuracy = static_cast<double>(eval.correct) / static_cast<double>(eval.count);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Mlp& mlp_;
+  ParameterStore& store_;
+  const Dataset& train_;
+  const Dataset& test_;
+  std::vector<float> inputs_;  // host work buffers, sized once
+  std::vector<int32_t> labels_;
+  std::vector<float> grads_;
+  absl::Span<const float> params_;
+};
 
 }  // namespace
 
@@ -74,17 +121,19 @@ PhaseSeconds& PhaseSeconds::operator+=(const PhaseSeconds& o) {
 
 absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dataset& train,
                                       const Dataset& test, const TrainerOptions& options) {
+  RETURN_IF_ERROR(CheckOptions(options));
+  RETURN_IF_ERROR(CheckMlpData(mlp, train, test, options));
+  MlpTask task(mlp, store, train, test, options.batch_size);
+  return RunTraining(task, options);
+}
+
+absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOptions& options) {
   const Clock::time_point train_start = Clock::now();
-  RETURN_IF_ERROR(CheckOptions(mlp, train, test, options));
+  RETURN_IF_ERROR(CheckOptions(options));
   ASSIGN_OR_RETURN(DataShard shard,
-                   DataShard::Create(train.size, options.worker, options.num_workers,
-                                     options.batch_size, options.seed));
+                   DataShard::Create(task.num_train_examples(), options.worker,
+                                     options.num_workers, options.batch_size, options.seed));
   const int batch = options.batch_size;
-  const int64_t features = train.features;
-  // Host work buffers, sized once.
-  std::vector<float> inputs(static_cast<size_t>(batch * features));
-  std::vector<int32_t> labels(static_cast<size_t>(batch));
-  std::vector<float> grads(mlp.num_params());
 
   const int64_t per_epoch = shard.steps_per_epoch();
   int64_t total_steps = per_epoch * options.epochs;
@@ -93,7 +142,7 @@ absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dat
   TrainingSummary summary;
   // A resumed job starts at its checkpoint's step, on the batch a run from
   // step 0 would have drawn there (the permutation depends on the epoch only).
-  const int64_t start_step = std::min(store.StartStep(), total_steps);
+  const int64_t start_step = std::min(task.StartStep(), total_steps);
   if (start_step > 0) {
     LOG_INFO("resuming at global step {} (epoch {}, step {}) of {}", start_step,
              start_step / per_epoch, start_step % per_epoch, total_steps);
@@ -113,19 +162,15 @@ absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dat
       auto where = [&] { return absl::StrCat(" epoch=", epoch, " step=", step); };
       Clock::time_point t = Clock::now();
 
-      absl::Span<const int32_t> indices = shard.Batch(step);
-      for (int j = 0; j < batch; ++j) {
-        std::memcpy(inputs.data() + j * features, train.images.data() + indices[j] * features,
-                    features * sizeof(float));
-        labels[j] = train.labels[indices[j]];
-      }
+      absl::Status gathered = task.Gather(shard.Batch(step));
+      if (!gathered.ok()) return Annotate(gathered, absl::StrCat("data", where()));
       rec.time.data = SecondsSince(&t);
 
-      absl::StatusOr<absl::Span<const float>> params = store.Pull();
-      if (!params.ok()) return Annotate(params.status(), absl::StrCat("pull", where()));
+      absl::Status pulled = task.Pull();
+      if (!pulled.ok()) return Annotate(pulled, absl::StrCat("pull", where()));
       rec.time.pull = SecondsSince(&t);
 
-      absl::StatusOr<double> loss = mlp.TrainStep(*params, inputs, labels, absl::MakeSpan(grads));
+      absl::StatusOr<double> loss = task.Compute();
       if (!loss.ok()) return Annotate(loss.status(), absl::StrCat("compute", where()));
       if (!std::isfinite(*loss)) {
         return absl::InternalError(absl::StrCat("training diverged: loss is ", *loss, " at",
@@ -139,10 +184,10 @@ absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dat
         rec.time.slowdown = SecondsSince(&t);
       }
 
-      absl::Status pushed = store.Push(grads);
+      absl::Status pushed = task.Push();
       if (!pushed.ok()) return Annotate(pushed, absl::StrCat("push", where()));
       rec.time.push = SecondsSince(&t);
-      absl::Status clocked = store.Clock();
+      absl::Status clocked = task.Clock();
       if (!clocked.ok()) return Annotate(clocked, absl::StrCat("clock", where()));
       rec.time.clock = SecondsSince(&t);
 
@@ -160,14 +205,17 @@ absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dat
     stats.train_loss = loss_sum / static_cast<double>(stats.steps);
     stats.seconds = stats.time.total();
     stats.examples_per_second = static_cast<double>(stats.steps * batch) / stats.seconds;
-    RETURN_IF_ERROR(
-        Annotate(Evaluate(mlp, store, test, &stats), absl::StrCat("evaluate epoch=", epoch)));
+    Clock::time_point eval_start = Clock::now();
+    RETURN_IF_ERROR(Annotate(task.Evaluate(&stats), absl::StrCat("evaluate epoch=", epoch)));
+    stats.eval_seconds = SecondsSince(&eval_start);
     LOG_INFO(
-        "epoch {} steps {} (total {}) train_loss {:.4f} test_loss {:.4f} test_accuracy {:.4f} "
+        "epoch {} steps {} (total {}) train_loss {:.4f} test_loss {:.4f} test_accuracy {:.4f}{} "
         "examples/s {:.0f} | per step ms: data {:.3f} pull {:.3f} compute {:.3f} slowdown {:.3f} "
         "push {:.3f} clock {:.3f} | eval {:.2f}s",
         epoch, stats.steps, stats.global_steps, stats.train_loss, stats.test_loss,
-        stats.test_accuracy, stats.examples_per_second, 1e3 * stats.time.data / stats.steps,
+        stats.test_accuracy,
+        stats.test_auc >= 0 ? absl::StrFormat(" test_auc %.4f", stats.test_auc) : "",
+        stats.examples_per_second, 1e3 * stats.time.data / stats.steps,
         1e3 * stats.time.pull / stats.steps, 1e3 * stats.time.compute / stats.steps,
         1e3 * stats.time.slowdown / stats.steps, 1e3 * stats.time.push / stats.steps,
         1e3 * stats.time.clock / stats.steps, stats.eval_seconds);
@@ -176,6 +224,7 @@ absl::StatusOr<TrainingSummary> Train(Mlp& mlp, ParameterStore& store, const Dat
     summary.train_loss = stats.train_loss;
     summary.test_loss = stats.test_loss;
     summary.test_accuracy = stats.test_accuracy;
+    summary.test_auc = stats.test_auc;
     summary.epochs.push_back(stats);
     if (options.on_epoch) options.on_epoch(stats);
   }

@@ -53,8 +53,9 @@ struct EpochStats {
   int64_t steps = 0;               // steps run in this epoch
   int64_t global_steps = 0;        // steps run so far, all epochs
   double train_loss = 0;           // mean of this epoch's step losses
-  double test_loss = 0;            // mean cross-entropy on the test set
+  double test_loss = 0;            // mean cross-entropy (log loss) on the test set
   double test_accuracy = 0;        // fraction of test examples classified right
+  double test_auc = -1;            // binary models: area under the ROC curve; else -1
   double examples_per_second = 0;  // this worker's training examples / step time
   double seconds = 0;              // step time of the epoch (evaluation excluded)
   double eval_seconds = 0;
@@ -68,6 +69,7 @@ struct TrainingSummary {
   double train_loss = 0;           // last epoch's mean step loss
   double test_loss = 0;            // after the last step
   double test_accuracy = 0;        // after the last step
+  double test_auc = -1;            // after the last step; -1 when the model has none
   double train_seconds = 0;        // sum of step times
   double wall_seconds = 0;         // the whole of Train, evaluation included
   double examples_per_second = 0;  // examples / train_seconds
@@ -88,6 +90,31 @@ struct TrainerOptions {
   std::function<void(const StepRecord&)> on_step;
   std::function<void(const EpochStats&)> on_epoch;
 };
+
+// One model's data, parameters and step, as RunTraining drives them. The
+// phases of a step run in this order on the caller's thread; the loop times
+// each, and annotates an error with the phase and the step.
+class TrainingTask {
+ public:
+  virtual ~TrainingTask() = default;
+  virtual int64_t num_train_examples() const = 0;
+  // The global step training starts at (ParameterStore::StartStep).
+  virtual int64_t StartStep() const = 0;
+  // Prepares the batch of these training examples (batch_size indices).
+  virtual absl::Status Gather(absl::Span<const int32_t> examples) = 0;
+  virtual absl::Status Pull() = 0;
+  // Forward and backward on the gathered batch; the batch's mean loss.
+  virtual absl::StatusOr<double> Compute() = 0;
+  virtual absl::Status Push() = 0;
+  virtual absl::Status Clock() = 0;
+  // After an epoch: pulls the parameters and fills stats' test_* fields.
+  virtual absl::Status Evaluate(EpochStats* stats) = 0;
+};
+
+// The loop of the header comment over any task. InvalidArgument on bad
+// options; the first phase error, annotated ("push epoch=1 step=17: ...");
+// Internal when a loss is not finite.
+absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOptions& options);
 
 // Trains `mlp` on `train` through `store`, evaluating on `test` after each
 // epoch. Errors: InvalidArgument (bad options, data that does not fit the

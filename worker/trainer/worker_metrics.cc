@@ -38,6 +38,11 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry) {
                         .Help("Test-set accuracy (0..1) after the last completed epoch")
                         .Register(registry)
                         .Add({});
+  test_auc_ = &prometheus::BuildGauge()
+                   .Name("cairn_worker_test_auc")
+                   .Help("Test-set ROC AUC after the last completed epoch (binary models: ctr)")
+                   .Register(registry)
+                   .Add({});
   epoch_ = &prometheus::BuildGauge()
                 .Name("cairn_worker_epoch")
                 .Help("Epochs this worker completed")
@@ -56,6 +61,7 @@ void WorkerMetrics::RecordStep(const StepRecord& step) {
 
 void WorkerMetrics::RecordEpoch(const EpochStats& epoch) {
   test_accuracy_->Set(epoch.test_accuracy);
+  if (epoch.test_auc >= 0) test_auc_->Set(epoch.test_auc);
   epoch_->Set(static_cast<double>(epoch.epoch + 1));
 }
 

@@ -39,6 +39,7 @@ class WorkerMetrics {
   std::array<prometheus::Histogram*, 6> phase_;
   prometheus::Gauge* train_loss_;
   prometheus::Gauge* test_accuracy_;
+  prometheus::Gauge* test_auc_;
   prometheus::Gauge* epoch_;
 };
 

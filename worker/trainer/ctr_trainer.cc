@@ -1,0 +1,108 @@
+#include "worker/trainer/ctr_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace cairn {
+namespace {
+
+class CtrTask final : public TrainingTask {
+ public:
+  CtrTask(CtrModel& model, CtrParameterStore& store, const CriteoData& train,
+          const CriteoData& test, int num_workers)
+      : model_(model),
+        store_(store),
+        train_(train),
+        test_(test),
+        row_scale_(1.0f / static_cast<float>(num_workers)),
+        head_grads_(model.head().num_params()) {}
+
+  int64_t num_train_examples() const override { return train_.size; }
+  int64_t StartStep() const override { return store_.StartStep(); }
+
+  absl::Status Gather(absl::Span<const int32_t> examples) override {
+    GatherCtrBatch(train_, examples, &batch_);
+    return absl::OkStatus();
+  }
+  absl::Status Pull() override {
+    ASSIGN_OR_RETURN(head_, store_.Pull(batch_.keys, &rows_));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<double> Compute() override {
+    return model_.TrainStep(batch_, head_, rows_, absl::MakeSpan(head_grads_), &row_grads_,
+                            row_scale_);
+  }
+  absl::Status Push() override { return store_.Push(head_grads_, batch_.keys, row_grads_); }
+  absl::Status Clock() override { return store_.Clock(); }
+
+  absl::Status Evaluate(EpochStats* stats) override {
+    const int64_t n = test_.size;
+    std::vector<float> probs(static_cast<size_t>(n));
+    std::vector<int32_t> labels(static_cast<size_t>(n));
+    std::vector<int32_t> examples;
+    CtrBatch chunk;
+    FieldRows rows;
+    for (int64_t first = 0; first < n; first += model_.max_batch()) {
+      const int64_t m = std::min<int64_t>(model_.max_batch(), n - first);
+      examples.resize(static_cast<size_t>(m));
+      std::iota(examples.begin(), examples.end(), static_cast<int32_t>(first));
+      GatherCtrBatch(test_, examples, &chunk);
+      ASSIGN_OR_RETURN(absl::Span<const float> head, store_.Pull(chunk.keys, &rows));
+      RETURN_IF_ERROR(model_.Predict(chunk, head, rows, absl::MakeSpan(probs).subspan(first, m)));
+      std::copy(chunk.labels.begin(), chunk.labels.end(), labels.begin() + first);
+    }
+    double loss = 0;
+    int64_t correct = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      // Clamped as scikit-learn's log_loss clips: a probability of exactly
+      // 0 or 1 (float rounding of a large logit) costs log(1e-7), not inf.
+      const double p = std::clamp(static_cast<double>(probs[i]), 1e-7, 1 - 1e-7);
+      loss -= labels[i] == 1 ? std::log(p) : std::log1p(-p);
+      correct += (probs[i] > 0.5f) == (labels[i] == 1);
+    }
+    stats->test_loss = loss / static_cast<double>(n);
+    stats->test_accuracy = static_cast<double>(correct) / static_cast<double>(n);
+    stats->test_auc = RocAuc(probs, labels);
+    return absl::OkStatus();
+  }
+
+ private:
+  CtrModel& model_;
+  CtrParameterStore& store_;
+  const CriteoData& train_;
+  const CriteoData& test_;
+  const float row_scale_;
+  CtrBatch batch_;
+  FieldRows rows_;
+  FieldRows row_grads_;
+  std::vector<float> head_grads_;
+  absl::Span<const float> head_;
+};
+
+}  // namespace
+
+absl::StatusOr<TrainingSummary> TrainCtr(CtrModel& model, CtrParameterStore& store,
+                                         const CriteoData& train, const CriteoData& test,
+                                         const TrainerOptions& options) {
+  if (options.batch_size < 1 || options.batch_size > model.max_batch()) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer: batch size ", options.batch_size,
+                                                   " outside [1, ", model.max_batch(), "]"));
+  }
+  if (train.size < 1 || test.size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer: ", train.size, " training and ",
+                                                   test.size,
+                                                   " test examples; the ctr model needs both"));
+  }
+  if (options.num_workers < 1) {
+    return absl::InvalidArgumentError("trainer: num_workers must be >= 1");
+  }
+  CtrTask task(model, store, train, test, options.num_workers);
+  return RunTraining(task, options);
+}
+
+}  // namespace cairn

@@ -1,0 +1,77 @@
+#include "worker/trainer/ps_ctr_store.h"
+
+#include <future>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace cairn {
+namespace {
+
+// Waits for every future (none is left running on return); the first error.
+absl::Status WaitAll(std::vector<std::future<absl::Status>>& futures, absl::Status first) {
+  for (std::future<absl::Status>& f : futures) {
+    absl::Status s = f.get();
+    if (first.ok() && !s.ok()) first = std::move(s);
+  }
+  return first;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PsCtrStore>> PsCtrStore::Create(
+    Client* client, std::vector<BoundTable> head, size_t head_params,
+    const std::vector<v1::TableSpec>& fields) {
+  std::vector<std::string> names;
+  std::vector<size_t> widths;
+  for (const v1::TableSpec& want : fields) {
+    absl::StatusOr<const v1::TableSpec*> have = client->Table(want.name());
+    if (!have.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the job has no table ", want.name(), " that this worker's ctr model needs (",
+                       have.status().message(),
+                       "); do the worker and the coordinator use the same training section?"));
+    }
+    if ((*have)->kind() != v1::TABLE_KIND_SPARSE || (*have)->width() != want.width()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the job's table ", want.name(), " is ",
+          (*have)->kind() == v1::TABLE_KIND_SPARSE ? "sparse" : "dense", " of width ",
+          (*have)->width(), " but this worker's ctr model needs a sparse one of width ",
+          want.width(), " (training.embedding.width)"));
+    }
+    names.push_back(want.name());
+    widths.push_back(static_cast<size_t>(want.width()));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<PsParameterStore> head_store,
+                   PsParameterStore::Create(client, std::move(head), head_params));
+  return std::unique_ptr<PsCtrStore>(
+      new PsCtrStore(client, std::move(head_store), std::move(names), std::move(widths)));
+}
+
+absl::StatusOr<absl::Span<const float>> PsCtrStore::Pull(
+    const std::vector<std::vector<Key>>& keys, FieldRows* rows) {
+  rows->resize(fields_.size());
+  std::vector<std::future<absl::Status>> pulls;
+  pulls.reserve(fields_.size());
+  for (size_t f = 0; f < fields_.size(); ++f) {
+    (*rows)[f].resize(keys[f].size() * widths_[f]);
+    pulls.push_back(client_->PullSparse(fields_[f], keys[f], absl::MakeSpan((*rows)[f])));
+  }
+  absl::StatusOr<absl::Span<const float>> head = head_->Pull();
+  RETURN_IF_ERROR(WaitAll(pulls, head.status()));
+  return head;
+}
+
+absl::Status PsCtrStore::Push(absl::Span<const float> head_grads,
+                              const std::vector<std::vector<Key>>& keys,
+                              const FieldRows& row_grads) {
+  std::vector<std::future<absl::Status>> pushes;
+  pushes.reserve(fields_.size());
+  for (size_t f = 0; f < fields_.size(); ++f) {
+    pushes.push_back(client_->PushSparse(fields_[f], keys[f], row_grads[f]));
+  }
+  return WaitAll(pushes, head_->Push(head_grads));
+}
+
+}  // namespace cairn
