@@ -42,6 +42,14 @@ void BlockTerminationSignals();
 // with munmap. Call first thing in main() of processes on the data path.
 void TuneAllocator();
 
+// Turns off absl::Mutex's deadlock detection for this process. A build of
+// Abseil without NDEBUG (Debian's) records every lock order in one global
+// graph, under one global lock, on every Mutex acquisition: on the data
+// path that is a few percent of the CPU and a point every thread contends
+// on. The binaries call it first thing in main(); the tests keep the
+// detection (and clang's -Wthread-safety checks the lock order statically).
+void DisableMutexDeadlockDetection();
+
 // Waits until SIGINT/SIGTERM arrives or `*stop` becomes true (checked every
 // 100 ms). Returns the signal number, or 0 when `*stop` ended the wait.
 int WaitForTermination(const std::atomic<bool>* stop);

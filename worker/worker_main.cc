@@ -374,6 +374,7 @@ int Run(const Flags& flags) {
 
 int main(int argc, char** argv) {
   cairn::TuneAllocator();
+  cairn::DisableMutexDeadlockDetection();
   cairn::Flags flags;
   CLI::App app{
       "cairn-worker: trains the job's MLP on Fashion-MNIST, alone (--local) or as a "

@@ -213,6 +213,7 @@ int Run(const Flags& flags) {
 
 int main(int argc, char** argv) {
   cairn::TuneAllocator();
+  cairn::DisableMutexDeadlockDetection();
   cairn::BlockTerminationSignals();
   cairn::Flags flags;
   CLI::App app{"cairn-server: holds partitions of a Cairn job's tables and serves pull/push."};

@@ -488,6 +488,7 @@ int Run(size_t mib, const std::string& optimizer, int repeats, const std::string
         bool verbose) {
   // As in cairn-server, whose checkpoints this measures.
   TuneAllocator();
+  DisableMutexDeadlockDetection();
   absl::StatusOr<Model> made = MakeModel(mib, optimizer);
   if (!made.ok()) {
     std::fprintf(stderr, "model: %s\n", made.status().ToString().c_str());

@@ -110,6 +110,19 @@ struct ConstDenseBuffer {
   std::vector<int64_t> shape;
 };
 
+// Embedding rows of one sparse table in caller memory: keys.size() x the
+// table's width floats, row i for keys[i].
+struct SparseRows {
+  std::string table;
+  absl::Span<const Key> keys;
+  absl::Span<float> values;
+};
+struct ConstSparseRows {
+  std::string table;
+  absl::Span<const Key> keys;
+  absl::Span<const float> values;
+};
+
 class Client {
  public:
   // Errors: Unavailable (coordinator unreachable within connect_timeout),
@@ -170,6 +183,23 @@ class Client {
   virtual std::future<absl::Status> PushSparse(const std::string& table,
                                                absl::Span<const Key> keys,
                                                absl::Span<const float> grads) = 0;
+
+  // The same for several sparse tables as one operation: each server gets
+  // one request for all of them (cut at rpc.request_split_size), not one
+  // per table. A model with an embedding table per field pulls (pushes) a
+  // step's rows this way. The first error of any table fails the whole
+  // call; for a push, as PushDense says of a failed push.
+  virtual std::future<absl::Status> PullSparse(std::vector<SparseRows> tables) = 0;
+  virtual std::future<absl::Status> PushSparse(std::vector<ConstSparseRows> grads) = 0;
+
+  // Dense tensors and sparse rows of several tables as one operation: one
+  // request per server for all of them (cut at rpc.request_split_size).
+  // What each part needs and means: as PullDense / PullSparse and
+  // PushDense / PushSparse.
+  virtual std::future<absl::Status> Pull(std::vector<DenseBuffer> dense,
+                                         std::vector<SparseRows> sparse) = 0;
+  virtual std::future<absl::Status> Push(std::vector<ConstDenseBuffer> dense,
+                                         std::vector<ConstSparseRows> sparse) = 0;
 
   // Ends this worker's iteration clock() on every server; clock() + 1 after.
   // The ticks are sent without waiting for their replies (the next pull

@@ -640,97 +640,118 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
   });
 }
 
-std::future<absl::Status> ClientImpl::PullDense(std::vector<DenseBuffer> tables) {
-  std::vector<TableInput> inputs;
-  for (const DenseBuffer& b : tables) {
-    absl::StatusOr<const v1::TableSpec*> spec = Table(b.table);
-    absl::Status error = spec.status();
-    if (error.ok() && (*spec)->kind() != v1::TABLE_KIND_DENSE) {
-      error = absl::InvalidArgumentError(absl::StrCat("table ", b.table, " is not dense"));
-    }
-    if (error.ok() && b.values.size() != DenseElements(**spec)) {
-      error = absl::InvalidArgumentError(
-          absl::StrCat("pull table=", b.table, ": buffer holds ", b.values.size(),
-                       " floats, the table has ", DenseElements(**spec)));
-    }
-    if (!error.ok()) {
-      std::promise<absl::Status> p;
-      p.set_value(error);
-      return p.get_future();
-    }
-    const uint64_t chunks = NumChunks(DenseElements(**spec), (*spec)->chunk_size());
-    inputs.push_back(TableInput{*spec, nullptr, chunks, chunks, b.values.data(), nullptr});
+namespace {
+
+// The input of one sparse table, or an error naming it.
+absl::StatusOr<ClientImpl::TableInput> SparseInput(const ClientImpl& client, const char* verb,
+                                                   const std::string& table,
+                                                   absl::Span<const Key> keys, size_t floats,
+                                                   float* out, const float* in) {
+  ASSIGN_OR_RETURN(const v1::TableSpec* spec, client.Table(table));
+  if (spec->kind() != v1::TABLE_KIND_SPARSE) {
+    return absl::InvalidArgumentError(absl::StrCat("table ", table, " is not sparse"));
   }
-  return Run(false, std::move(inputs));
+  const size_t need = keys.size() * static_cast<size_t>(spec->width());
+  if (floats != need) {
+    return absl::InvalidArgumentError(absl::StrCat(verb, " table=", table, ": ", keys.size(),
+                                                   " keys of width ", spec->width(), " need ",
+                                                   need, " floats, got ", floats));
+  }
+  return ClientImpl::TableInput{spec, keys.data(), keys.size(), 0, out, in};
+}
+
+// The input of one dense table's whole tensor, or an error naming it.
+// `what`: "buffer" (pull) or "gradient" (push).
+absl::StatusOr<ClientImpl::TableInput> DenseInput(const ClientImpl& client, const char* verb,
+                                                  const char* what, const std::string& table,
+                                                  size_t floats, float* out, const float* in,
+                                                  std::vector<int64_t> shape) {
+  ASSIGN_OR_RETURN(const v1::TableSpec* spec, client.Table(table));
+  if (spec->kind() != v1::TABLE_KIND_DENSE) {
+    return absl::InvalidArgumentError(absl::StrCat("table ", table, " is not dense"));
+  }
+  if (floats != DenseElements(*spec)) {
+    return absl::InvalidArgumentError(absl::StrCat(verb, " table=", table, ": ", what, " holds ",
+                                                   floats, " floats, the table has ",
+                                                   DenseElements(*spec)));
+  }
+  const uint64_t chunks = NumChunks(DenseElements(*spec), spec->chunk_size());
+  return ClientImpl::TableInput{spec, nullptr, chunks, chunks, out, in, std::move(shape)};
+}
+
+std::future<absl::Status> Failed(absl::Status error) {
+  std::promise<absl::Status> p;
+  p.set_value(std::move(error));
+  return p.get_future();
+}
+
+}  // namespace
+
+std::future<absl::Status> ClientImpl::PullDense(std::vector<DenseBuffer> tables) {
+  return Pull(std::move(tables), {});
 }
 
 std::future<absl::Status> ClientImpl::PushDense(std::vector<ConstDenseBuffer> grads) {
-  std::vector<TableInput> inputs;
-  for (const ConstDenseBuffer& b : grads) {
-    absl::StatusOr<const v1::TableSpec*> spec = Table(b.table);
-    absl::Status error = spec.status();
-    if (error.ok() && (*spec)->kind() != v1::TABLE_KIND_DENSE) {
-      error = absl::InvalidArgumentError(absl::StrCat("table ", b.table, " is not dense"));
-    }
-    if (error.ok() && b.values.size() != DenseElements(**spec)) {
-      error = absl::InvalidArgumentError(
-          absl::StrCat("push table=", b.table, ": gradient holds ", b.values.size(),
-                       " floats, the table has ", DenseElements(**spec)));
-    }
-    if (!error.ok()) {
-      std::promise<absl::Status> p;
-      p.set_value(error);
-      return p.get_future();
-    }
-    const uint64_t chunks = NumChunks(DenseElements(**spec), (*spec)->chunk_size());
-    inputs.push_back(
-        TableInput{*spec, nullptr, chunks, chunks, nullptr, b.values.data(), b.shape});
-  }
-  return Run(true, std::move(inputs));
+  return Push(std::move(grads), {});
 }
 
 std::future<absl::Status> ClientImpl::PullSparse(const std::string& table,
                                                  absl::Span<const Key> keys,
                                                  absl::Span<float> out) {
-  absl::StatusOr<const v1::TableSpec*> spec = Table(table);
-  absl::Status error = spec.status();
-  if (error.ok() && (*spec)->kind() != v1::TABLE_KIND_SPARSE) {
-    error = absl::InvalidArgumentError(absl::StrCat("table ", table, " is not sparse"));
-  }
-  if (error.ok() && out.size() != keys.size() * static_cast<size_t>((*spec)->width())) {
-    error = absl::InvalidArgumentError(
-        absl::StrCat("pull table=", table, ": ", keys.size(), " keys of width ",
-                     (*spec)->width(), " need ", keys.size() * (*spec)->width(),
-                     " floats, buffer holds ", out.size()));
-  }
-  if (!error.ok()) {
-    std::promise<absl::Status> p;
-    p.set_value(error);
-    return p.get_future();
-  }
-  return Run(false, {TableInput{*spec, keys.data(), keys.size(), 0, out.data(), nullptr}});
+  return Pull({}, {SparseRows{table, keys, out}});
 }
 
 std::future<absl::Status> ClientImpl::PushSparse(const std::string& table,
                                                  absl::Span<const Key> keys,
                                                  absl::Span<const float> grads) {
-  absl::StatusOr<const v1::TableSpec*> spec = Table(table);
-  absl::Status error = spec.status();
-  if (error.ok() && (*spec)->kind() != v1::TABLE_KIND_SPARSE) {
-    error = absl::InvalidArgumentError(absl::StrCat("table ", table, " is not sparse"));
+  return Push({}, {ConstSparseRows{table, keys, grads}});
+}
+
+std::future<absl::Status> ClientImpl::PullSparse(std::vector<SparseRows> tables) {
+  return Pull({}, std::move(tables));
+}
+
+std::future<absl::Status> ClientImpl::PushSparse(std::vector<ConstSparseRows> grads) {
+  return Push({}, std::move(grads));
+}
+
+std::future<absl::Status> ClientImpl::Pull(std::vector<DenseBuffer> dense,
+                                           std::vector<SparseRows> sparse) {
+  std::vector<TableInput> inputs;
+  inputs.reserve(dense.size() + sparse.size());
+  for (const DenseBuffer& b : dense) {
+    absl::StatusOr<TableInput> input =
+        DenseInput(*this, "pull", "buffer", b.table, b.values.size(), b.values.data(), nullptr, {});
+    if (!input.ok()) return Failed(input.status());
+    inputs.push_back(*std::move(input));
   }
-  if (error.ok() && grads.size() != keys.size() * static_cast<size_t>((*spec)->width())) {
-    error = absl::InvalidArgumentError(
-        absl::StrCat("push table=", table, ": ", keys.size(), " keys of width ",
-                     (*spec)->width(), " need ", keys.size() * (*spec)->width(),
-                     " floats, got ", grads.size()));
+  for (const SparseRows& t : sparse) {
+    absl::StatusOr<TableInput> input =
+        SparseInput(*this, "pull", t.table, t.keys, t.values.size(), t.values.data(), nullptr);
+    if (!input.ok()) return Failed(input.status());
+    inputs.push_back(*std::move(input));
   }
-  if (!error.ok()) {
-    std::promise<absl::Status> p;
-    p.set_value(error);
-    return p.get_future();
+  return Run(false, std::move(inputs));
+}
+
+std::future<absl::Status> ClientImpl::Push(std::vector<ConstDenseBuffer> dense,
+                                           std::vector<ConstSparseRows> sparse) {
+  std::vector<TableInput> inputs;
+  inputs.reserve(dense.size() + sparse.size());
+  for (const ConstDenseBuffer& b : dense) {
+    absl::StatusOr<TableInput> input = DenseInput(*this, "push", "gradient", b.table,
+                                                  b.values.size(), nullptr, b.values.data(),
+                                                  b.shape);
+    if (!input.ok()) return Failed(input.status());
+    inputs.push_back(*std::move(input));
   }
-  return Run(true, {TableInput{*spec, keys.data(), keys.size(), 0, nullptr, grads.data()}});
+  for (const ConstSparseRows& t : sparse) {
+    absl::StatusOr<TableInput> input =
+        SparseInput(*this, "push", t.table, t.keys, t.values.size(), nullptr, t.values.data());
+    if (!input.ok()) return Failed(input.status());
+    inputs.push_back(*std::move(input));
+  }
+  return Run(true, std::move(inputs));
 }
 
 absl::Status ClientImpl::Clock() {

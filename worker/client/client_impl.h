@@ -48,6 +48,12 @@ class ClientImpl final : public Client {
                                        absl::Span<float> out) override;
   std::future<absl::Status> PushSparse(const std::string& table, absl::Span<const Key> keys,
                                        absl::Span<const float> grads) override;
+  std::future<absl::Status> PullSparse(std::vector<SparseRows> tables) override;
+  std::future<absl::Status> PushSparse(std::vector<ConstSparseRows> grads) override;
+  std::future<absl::Status> Pull(std::vector<DenseBuffer> dense,
+                                 std::vector<SparseRows> sparse) override;
+  std::future<absl::Status> Push(std::vector<ConstDenseBuffer> dense,
+                                 std::vector<ConstSparseRows> sparse) override;
   absl::Status Clock() override;
   absl::Status Finish() override;
 

@@ -1,25 +1,11 @@
 #include "worker/trainer/ps_ctr_store.h"
 
-#include <future>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace cairn {
-namespace {
-
-// Waits for every future (none is left running on return); the first error.
-absl::Status WaitAll(std::vector<std::future<absl::Status>>& futures, absl::Status first) {
-  for (std::future<absl::Status>& f : futures) {
-    absl::Status s = f.get();
-    if (first.ok() && !s.ok()) first = std::move(s);
-  }
-  return first;
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<PsCtrStore>> PsCtrStore::Create(
     Client* client, std::vector<BoundTable> head, size_t head_params,
     const std::vector<v1::TableSpec>& fields) {
@@ -52,26 +38,26 @@ absl::StatusOr<std::unique_ptr<PsCtrStore>> PsCtrStore::Create(
 absl::StatusOr<absl::Span<const float>> PsCtrStore::Pull(
     const std::vector<std::vector<Key>>& keys, FieldRows* rows) {
   rows->resize(fields_.size());
-  std::vector<std::future<absl::Status>> pulls;
-  pulls.reserve(fields_.size());
+  std::vector<SparseRows> tables;
+  tables.reserve(fields_.size());
   for (size_t f = 0; f < fields_.size(); ++f) {
     (*rows)[f].resize(keys[f].size() * widths_[f]);
-    pulls.push_back(client_->PullSparse(fields_[f], keys[f], absl::MakeSpan((*rows)[f])));
+    tables.push_back(SparseRows{fields_[f], keys[f], absl::MakeSpan((*rows)[f])});
   }
-  absl::StatusOr<absl::Span<const float>> head = head_->Pull();
-  RETURN_IF_ERROR(WaitAll(pulls, head.status()));
-  return head;
+  RETURN_IF_ERROR(client_->Pull(head_->pull_buffers(), std::move(tables)).get());
+  return head_->params();
 }
 
 absl::Status PsCtrStore::Push(absl::Span<const float> head_grads,
                               const std::vector<std::vector<Key>>& keys,
                               const FieldRows& row_grads) {
-  std::vector<std::future<absl::Status>> pushes;
-  pushes.reserve(fields_.size());
+  ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> head, head_->PushBuffers(head_grads));
+  std::vector<ConstSparseRows> tables;
+  tables.reserve(fields_.size());
   for (size_t f = 0; f < fields_.size(); ++f) {
-    pushes.push_back(client_->PushSparse(fields_[f], keys[f], row_grads[f]));
+    tables.push_back(ConstSparseRows{fields_[f], keys[f], row_grads[f]});
   }
-  return WaitAll(pushes, head_->Push(head_grads));
+  return client_->Push(std::move(head), std::move(tables)).get();
 }
 
 }  // namespace cairn

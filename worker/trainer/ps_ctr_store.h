@@ -1,7 +1,6 @@
-// The ctr model's parameters on Cairn's servers: the head through a
-// PsParameterStore, the 26 embedding tables through Client::PullSparse /
-// PushSparse. A step's 26 sparse pulls (pushes) are all in flight while the
-// head's pull (push) runs.
+// The ctr model's parameters on Cairn's servers: the head's dense tables and
+// the 26 embedding tables pulled (pushed) in one Client operation, one
+// request per server for all 27+ tables (Client::Pull / Client::Push).
 #ifndef CAIRN_WORKER_TRAINER_PS_CTR_STORE_H_
 #define CAIRN_WORKER_TRAINER_PS_CTR_STORE_H_
 

@@ -54,7 +54,8 @@ absl::StatusOr<absl::Span<const float>> PsParameterStore::Pull() {
   return absl::Span<const float>(params_);
 }
 
-absl::Status PsParameterStore::Push(absl::Span<const float> grads) {
+absl::StatusOr<std::vector<ConstDenseBuffer>> PsParameterStore::PushBuffers(
+    absl::Span<const float> grads) const {
   if (grads.size() != params_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("push of ", grads.size(), " gradient floats; the model has ", params_.size()));
@@ -64,6 +65,11 @@ absl::Status PsParameterStore::Push(absl::Span<const float> grads) {
   for (const BoundTable& t : tables_) {
     buffers.push_back(ConstDenseBuffer{t.spec.name(), grads.subspan(t.offset, t.size)});
   }
+  return buffers;
+}
+
+absl::Status PsParameterStore::Push(absl::Span<const float> grads) {
+  ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> buffers, PushBuffers(grads));
   return client_->PushDense(std::move(buffers)).get();
 }
 

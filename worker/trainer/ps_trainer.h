@@ -40,6 +40,14 @@ class PsParameterStore final : public ParameterStore {
   // start at the checkpoint's clock).
   int64_t StartStep() const override { return start_step_; }
 
+  // For a caller that pulls and pushes these tables together with others in
+  // one Client operation (ps_ctr_store.h): where a pull writes (views into
+  // params()), and the buffers of a push of `grads` (the flat layout;
+  // InvalidArgument on a wrong size).
+  const std::vector<DenseBuffer>& pull_buffers() const { return pull_buffers_; }
+  absl::Span<const float> params() const { return params_; }
+  absl::StatusOr<std::vector<ConstDenseBuffer>> PushBuffers(absl::Span<const float> grads) const;
+
  private:
   PsParameterStore(Client* client, std::vector<BoundTable> tables, size_t num_params);
 
