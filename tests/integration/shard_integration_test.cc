@@ -111,23 +111,51 @@ TEST_CASE("server-side optimizers give the hand-computed values on dense and spa
   REQUIRE(cluster.ok());
   std::unique_ptr<Client> client = ConnectWorker(**cluster);
   const std::vector<Key> keys = {0, 1, Key{1} << 63, std::numeric_limits<Key>::max()};
+  // The same values whether each table moves in an operation of its own or
+  // all four in one (Client::Push / Client::Pull, one request per server).
+  const bool combined = GENERATE(false, true);
+  INFO((combined ? "one operation for all tables" : "one operation per table"));
 
   for (int step = 0; step < 2; ++step) {
     std::vector<float> ones15(15, 1.0f), fours7(7, 4.0f);
-    REQUIRE(client->PushDense({{"d_momentum", ones15}, {"d_adagrad", fours7}}).get().ok());
     std::vector<float> g_adam(16, 2.0f), g_sgd(8);
     for (int i = 0; i < 8; ++i) g_sgd[i] = static_cast<float>(i);
-    REQUIRE(client->PushSparse("s_adam", keys, g_adam).get().ok());
-    REQUIRE(client->PushSparse("s_sgd", keys, g_sgd).get().ok());
+    if (combined) {
+      // A table that does not fit fails the whole operation before
+      // anything is sent: nothing of it is applied.
+      std::vector<float> short_sgd(7);
+      absl::Status refused = client->Push({{"d_momentum", ones15}, {"d_adagrad", fours7}},
+                                          {{"s_adam", keys, g_adam}, {"s_sgd", keys, short_sgd}})
+                                 .get();
+      CHECK(refused.code() == absl::StatusCode::kInvalidArgument);
+      CHECK_THAT(std::string(refused.message()), Catch::Contains("s_sgd"));
+      REQUIRE(client->Push({{"d_momentum", ones15}, {"d_adagrad", fours7}},
+                           {{"s_adam", keys, g_adam}, {"s_sgd", keys, g_sgd}})
+                  .get()
+                  .ok());
+    } else {
+      REQUIRE(client->PushDense({{"d_momentum", ones15}, {"d_adagrad", fours7}}).get().ok());
+      REQUIRE(client->PushSparse("s_adam", keys, g_adam).get().ok());
+      REQUIRE(client->PushSparse("s_sgd", keys, g_sgd).get().ok());
+    }
     REQUIRE(client->Clock().ok());
   }
   std::vector<float> momentum(15), adagrad(7), adam(16), sgd(8);
-  REQUIRE(client->PullDense({{"d_momentum", absl::MakeSpan(momentum)},
-                             {"d_adagrad", absl::MakeSpan(adagrad)}})
-              .get()
-              .ok());
-  REQUIRE(client->PullSparse("s_adam", keys, absl::MakeSpan(adam)).get().ok());
-  REQUIRE(client->PullSparse("s_sgd", keys, absl::MakeSpan(sgd)).get().ok());
+  if (combined) {
+    REQUIRE(client
+                ->Pull({{"d_momentum", absl::MakeSpan(momentum)},
+                        {"d_adagrad", absl::MakeSpan(adagrad)}},
+                       {{"s_adam", keys, absl::MakeSpan(adam)}, {"s_sgd", keys, absl::MakeSpan(sgd)}})
+                .get()
+                .ok());
+  } else {
+    REQUIRE(client->PullDense({{"d_momentum", absl::MakeSpan(momentum)},
+                               {"d_adagrad", absl::MakeSpan(adagrad)}})
+                .get()
+                .ok());
+    REQUIRE(client->PullSparse("s_adam", keys, absl::MakeSpan(adam)).get().ok());
+    REQUIRE(client->PullSparse("s_sgd", keys, absl::MakeSpan(sgd)).get().ok());
+  }
   // Momentum (v = 0.9 v + g; w -= 0.1 v): v1 = 1, w1 = -0.1; v2 = 1.9, w2 = -0.29.
   for (float v : momentum) CHECK_THAT(v, Catch::Matchers::WithinAbs(-0.29, 1e-6));
   // Adagrad (acc += g^2; w -= 0.1 g / sqrt(acc)), g = 4: acc 16, w -0.1; acc 32,
