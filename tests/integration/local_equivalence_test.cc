@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -67,21 +69,29 @@ double WorstRelativeDifference(const nlohmann::json& x, const nlohmann::json& y,
   return worst;
 }
 
+// Runs `cairn-worker --local` and worker 0 through the cluster with the
+// cluster's config, `steps` losses traced; their summaries.
+std::pair<nlohmann::json, nlohmann::json> RunLocalAndThroughCairn(const TestCluster& cluster,
+                                                                  int steps) {
+  const std::string dir = cluster.dir();
+  const std::string config = cluster.config_path();
+  const std::string trace = std::to_string(steps);
+  nlohmann::json local = RunWorker(
+      {"--config", config, "--local", "--trace-loss", trace, "--summary", dir + "/local.json"},
+      dir + "/local", dir + "/local.json");
+  nlohmann::json ps =
+      RunWorker({"--config", config, "--coordinator", cluster.coordinator_address(),
+                 "--worker-id", "0", "--trace-loss", trace, "--summary", dir + "/ps.json"},
+                dir + "/ps", dir + "/ps.json");
+  return {std::move(local), std::move(ps)};
+}
+
 TEST_CASE("one worker through Cairn matches --local per-step loss for 200 steps",
           "[integration][worker][anchor]") {
   auto cluster = TestCluster::Start("anchor", Yaml(), 2);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
-  const std::string dir = (*cluster)->dir();
-  const std::string config = (*cluster)->config_path();
-  const nlohmann::json local =
-      RunWorker({"--config", config, "--local", "--trace-loss", "200", "--summary",
-                 dir + "/local.json"},
-                dir + "/local", dir + "/local.json");
-  const nlohmann::json ps = RunWorker(
-      {"--config", config, "--coordinator", (*cluster)->coordinator_address(), "--worker-id",
-       "0", "--trace-loss", "200", "--summary", dir + "/ps.json"},
-      dir + "/ps", dir + "/ps.json");
+  const auto [local, ps] = RunLocalAndThroughCairn(**cluster, 200);
   const double worst = WorstRelativeDifference(local, ps, 200);
   INFO("worst relative difference " << worst);
   CHECK(worst <= 1e-5);
@@ -123,16 +133,7 @@ training:
   auto cluster = TestCluster::Start("ctr_anchor", yaml, 2);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
-  const std::string run_dir = (*cluster)->dir();
-  const std::string config = (*cluster)->config_path();
-  const nlohmann::json local =
-      RunWorker({"--config", config, "--local", "--trace-loss", "150", "--summary",
-                 run_dir + "/local.json"},
-                run_dir + "/local", run_dir + "/local.json");
-  const nlohmann::json ps = RunWorker(
-      {"--config", config, "--coordinator", (*cluster)->coordinator_address(), "--worker-id",
-       "0", "--trace-loss", "150", "--summary", run_dir + "/ps.json"},
-      run_dir + "/ps", run_dir + "/ps.json");
+  const auto [local, ps] = RunLocalAndThroughCairn(**cluster, 150);
   const double worst = WorstRelativeDifference(local, ps, 150);
   INFO("worst relative difference " << worst);
   CHECK(worst <= 1e-5);
