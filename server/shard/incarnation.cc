@@ -17,6 +17,7 @@
 #include "server/shard/initial_rows.h"
 #include "server/shard/replica_transfers.h"
 #include "server/shard/shard.h"
+#include "server/shard/shard_metrics.h"
 
 namespace cairn {
 namespace {
@@ -113,6 +114,7 @@ absl::Status Incarnation::Begin(std::atomic<bool>* must_stop) {
   context_.service->Attach(attached_);
   watcher_ = std::thread([this] { WatchMap(); });
   expirer_ = std::thread([this] { ExpireWaiters(); });
+  if (context_.metrics != nullptr) table_metrics_ = std::thread([this] { RefreshTableMetrics(); });
   return absl::OkStatus();
 }
 
@@ -209,6 +211,18 @@ void Incarnation::ExpireWaiters() {
   }
 }
 
+void Incarnation::RefreshTableMetrics() {
+  constexpr absl::Duration kEvery = absl::Seconds(2);
+  while (!stop_.load()) {
+    v1::StatsResponse stats;
+    shard_->Stats(&stats);
+    context_.metrics->Tables(stats);
+    for (absl::Duration slept; slept < kEvery && !stop_.load(); slept += absl::Milliseconds(50)) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+}
+
 absl::StatusOr<IncarnationEnd> Incarnation::Stop(absl::Duration grace) {
   if (stopped_) return end_.load();
   stopped_ = true;
@@ -218,6 +232,7 @@ absl::StatusOr<IncarnationEnd> Incarnation::Stop(absl::Duration grace) {
   if (heartbeats_.joinable()) heartbeats_.join();
   if (watcher_.joinable()) watcher_.join();
   if (expirer_.joinable()) expirer_.join();
+  if (table_metrics_.joinable()) table_metrics_.join();
   if (transfers_ != nullptr) transfers_->Stop();  // null when Create failed early
   if (agent_ != nullptr) agent_->Stop();  // finishes the checkpoints already taken
   // Requests that started before the service let go hold `attached_` until

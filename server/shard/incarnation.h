@@ -99,6 +99,9 @@ class Incarnation {
   void RenewLeases();
   void WatchMap();
   void ExpireWaiters();
+  // Every 2 s: the shard's table stats into the metrics (rows, bytes,
+  // admission, eviction per table).
+  void RefreshTableMetrics();
   void End(IncarnationEnd end);
   // When `state` (from a heartbeat or watch answer) says the job is over,
   // ends the incarnation as kJobFinished or kJobFailed and returns true.
@@ -127,6 +130,7 @@ class Incarnation {
   std::thread heartbeats_;
   std::thread watcher_;
   std::thread expirer_;
+  std::thread table_metrics_;
 };
 
 }  // namespace cairn

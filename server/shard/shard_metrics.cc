@@ -46,6 +46,22 @@ ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
                .Name("cairn_shard_keys")
                .Help("Keys (dense chunks or embedding rows) held, by table.")
                .Register(registry);
+  table_bytes_ = &prometheus::BuildGauge()
+                      .Name("cairn_shard_table_bytes")
+                      .Help("Value bytes held, by table (refreshed every 2 s).")
+                      .Register(registry);
+  pending_ids_ = &prometheus::BuildGauge()
+                      .Name("cairn_shard_pending_ids")
+                      .Help("Ids seen but not admitted yet (min_count), by table.")
+                      .Register(registry);
+  evicted_rows_ = &prometheus::BuildCounter()
+                       .Name("cairn_shard_evicted_rows_total")
+                       .Help("Embedding rows dropped by eviction (capacity_rows), by table.")
+                       .Register(registry);
+  not_admitted_ = &prometheus::BuildCounter()
+                       .Name("cairn_shard_not_admitted_pushes_total")
+                       .Help("Pushes of ids not admitted yet, counted and dropped, by table.")
+                       .Register(registry);
   staleness_bound_ = &prometheus::BuildGauge()
                           .Name("cairn_shard_staleness_bound")
                           .Help("The staleness bound s of each table, in clocks: 0 for BSP, the "
@@ -127,8 +143,23 @@ void ShardMetrics::Clocks(int64_t min_clock, int64_t max_clock) {
   clock_spread_->Set(static_cast<double>(max_clock > min_clock ? max_clock - min_clock : 0));
 }
 
-void ShardMetrics::Keys(const std::string& table, uint64_t keys) {
-  keys_->Add({{"table", table}}).Set(static_cast<double>(keys));
+void ShardMetrics::Tables(const v1::StatsResponse& stats) {
+  absl::MutexLock lock(&totals_mu_);
+  for (const v1::TableStats& t : stats.tables()) {
+    const prometheus::Labels labels = {{"table", t.table()}};
+    keys_->Add(labels).Set(static_cast<double>(t.num_keys()));
+    table_bytes_->Add(labels).Set(static_cast<double>(t.bytes()));
+    pending_ids_->Add(labels).Set(static_cast<double>(t.pending_ids()));
+    Totals& last = totals_[t.table()];
+    auto count = [&](prometheus::Family<prometheus::Counter>* family, uint64_t now,
+                     uint64_t* seen) {
+      const uint64_t delta = now >= *seen ? now - *seen : now;
+      if (delta > 0) family->Add(labels).Increment(static_cast<double>(delta));
+      *seen = now;
+    };
+    count(evicted_rows_, t.evicted_rows(), &last.evicted);
+    count(not_admitted_, t.not_admitted_pushes(), &last.not_admitted);
+  }
 }
 
 void ShardMetrics::StalenessBound(const std::string& table, int64_t bound) {

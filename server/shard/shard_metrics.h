@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "cairn/v1/shard.pb.h"
 
 namespace prometheus {
 class Registry;
@@ -38,7 +39,12 @@ class ShardMetrics {
   void DuplicatePush();
   void NonFinite(const std::string& table);
   void Clocks(int64_t min_clock, int64_t max_clock);
-  void Keys(const std::string& table, uint64_t keys);
+  // Every table of a Stats answer: keys, value bytes, ids waiting for
+  // admission, and the evicted rows and not-admitted pushes counted since
+  // the last call (the answer holds totals of this incarnation; a smaller
+  // total than last time is a new incarnation's, counted whole).
+  // Thread-safe.
+  void Tables(const v1::StatsResponse& stats) ABSL_LOCKS_EXCLUDED(totals_mu_);
   // The table's staleness bound s in clocks (BSP 0); `bound` < 0 (ASP, no
   // bound) is exported as +Inf.
   void StalenessBound(const std::string& table, int64_t bound);
@@ -73,6 +79,16 @@ class ShardMetrics {
   prometheus::Gauge* min_clock_;
   prometheus::Gauge* clock_spread_;
   prometheus::Counter* rejoins_;
+  prometheus::Family<prometheus::Gauge>* table_bytes_;
+  prometheus::Family<prometheus::Gauge>* pending_ids_;
+  prometheus::Family<prometheus::Counter>* evicted_rows_;
+  prometheus::Family<prometheus::Counter>* not_admitted_;
+  struct Totals {
+    uint64_t evicted = 0;
+    uint64_t not_admitted = 0;
+  };
+  absl::Mutex totals_mu_;
+  absl::flat_hash_map<std::string, Totals> totals_ ABSL_GUARDED_BY(totals_mu_);
 };
 
 }  // namespace cairn

@@ -176,7 +176,7 @@ grpc::ServerUnaryReactor* ParameterService::Stats(grpc::CallbackServerContext* c
   Shard* shard = attached->shard.get();
   shard->Stats(response);
   if (metrics_ != nullptr) {
-    for (const auto& t : response->tables()) metrics_->Keys(t.table(), t.num_keys());
+    metrics_->Tables(*response);
     metrics_->Request(ShardMetrics::kStats, "OK", 0, 0, 0);
   }
   reactor->Finish(grpc::Status::OK);
