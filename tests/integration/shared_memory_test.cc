@@ -244,6 +244,29 @@ TEST_CASE("a server refuses a region it cannot trust, and a push naming another 
     s = PushFrom(*stub, 0, id, 0, 16);  // the token
     CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   }
+
+  SECTION("one incarnation keeps up to 4 regions, another incarnation replaces them") {
+    // Several channels of one worker life to one server each offer a region:
+    // all stay known, up to 4; then the oldest goes.
+    auto known = [&](uint64_t id) {
+      const grpc::Status s = PushFrom(*stub, 0, id, SharedRegion::kHeaderBytes, 4096);
+      return s.error_message().find("unknown to this server") == std::string::npos;
+    };
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < 5; ++i) {
+      v1::OpenRegionRequest offer = OfferOf(**region, 0);
+      offer.set_incarnation(7);
+      REQUIRE(Offer(*stub, offer, &answer).ok());
+      ids.push_back(answer.region());
+    }
+    CHECK_FALSE(known(ids[0]));
+    for (int i = 1; i < 5; ++i) CHECK(known(ids[i]));
+    v1::OpenRegionRequest next_life = OfferOf(**region, 0);
+    next_life.set_incarnation(8);
+    REQUIRE(Offer(*stub, next_life, &answer).ok());
+    for (int i = 1; i < 5; ++i) CHECK_FALSE(known(ids[i]));
+    CHECK(known(answer.region()));
+  }
 }
 
 }  // namespace cairn

@@ -36,6 +36,9 @@ ServerStats Server(uint32_t id, int64_t min_clock, int64_t max_clock, uint64_t k
   t->set_min_clock(min_clock);
   t->set_max_clock(max_clock);
   t->set_bytes(keys * 16);
+  t->set_pending_ids(id + 2);
+  t->set_not_admitted_pushes(3 * (id + 2));
+  t->set_evicted_rows(5 * (id + 1));
   return s;
 }
 
@@ -89,6 +92,9 @@ TEST_CASE("table clocks are the lowest min and highest max over answering server
   CHECK(tables[0].max_clock == 9);
   CHECK(tables[0].num_keys == 134);
   CHECK(tables[0].bytes == 134 * 16);
+  CHECK(tables[0].pending_ids == 2 + 3 + 4);
+  CHECK(tables[0].not_admitted_pushes == 3 * (2 + 3 + 4));
+  CHECK(tables[0].evicted_rows == 5 * (1 + 2 + 3));
   CHECK(tables[0].servers == 3);
 }
 
@@ -113,8 +119,8 @@ TEST_CASE("status text shows members, partition runs, table clocks and server er
         "3-4         0        1\n"
         "\n"
         "TABLES\n"
-        "TABLE  MIN CLOCK  MAX CLOCK  KEYS  BYTES  SERVERS\n"
-        "emb    7          9          100   1600   1\n"
+        "TABLE  MIN CLOCK  MAX CLOCK  KEYS  BYTES  PENDING IDS  EVICTED  SERVERS\n"
+        "emb    7          9          100   1600   2            5        1\n"
         "\n"
         "SERVERS\n"
         "SERVER  ADDRESS        MAP VERSION  PARTITIONS  BYTES  PUSHES  PULLS\n"
@@ -147,6 +153,9 @@ TEST_CASE("status JSON lists each member and partition once, in order", "[tools]
                                           {"max_clock", 9},
                                           {"num_keys", 100},
                                           {"bytes", 1600},
+                                          {"pending_ids", 2},
+                                          {"not_admitted_pushes", 6},
+                                          {"evicted_rows", 5},
                                           {"servers", 1}}));
   CHECK(j["servers"][0]["partitions"] == nlohmann::json({0, 2}));
   CHECK(j["servers"][0]["bytes"] == 1600);

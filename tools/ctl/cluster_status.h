@@ -31,6 +31,11 @@ struct TableClocks {
   int64_t max_clock = -1;  // highest max clock of the servers; -1: no live worker
   uint64_t num_keys = 0;   // summed over servers (chunks or embedding rows)
   uint64_t bytes = 0;      // value bytes, summed over servers
+  // Sparse tables, summed over servers: ids waiting for admission
+  // (min_count), pushes of such ids dropped, rows evicted (capacity_rows).
+  uint64_t pending_ids = 0;
+  uint64_t not_admitted_pushes = 0;
+  uint64_t evicted_rows = 0;
   int servers = 0;         // servers that reported the table
 };
 

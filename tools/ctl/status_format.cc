@@ -91,6 +91,9 @@ nlohmann::json StatusToJson(const ClusterStatus& status) {
                              {"max_clock", t.max_clock},
                              {"num_keys", t.num_keys},
                              {"bytes", t.bytes},
+                             {"pending_ids", t.pending_ids},
+                             {"not_admitted_pushes", t.not_admitted_pushes},
+                             {"evicted_rows", t.evicted_rows},
                              {"servers", t.servers}});
   }
   out["servers"] = nlohmann::json::array();
@@ -143,10 +146,12 @@ std::string StatusToText(const ClusterStatus& status) {
   }
   absl::StrAppend(&out, "\nPARTITION MAP\n", Columns(partitions));
 
-  std::vector<Row> tables = {{"TABLE", "MIN CLOCK", "MAX CLOCK", "KEYS", "BYTES", "SERVERS"}};
+  std::vector<Row> tables = {
+      {"TABLE", "MIN CLOCK", "MAX CLOCK", "KEYS", "BYTES", "PENDING IDS", "EVICTED", "SERVERS"}};
   for (const TableClocks& t : status.tables) {
     tables.push_back({t.table, Clock(t.min_clock), Clock(t.max_clock), absl::StrCat(t.num_keys),
-                      absl::StrCat(t.bytes), absl::StrCat(t.servers)});
+                      absl::StrCat(t.bytes), absl::StrCat(t.pending_ids),
+                      absl::StrCat(t.evicted_rows), absl::StrCat(t.servers)});
   }
   absl::StrAppend(&out, "\nTABLES\n", Columns(tables));
 

@@ -205,9 +205,11 @@ absl::StatusOr<const v1::TableSpec*> ClientImpl::Table(const std::string& name) 
 }
 
 absl::Status ClientImpl::InstallMap(const v1::PartitionMap& map) {
+  absl::MutexLock install(&install_mu_);
+  std::shared_ptr<const Servers> old = this->servers();
+  if (old != nullptr && old->router.version() >= map.version()) return absl::OkStatus();
   ASSIGN_OR_RETURN(Router router, Router::Create(map));
   auto servers = std::make_shared<Servers>(Servers{std::move(router), {}, {}, {}});
-  std::shared_ptr<const Servers> old = this->servers();
   for (const v1::Member& m : map.servers()) {
     servers->addresses[m.id()] = m.address();
     servers->incarnations[m.id()] = m.incarnation();

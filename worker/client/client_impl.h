@@ -103,7 +103,10 @@ class ClientImpl final : public Client {
   // no slice of the caller's memory (push_payload.h), so the caller may free
   // its gradients as soon as the future is ready.
   static void CompleteOp(const std::shared_ptr<Op>& op, absl::Status status);
-  absl::Status InstallMap(const v1::PartitionMap& map) ABSL_LOCKS_EXCLUDED(mu_);
+  // Serialized by install_mu_: two refreshes at once (a map change seen by
+  // several calls) must not both open a channel to a new server, each
+  // offering it a region, and keep the one whose region it replaced.
+  absl::Status InstallMap(const v1::PartitionMap& map) ABSL_LOCKS_EXCLUDED(mu_, install_mu_);
   absl::Status RefreshMap() ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<const Servers> servers() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NextSequence(uint32_t group) ABSL_LOCKS_EXCLUDED(mu_);
@@ -140,6 +143,7 @@ class ClientImpl final : public Client {
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
 
+  absl::Mutex install_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::shared_ptr<const Servers> servers_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, uint64_t> next_sequence_ ABSL_GUARDED_BY(mu_);

@@ -23,9 +23,18 @@ absl::StatusOr<uint64_t> SharedRegions::Open(const v1::OpenRegionRequest& offer)
   if (!region.ok()) return region.status();
   absl::MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
-  auto old = by_worker_.find(offer.worker_id());
-  if (old != by_worker_.end()) regions_.erase(old->second);
-  by_worker_[offer.worker_id()] = id;
+  WorkerRegions& held = by_worker_[offer.worker_id()];
+  if (held.incarnation != offer.incarnation()) {
+    // Another life of the worker id (its registration decides which one
+    // may push): the latest to offer holds the id's regions.
+    for (uint64_t old : held.ids) regions_.erase(old);
+    held = WorkerRegions{offer.incarnation(), {}};
+  }
+  held.ids.push_back(id);
+  if (held.ids.size() > kMaxRegionsPerWorker) {
+    regions_.erase(held.ids.front());
+    held.ids.erase(held.ids.begin());
+  }
   regions_[id] = Held{std::shared_ptr<SharedRegion>(std::move(*region)), offer.worker_id()};
   return id;
 }

@@ -32,12 +32,15 @@ class SharedRegions {
  public:
   SharedRegions();
 
-  // Maps the region `offer` names and returns its id. A worker has one
-  // region per server: a new offer from the same worker id replaces its
-  // previous region (requests in flight keep theirs until they end).
+  // Maps the region `offer` names and returns its id. An offer from another
+  // incarnation of the worker id drops the earlier incarnation's regions
+  // (requests in flight keep theirs until they end). One incarnation may
+  // hold several (a channel opened again: each offers its own); beyond
+  // kMaxRegionsPerWorker the oldest goes.
   // FAILED_PRECONDITION (SharedRegion::Open's reasons) when it cannot be
   // mapped here.
   absl::StatusOr<uint64_t> Open(const v1::OpenRegionRequest& offer) ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr size_t kMaxRegionsPerWorker = 4;
 
   // True when a table of `request` carries its values in a region.
   static bool UsesRegion(const v1::PushRequest& request);
@@ -85,7 +88,11 @@ class SharedRegions {
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, Held> regions_ ABSL_GUARDED_BY(mu_);           // id -> region
-  std::map<uint32_t, uint64_t> by_worker_ ABSL_GUARDED_BY(mu_);     // worker -> id
+  struct WorkerRegions {
+    uint64_t incarnation = 0;
+    std::vector<uint64_t> ids;  // oldest first
+  };
+  std::map<uint32_t, WorkerRegions> by_worker_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn
