@@ -23,8 +23,9 @@ using testing::TestCluster;
 
 constexpr char kWorker[] = CAIRN_BINARY_DIR "/bin/cairn-worker";
 
-std::string Yaml() {
-  return R"(
+// 2 servers, 1 worker, BSP, and `training` (the section's body).
+std::string Job(const std::string& training) {
+  return absl::StrCat(R"(
 cluster:
   coordinator: "127.0.0.1:1"
   servers: 2
@@ -34,14 +35,18 @@ cluster:
 consistency:
   mode: bsp
 training:
-  model: mlp
+)", training);
+}
+
+std::string Yaml() {
+  return Job(R"(  model: mlp
   layers: [784, 64, 10]
   batch_size: 32
   epochs: 1
   max_steps: 200
   seed: 7
   optimizer: {type: sgd, learning_rate: 0.1, momentum: 0.9}
-)";
+)");
 }
 
 nlohmann::json RunWorker(const std::vector<std::string>& args, const std::string& log,
@@ -110,17 +115,7 @@ TEST_CASE("ctr model: one worker through Cairn matches --local per-step loss, an
   REQUIRE(std::system(generate.c_str()) == 0);
   // Admission on one field shows unadmitted rows read the initializer on
   // both sides too; adagrad keeps per-row state.
-  const std::string yaml = absl::StrCat(R"(
-cluster:
-  coordinator: "127.0.0.1:1"
-  servers: 2
-  workers: 1
-  partitions: 16
-  heartbeat_interval: 200ms
-consistency:
-  mode: bsp
-training:
-  model: ctr
+  const std::string yaml = Job(absl::StrCat(R"(  model: ctr
   data_dir: )", *dir, R"(
   embedding: {width: 4, min_count: 2}
   layers: [117, 16, 1]
@@ -129,7 +124,7 @@ training:
   max_steps: 150
   seed: 3
   optimizer: {type: adagrad, learning_rate: 0.05}
-)");
+)"));
   auto cluster = TestCluster::Start("ctr_anchor", yaml, 2);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
