@@ -103,6 +103,17 @@ Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
              asp ? std::string("none (never waits)") : std::to_string(bound),
              lazy ? "lazy (rows a push carries)" : "every chunk pushed");
     if (metrics_ != nullptr) metrics_->StalenessBound(t.name(), asp ? -1 : bound);
+    if (lazy && t.capacity_rows() == 0) {
+      // Field case B24: ids that never stop arriving grow such a table
+      // until the process runs out of memory.
+      LOG_WARN("table {}: no capacity_rows: this server keeps a row for every id pushed, "
+               "without bound (tables[].capacity_rows sets one)",
+               t.name());
+    } else if (lazy) {
+      LOG_INFO("table {}: at most {} rows on this server; beyond, the least recently updated go "
+               "down to {} of that",
+               t.name(), t.capacity_rows(), t.evict_to() > 0 ? t.evict_to() : 0.9);
+    }
   }
 }
 

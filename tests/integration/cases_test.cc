@@ -443,6 +443,9 @@ TEST_CASE("B24: a table with capacity_rows stays within it while a million new i
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
   TestCluster& c = **cluster;
+  CHECK_THAT(c.server(0).ReadStderr(),
+             Catch::Contains("table emb: at most 100000 rows on this server; beyond, the least "
+                             "recently updated go down to 0.9 of that"));
   auto clients = ConnectAll(c, 1);
   Client& client = *clients[0];
   std::vector<Key> keys(kHot + kNewPerBatch);
@@ -579,6 +582,10 @@ TEST_CASE("C10: sparse rows update lazily (momentum and Adam), dense chunks on e
   CHECK_THAT((*cluster)->server(0).ReadStderr(),
              Catch::Contains("table sparse_momentum: consistency asp, staleness bound none "
                              "(never waits), updates lazy"));
+  // B24: a sparse table without a capacity is named at the start.
+  CHECK_THAT((*cluster)->server(0).ReadStderr(),
+             Catch::Contains("table sparse_momentum: no capacity_rows: this server keeps a row "
+                             "for every id pushed, without bound"));
   auto clients = ConnectAll(**cluster, 1);
   Client& c = *clients[0];
   const std::vector<Key> row = {7};
