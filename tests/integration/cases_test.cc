@@ -4,14 +4,10 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <fstream>
 #include <future>
 #include <limits>
 #include <thread>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "cairn/v1/shard.grpc.pb.h"
@@ -403,19 +399,10 @@ TEST_CASE("C05: negative int64 ids are their uint64 bit patterns: each row updat
   CHECK(clients[0]->Finish().ok());
 }
 
-// A field of /proc/<pid>/status in bytes ("VmHWM:", "RssAnon:", ...).
+// A size field of /proc/<pid>/status ("RssAnon:", ...) in bytes.
 uint64_t StatusBytes(pid_t pid, const std::string& field) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    uint64_t kib = 0;
-    if (absl::StartsWith(line, field) &&
-        absl::SimpleAtoi(
-            absl::StripAsciiWhitespace(absl::StripSuffix(line.substr(field.size()), "kB")), &kib)) {
-      return kib << 10;
-    }
-  }
-  return 0;
+  const double kib = testing::ProcStatusField(pid, std::string(absl::StripSuffix(field, ":")));
+  return kib < 0 ? 0 : static_cast<uint64_t>(kib) << 10;
 }
 
 TEST_CASE("B24: a table with capacity_rows stays within it while a million new ids arrive, "

@@ -131,16 +131,6 @@ bool ParseSampleLine(absl::string_view line, absl::string_view name,
   return absl::SimpleAtod(line, value);
 }
 
-double ProcStatusField(pid_t pid, const std::string& field) {
-  const std::string text = testing::ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/status"));
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::ConsumePrefix(&line, field + ":")) continue;
-    double v = 0;
-    if (absl::SimpleAtod(absl::StripAsciiWhitespace(line), &v)) return v;
-  }
-  return -1;
-}
-
 Sample TakeSample(testing::TestCluster& cluster, int server, double at_s) {
   Sample s;
   s.at_s = at_s;
@@ -176,7 +166,7 @@ Sample TakeSample(testing::TestCluster& cluster, int server, double at_s) {
       s.push_buckets[le] = v;
     }
   }
-  s.threads = ProcStatusField(cluster.server(server).pid(), "Threads");
+  s.threads = testing::ProcStatusField(cluster.server(server).pid(), "Threads");
   return s;
 }
 

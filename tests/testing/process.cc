@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -206,6 +207,17 @@ std::string ReadFileOrEmpty(const std::string& path) {
   std::ostringstream content;
   content << in.rdbuf();
   return content.str();
+}
+
+double ProcStatusField(pid_t pid, const std::string& field) {
+  const std::string text = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/status"));
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, field + ":")) continue;
+    double v = 0;
+    line = absl::StripSuffix(absl::StripAsciiWhitespace(line), "kB");
+    if (absl::SimpleAtod(absl::StripAsciiWhitespace(line), &v)) return v;
+  }
+  return -1;
 }
 
 }  // namespace cairn::testing

@@ -132,6 +132,11 @@ absl::Status WriteFile(const std::string& path, const std::string& content);
 // The whole file, or "" when it cannot be read.
 std::string ReadFileOrEmpty(const std::string& path);
 
+// The number of a field of /proc/<pid>/status ("Threads", "RssAnon",
+// "VmHWM", ...), in the file's unit (kB for sizes); -1 when the process or
+// the field is gone.
+double ProcStatusField(pid_t pid, const std::string& field);
+
 }  // namespace cairn::testing
 
 #endif  // CAIRN_TESTS_TESTING_PROCESS_H_
