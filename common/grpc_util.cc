@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/security/transport_security.h"
 
 namespace cairn {
 
@@ -16,7 +17,7 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options) 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.address, ProcessServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(
       std::min<int64_t>(options.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(static_cast<int>(
@@ -69,7 +70,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int64_t m
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // Channels to different servers must not share one TCP connection.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, ProcessChannelCredentials(), args);
 }
 
 absl::Status WaitForChannel(const std::shared_ptr<grpc::Channel>& channel,

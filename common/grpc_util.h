@@ -38,7 +38,8 @@ struct StartedServer {
   int port = 0;                   // bound port
 };
 
-// Builds and starts a server. Unavailable naming the address when the port is
+// Builds and starts a server, under this process's transport security (TLS
+// with client certificates and the role policy once installed). Unavailable naming the address when the port is
 // taken or the address cannot be bound.
 absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options);
 
@@ -47,7 +48,9 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options);
 // restoring its state, or draining at a stop, is not serving. Thread-safe.
 void SetServing(grpc::Server* server, bool serving);
 
-// An insecure channel to `address` with Cairn's limits and keepalive. With
+// A channel to `address` with Cairn's limits and keepalive, under this
+// process's transport security (common/security/transport_security.h: TLS
+// once installed, plaintext otherwise). With
 // `dead_after` > 0 (the data path: the job's lease_timeout) the channel pings
 // every dead_after / 2 and drops a connection whose ping is not answered
 // within dead_after / 2, failing its calls with UNAVAILABLE: a peer cut off

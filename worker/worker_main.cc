@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/config/job_config.h"
+#include "common/config/security_settings.h"
 #include "common/daemon.h"
 #include "common/identity.h"
 #include "common/log.h"
@@ -65,6 +66,7 @@ struct Flags {
   int trace_loss = 0;
   double progress_interval_seconds = 10;  // between progress lines when not on a terminal
   std::vector<std::string> overrides;  // from the flags that override the config
+  SecurityFlags security;
 };
 
 // Prints one line "cairn-worker: <message>" and returns `code`.
@@ -331,6 +333,13 @@ int Run(const Flags& flags) {
     return Fail(kExitConfig, absl::InvalidArgumentError(absl::StrCat(
                                  flags.config, ": no training: section; cairn-worker needs one")));
   }
+  if (!flags.local) {
+    if (absl::Status st = SetUpTransportSecurity(s.config.security, flags.security, ProcessEnv(),
+                                                 Role::kWorker);
+        !st.ok()) {
+      return Fail(kExitConfig, st);
+    }
+  }
   const TrainingConfig& t = s.config.training;
   LOG_INFO("config {} (hash {}): {} mode, layers {}, batch {}, epochs {}, max_steps {}, seed {}",
            flags.config, s.config.config_hash, flags.local ? "local" : "cluster",
@@ -402,6 +411,7 @@ int main(int argc, char** argv) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  cairn::AddSecurityFlags(&app, &flags.security);
   // Each of these becomes a config override ("training.epochs=3"), so it is
   // checked exactly as the same key in the YAML file would be.
   const std::vector<std::pair<std::string, std::string>> override_flags = {

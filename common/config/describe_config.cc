@@ -160,6 +160,12 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("checkpoint.keep", c.checkpoint.keep);
   out.Add("checkpoint.resume", c.checkpoint.resume);
   out.Add("checkpoint.init_from", c.checkpoint.init_from);
+  out.Add("security.tls", c.security.tls ? "true" : "false");
+  out.Add("security.ca_file", c.security.ca_file);
+  out.Add("security.cert_file", c.security.cert_file);
+  out.Add("security.key_file", c.security.key_file);
+  out.Add("security.tokens_file", c.security.tokens_file);
+  out.Add("security.reload_every", FormatDurationForConfig(c.security.reload_every));
   return out.Take();
 }
 

@@ -169,6 +169,22 @@ absl::Status ParseMetrics(const YamlNode& node, MetricsConfig* m) {
   return absl::OkStatus();
 }
 
+absl::Status ParseSecurity(const YamlNode& node, SecurityConfig* c) {
+  ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "security",
+                                                {"tls", "ca_file", "cert_file", "key_file",
+                                                 "tokens_file", "reload_every"}));
+  RETURN_IF_ERROR(r.Bool("tls", &c->tls));
+  RETURN_IF_ERROR(r.String("ca_file", /*non_empty=*/true, &c->ca_file));
+  RETURN_IF_ERROR(r.String("cert_file", /*non_empty=*/true, &c->cert_file));
+  RETURN_IF_ERROR(r.String("key_file", /*non_empty=*/true, &c->key_file));
+  RETURN_IF_ERROR(r.String("tokens_file", /*non_empty=*/true, &c->tokens_file));
+  RETURN_IF_ERROR(r.Duration("reload_every", absl::ZeroDuration(), &c->reload_every));
+  if (c->reload_every < absl::Seconds(1)) {
+    return r.Error("reload_every", "must be at least 1s (the certificate files are re-read this often)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseCheckpoint(const YamlNode& node, CheckpointConfig* c) {
   ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "checkpoint",
                                                 {"dir", "every_clocks", "every", "keep",
@@ -264,7 +280,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::str
   ASSIGN_OR_RETURN(YamlNode root, config_internal::ParseYamlTree(yaml, file_name));
   if (root.IsNull()) {
     return ErrorAt(root.where, "the config is empty; expected a map with some of cluster, rpc, "
-                               "consistency, tables, training, metrics, checkpoint");
+                               "consistency, tables, training, metrics, checkpoint, security");
   }
   if (!root.IsMap()) {
     return ErrorAt(root.where, absl::StrCat("the top level must be a map (cluster:, tables:, ...); "
@@ -280,7 +296,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::str
   config.config_hash = ConfigHash(yaml, overrides);
   ASSIGN_OR_RETURN(MapReader top, MapReader::Open(root, "", {"cluster", "rpc", "consistency",
                                                              "tables", "training", "metrics",
-                                                             "checkpoint"}));
+                                                             "checkpoint", "security"}));
   ASSIGN_OR_RETURN(const YamlNode* cluster, top.Map("cluster"));
   if (cluster != nullptr) RETURN_IF_ERROR(ParseCluster(*cluster, &config.cluster));
   ASSIGN_OR_RETURN(const YamlNode* rpc, top.Map("rpc"));
@@ -301,6 +317,8 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::str
   if (metrics != nullptr) RETURN_IF_ERROR(ParseMetrics(*metrics, &config.metrics));
   ASSIGN_OR_RETURN(const YamlNode* checkpoint, top.Map("checkpoint"));
   if (checkpoint != nullptr) RETURN_IF_ERROR(ParseCheckpoint(*checkpoint, &config.checkpoint));
+  ASSIGN_OR_RETURN(const YamlNode* security, top.Map("security"));
+  if (security != nullptr) RETURN_IF_ERROR(ParseSecurity(*security, &config.security));
   ResolveStateDir(&config);
   RETURN_IF_ERROR(BuildTables(top, &config));
   return config;

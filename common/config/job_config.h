@@ -140,6 +140,20 @@ struct MetricsConfig {
   int port = 0;                    // 0: pick a free port
 };
 
+// Transport security (docs/security.md): mutual TLS on every gRPC channel
+// of the job. Each path may contain "{role}", replaced by the reading
+// process's role (worker, server, coordinator, admin), so one file serves
+// every process; flags and environment variables override them per process
+// (common/security/security_settings.h).
+struct SecurityConfig {
+  bool tls = false;                // off: plaintext (a local job)
+  std::string ca_file;             // PEM bundle of the CAs peers are verified against
+  std::string cert_file;           // this process's certificate chain (PEM)
+  std::string key_file;            // its private key (PEM)
+  std::string tokens_file;         // servers, coordinator: the bearer tokens accepted
+  absl::Duration reload_every = absl::Seconds(10);  // how often the files are re-read
+};
+
 // Periodic checkpoints (DESIGN.md, Checkpoints). Each server keeps one
 // RocksDB store under `dir`; a checkpoint is taken every `every_clocks`
 // clocks and/or every `every`, whichever comes first; the newest `keep` are
@@ -168,6 +182,7 @@ struct JobConfig {
   TrainingConfig training;
   MetricsConfig metrics;
   CheckpointConfig checkpoint;
+  SecurityConfig security;
 };
 
 // Parses `yaml` (named `file_name` in errors), then applies `overrides`

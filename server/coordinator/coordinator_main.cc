@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/config/job_config.h"
+#include "common/config/security_settings.h"
 #include "common/daemon.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
@@ -47,6 +48,7 @@ struct Flags {
   std::string log_level = "info";
   bool resume = false;  // --resume: checkpoint.resume=latest
   bool discard_state = false;  // --discard-state
+  SecurityFlags security;
 };
 
 // Fails the job when the start-up barrier is not passed within
@@ -107,6 +109,12 @@ int Run(const Flags& flags) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config_path, overrides);
   if (!config.ok()) {
     LOG_ERROR("bad config: {}", config.status().message());
+    return kExitBadConfig;
+  }
+  if (absl::Status s = SetUpTransportSecurity(config->security, flags.security, ProcessEnv(),
+                                              Role::kCoordinator);
+      !s.ok()) {
+    LOG_ERROR("bad security settings: {}", s.message());
     return kExitBadConfig;
   }
   const bool listen_from_flag = !flags.listen.empty();
@@ -292,6 +300,7 @@ int main(int argc, char** argv) {
                "Start a new job even if cluster.state_dir holds a job's coordinator state "
                "(which is dropped; checkpoint records stay). Without it a coordinator resumes "
                "the stored job of the same config and refuses another job's (exit 2)");
+  cairn::AddSecurityFlags(&app, &flags.security);
   app.footer(
       "Exit codes: 0 the job finished (every worker finished and left; servers stopped) or "
       "SIGTERM/SIGINT; 1 failure, or the final checkpoint failed; 2 bad config or flags, a "

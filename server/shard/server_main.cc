@@ -12,6 +12,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "common/config/job_config.h"
+#include "common/config/security_settings.h"
 #include "common/coordinator_client.h"
 #include "common/daemon.h"
 #include "common/grpc_util.h"
@@ -43,6 +44,7 @@ struct Flags {
   std::string log_level = "info";
   std::vector<std::string> overrides;  // --set key.path=value, in order
   std::string on_declared_dead = "rejoin";
+  SecurityFlags security;
 };
 
 int Run(const Flags& flags) {
@@ -59,6 +61,11 @@ int Run(const Flags& flags) {
     return kExitBadConfig;
   }
   config->cluster.coordinator = coordinator_address->value;
+  if (absl::Status s = SetUpTransportSecurity(config->security, flags.security, env, Role::kServer);
+      !s.ok()) {
+    std::cerr << "cairn-server: " << s.message() << "\n";
+    return kExitBadConfig;
+  }
   absl::StatusOr<ResolvedIndex> index =
       ResolveIndex("server", flags.server_id, "--server-id", config->cluster.servers, env);
   if (!index.ok()) {
@@ -243,6 +250,7 @@ int main(int argc, char** argv) {
   app.add_option("--set", flags.overrides,
                  "config override key.path=value, applied on top of the file (repeatable)")
       ->allow_extra_args(false);
+  cairn::AddSecurityFlags(&app, &flags.security);
   app.footer(
       "Exit codes: 0 the job finished (the coordinator said so) or SIGTERM/SIGINT; 1 failure; "
       "2 bad flags, config or index; 3 port in use; 4 coordinator unreachable or its name "

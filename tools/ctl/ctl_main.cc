@@ -18,6 +18,8 @@
 
 #include "absl/status/status.h"
 #include "common/config/job_config.h"
+#include "common/config/security_settings.h"
+#include "common/log.h"
 #include "common/config/units.h"
 #include "common/coordinator_client.h"
 #include "common/net.h"
@@ -169,6 +171,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--timeout", global.timeout, "deadline of each call (e.g. 5s, 500ms)")
       ->capture_default_str();
+  cairn::SecurityFlags security;
+  cairn::AddSecurityFlags(&app, &security);
 
   CLI::App* status = app.add_subcommand(
       "status",
@@ -200,6 +204,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;
+  }
+  cairn::InitLogging("cairnctl", "warn");  // stderr; stdout carries the answers
+  if (absl::Status s = cairn::SetUpTransportSecurity(cairn::SecurityConfig(), security,
+                                                     cairn::ProcessEnv(), cairn::Role::kAdmin);
+      !s.ok()) {
+    std::cerr << "cairnctl: " << s.message() << "\n";
+    return kExitUsage;
   }
   if (status->parsed()) return RunStatus(global, status_flags);
   if (export_cmd->parsed()) return RunExport(export_flags);

@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/killpoint.h"
 #include "common/log.h"
+#include "common/security/access_policy.h"
+#include "common/security/transport_security.h"
 #include "common/status_conversion.h"
 #include "common/time_source.h"
 #include "server/shard/rpc/replica_forwarder.h"
@@ -102,6 +104,13 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
                                                  const v1::PushRequest* request,
                                                  v1::PushResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Under TLS a forwarded copy must come from a server, a push from a worker.
+  if (std::optional<Role> role = CallerRole(*context); role.has_value()) {
+    if (absl::Status s = AuthorizePush(request->forwarded(), *role); !s.ok()) {
+      reactor->Finish(ToGrpcStatus(s));
+      return reactor;
+    }
+  }
   std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
   if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();

@@ -1,0 +1,130 @@
+#include "common/security/certificate_check.h"
+
+#include <arpa/inet.h>
+#include <openssl/asn1.h>
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+
+namespace cairn {
+namespace {
+
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct KeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using Bio = std::unique_ptr<BIO, BioFree>;
+
+absl::Time FromAsn1(const ASN1_TIME* t) {
+  struct tm tm {};
+  if (ASN1_TIME_to_tm(t, &tm) != 1) return absl::InfinitePast();
+  return absl::FromTM(tm, absl::UTCTimeZone());
+}
+
+std::string Subject(X509* cert) {
+  Bio out(BIO_new(BIO_s_mem()));
+  X509_NAME_print_ex(out.get(), X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
+  char* data = nullptr;
+  const long len = BIO_get_mem_data(out.get(), &data);
+  return std::string(data, len);
+}
+
+std::string Names(X509* cert) {
+  std::string out;
+  auto* names = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  if (names == nullptr) return out;
+  for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
+    const GENERAL_NAME* n = sk_GENERAL_NAME_value(names, i);
+    if (!out.empty()) out += ", ";
+    if (n->type == GEN_DNS) {
+      out += absl::StrCat("DNS:", std::string(reinterpret_cast<const char*>(
+                                                  ASN1_STRING_get0_data(n->d.dNSName)),
+                                              ASN1_STRING_length(n->d.dNSName)));
+    } else if (n->type == GEN_IPADD) {
+      const int len = ASN1_STRING_length(n->d.iPAddress);
+      char text[INET6_ADDRSTRLEN] = "?";
+      inet_ntop(len == 4 ? AF_INET : AF_INET6, ASN1_STRING_get0_data(n->d.iPAddress), text,
+                sizeof(text));
+      out += absl::StrCat("IP:", text);
+    } else {
+      out += "other";
+    }
+  }
+  GENERAL_NAMES_free(names);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_file,
+                                                        const std::string& key_file,
+                                                        const std::string& setting,
+                                                        absl::Time now) {
+  Bio cert_bio(BIO_new_file(cert_file.c_str(), "r"));
+  if (cert_bio == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(setting, ": cannot read the certificate file ", cert_file));
+  }
+  std::unique_ptr<X509, X509Free> cert(
+      PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(setting, ": ", cert_file, " holds no PEM certificate"));
+  }
+  Bio key_bio(BIO_new_file(key_file.c_str(), "r"));
+  if (key_bio == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read the private key file ", key_file, " (for ", cert_file, ")"));
+  }
+  std::unique_ptr<EVP_PKEY, KeyFree> key(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (key == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key_file, " holds no unencrypted PEM private key"));
+  }
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the private key in ", key_file, " does not belong to the certificate in ",
+                     cert_file));
+  }
+  CertificateFacts facts;
+  facts.subject = Subject(cert.get());
+  facts.names = Names(cert.get());
+  facts.not_before = FromAsn1(X509_get0_notBefore(cert.get()));
+  facts.not_after = FromAsn1(X509_get0_notAfter(cert.get()));
+  if (now < facts.not_before || now >= facts.not_after) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        setting, ": the certificate in ", cert_file, " is valid from ",
+        absl::FormatTime(absl::RFC3339_sec, facts.not_before, absl::UTCTimeZone()), " to ",
+        absl::FormatTime(absl::RFC3339_sec, facts.not_after, absl::UTCTimeZone()),
+        ", not now"));
+  }
+  return facts;
+}
+
+absl::Status CheckCaBundle(const std::string& ca_file, const std::string& setting) {
+  Bio bio(BIO_new_file(ca_file.c_str(), "r"));
+  if (bio == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(setting, ": cannot read the CA bundle ", ca_file));
+  }
+  std::unique_ptr<X509, X509Free> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(setting, ": ", ca_file, " holds no PEM certificate"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn

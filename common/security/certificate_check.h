@@ -1,0 +1,38 @@
+// Checks of PEM files before a process uses them for TLS, so a wrong path,
+// a key that does not match its certificate or an expired certificate fails
+// the start with a message naming the file, instead of every handshake
+// failing later without one.
+#ifndef CAIRN_COMMON_SECURITY_CERTIFICATE_CHECK_H_
+#define CAIRN_COMMON_SECURITY_CERTIFICATE_CHECK_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace cairn {
+
+struct CertificateFacts {
+  std::string subject;    // RFC 2253 ("CN=cairn-worker,OU=worker,O=cairn")
+  std::string names;      // subject alternative names, "DNS:a, IP:1.2.3.4"
+  absl::Time not_before;
+  absl::Time not_after;
+};
+
+// Reads the first certificate of `cert_file` and the key in `key_file`.
+// InvalidArgument naming the file when either cannot be read or parsed, when
+// the key does not belong to the certificate, or when the certificate is not
+// valid at `now` (naming its validity); `setting` names where the path came
+// from ("security.cert_file") in the message.
+absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_file,
+                                                        const std::string& key_file,
+                                                        const std::string& setting,
+                                                        absl::Time now);
+
+// InvalidArgument naming `ca_file` unless it holds at least one PEM
+// certificate.
+absl::Status CheckCaBundle(const std::string& ca_file, const std::string& setting);
+
+}  // namespace cairn
+
+#endif  // CAIRN_COMMON_SECURITY_CERTIFICATE_CHECK_H_
