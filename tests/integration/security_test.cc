@@ -1,0 +1,418 @@
+// Mutual TLS and roles against a real job (RELIABILITY.md T7,
+// docs/security.md): a coordinator and 2 servers (each partition with a
+// backup, so primaries forward over TLS) with certificates from
+// tools/cairn-certs; this test process is worker 0 through the client
+// library. Each hostile client is refused with the documented code, and
+// every table reads the same after each attempt; the same forged push sent
+// with the worker's certificate is applied, so the refusals are what kept
+// it out. Then cairnctl with missing, wrong, expired and valid tokens; no
+// key or token in any log or /metrics page; a certificate rotated mid-job
+// is served to new connections while the job goes on.
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "cairn/v1/coordinator.grpc.pb.h"
+#include "cairn/v1/shard.grpc.pb.h"
+#include "common/partitioning.h"
+#include "common/security/token_store.h"
+#include "common/security/transport_security.h"
+#include "tests/integration/test_cluster.h"
+#include "tests/testing/process.h"
+#include "tests/tools/promtool_util.h"
+#include "worker/client/client.h"
+
+namespace cairn {
+namespace {
+
+using testing::TestCluster;
+
+constexpr char kCairnCerts[] = CAIRN_SOURCE_DIR "/tools/cairn-certs";
+constexpr char kCairnctl[] = CAIRN_BINARY_DIR "/bin/cairnctl";
+constexpr int kWidth = 4;
+constexpr int kDense = 16;
+constexpr uint64_t kForgedKey = 7;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void RunOrFail(const std::vector<std::string>& command) {
+  absl::StatusOr<testing::CommandResult> r = testing::RunCommand(command);
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  INFO(r->output());
+  REQUIRE(r->exit_code == 0);
+}
+
+// The job's certificates (and the process's identity: worker) are made once
+// per test process, in a directory that lives as long as it.
+const std::string& CertDir() {
+  static const std::string dir = [] {
+    absl::StatusOr<std::string> made = testing::MakeTempDir("security_certs");
+    REQUIRE(made.ok());
+    const std::string d = *made;
+    RunOrFail({kCairnCerts, d + "/job"});
+    REQUIRE(InstallTransportSecurity({.ca_file = d + "/job/ca.pem",
+                                      .cert_file = d + "/job/worker.pem",
+                                      .key_file = d + "/job/worker.key"})
+                .ok());
+    return d;
+  }();
+  return dir;
+}
+
+std::string JobYaml(const std::string& certs, const std::string& checkpoints,
+                    const std::string& reload = "10s") {
+  return absl::StrCat(R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 2
+  workers: 1
+  partitions: 4
+  replication: 2
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+  startup_timeout: 30s
+consistency:
+  mode: asp
+tables:
+  - name: w
+    kind: dense
+    shape: [)", kDense, R"(]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+    aggregation: sum
+  - name: e
+    kind: sparse
+    width: )", kWidth, R"(
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+    aggregation: sum
+checkpoint:
+  dir: )", checkpoints, R"(
+security:
+  tls: true
+  ca_file: )", certs, R"(/ca.pem
+  cert_file: )", certs, R"(/{role}.pem
+  key_file: )", certs, R"(/{role}.key
+  tokens_file: )", certs, R"(/tokens
+  reload_every: )", reload, "\n");
+}
+
+std::unique_ptr<Client> ConnectWorker(const TestCluster& cluster) {
+  ClientOptions options;
+  options.coordinator = cluster.coordinator_address();
+  options.worker_id = 0;
+  options.connect_timeout = absl::Seconds(30);
+  options.rpc_deadline = absl::Seconds(10);
+  options.cache_bytes = 0;
+  absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(options);
+  INFO(c.status().message() << "\n" << cluster.Logs());
+  REQUIRE(c.ok());
+  return *std::move(c);
+}
+
+// Every value of both tables (rows 0..9 of e), as the worker reads them.
+std::vector<float> Snapshot(Client& client) {
+  std::vector<float> w(kDense);
+  REQUIRE(client.PullDense({{"w", absl::MakeSpan(w)}}).get().ok());
+  std::vector<Key> keys = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<float> rows(keys.size() * kWidth);
+  const absl::Status s = client.PullSparse("e", keys, absl::MakeSpan(rows)).get();
+  INFO(s.message());
+  REQUIRE(s.ok());
+  w.insert(w.end(), rows.begin(), rows.end());
+  return w;
+}
+
+std::shared_ptr<grpc::ChannelCredentials> TlsWith(const std::string& ca, const std::string& cert,
+                                                  const std::string& key) {
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider;
+  if (cert.empty()) {
+    provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(ReadFile(ca));
+  } else {
+    provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
+        ReadFile(ca), std::vector<grpc::experimental::IdentityKeyCertPair>{
+                          {ReadFile(key), ReadFile(cert)}});
+    options.watch_identity_key_cert_pairs();
+  }
+  options.set_certificate_provider(provider);
+  options.watch_root_certs();
+  options.set_verify_server_certs(true);
+  return grpc::experimental::TlsCredentials(options);
+}
+
+// A push of a gradient of 1 to row kForgedKey of e, as worker 0 would send
+// it to the partition's primary: valid in every field but its credentials.
+struct Forged {
+  std::string primary_address;
+  v1::PushRequest request;
+};
+
+Forged ForgePush(const TestCluster& cluster) {
+  auto stub = v1::Coordinator::NewStub(grpc::CreateChannel(
+      cluster.coordinator_address(), ProcessChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetPartitionMapResponse map;
+  REQUIRE(stub->GetPartitionMap(&context, v1::GetPartitionMapRequest(), &map).ok());
+  const uint32_t partition = SparsePartition(kForgedKey, map.map().num_partitions());
+  const v1::PartitionAssignment& a = map.map().assignments(partition);
+  Forged f;
+  for (const v1::Member& s : map.map().servers()) {
+    if (s.id() == a.primary()) f.primary_address = s.address();
+  }
+  uint64_t incarnation = 0;
+  for (const v1::Member& w : map.map().workers()) {
+    if (w.id() == 0) incarnation = w.incarnation();
+  }
+  REQUIRE_FALSE(f.primary_address.empty());
+  f.request.set_map_version(map.map().version());
+  f.request.set_worker_id(0);
+  f.request.set_incarnation(incarnation);
+  f.request.set_sequence(1u << 30);
+  f.request.set_group(a.group());
+  v1::TableValues* t = f.request.add_tables();
+  t->set_table_id(1);
+  t->set_table("e");
+  t->set_dtype(v1::DTYPE_FLOAT32);
+  t->add_shape(1);
+  t->add_shape(kWidth);
+  const uint64_t key = kForgedKey;  // little-endian on this machine
+  t->set_keys(std::string(reinterpret_cast<const char*>(&key), sizeof(key)));
+  const std::vector<float> grad(kWidth, 1.0f);
+  t->set_values(std::string(reinterpret_cast<const char*>(grad.data()), kWidth * sizeof(float)));
+  return f;
+}
+
+grpc::Status SendPush(const std::string& address,
+                      const std::shared_ptr<grpc::ChannelCredentials>& creds,
+                      const v1::PushRequest& request) {
+  auto stub = v1::ParameterService::NewStub(grpc::CreateChannel(address, creds));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  v1::PushResponse response;
+  return stub->Push(&context, request, &response);
+}
+
+std::string Cairnctl(const TestCluster& cluster, const std::string& certs,
+                     const std::vector<std::string>& args, int* exit_code) {
+  std::vector<std::string> command = {kCairnctl,  "--coordinator", cluster.coordinator_address(),
+                                      "--timeout", "10s",           "--tls",
+                                      "--tls-ca",  certs + "/ca.pem"};
+  command.insert(command.end(), args.begin(), args.end());
+  absl::StatusOr<testing::CommandResult> r = testing::RunCommand(command);
+  REQUIRE(r.ok());
+  *exit_code = r->exit_code;
+  return r->output();
+}
+
+std::string WriteTokens(const std::string& path, const std::string& line) {
+  std::ofstream(path) << line << "\n";
+  return path;
+}
+
+// The base64 body lines of a PEM key, each long enough to be unmistakable.
+std::vector<std::string> KeyMaterial(const std::string& key_file) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(ReadFile(key_file), '\n')) {
+    if (line.size() >= 32 && line.find("-----") == absl::string_view::npos) {
+      out.emplace_back(line);
+    }
+  }
+  return out;
+}
+
+TEST_CASE("TLS: every hostile client is refused with its code and changes nothing",
+          "[integration][security]") {
+  const std::string dir = CertDir();
+  const std::string certs = dir + "/job";
+  // Certificates a hostile client might hold.
+  RunOrFail({kCairnCerts, dir + "/other", "--roles", "worker"});
+  RunOrFail({kCairnCerts, dir + "/expired", "--roles", "worker", "--ca-from", certs,
+             "--not-before", "20200101000000Z", "--not-after", "20200201000000Z"});
+  // Keep the job's tokens: --ca-from wrote a new admin token only there.
+  auto cluster = TestCluster::Start("security_hostile", JobYaml(certs, dir + "/checkpoints"), 2);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  std::unique_ptr<Client> worker = ConnectWorker(**cluster);
+
+  // Some training first, through the worker's certificate.
+  const std::vector<float> ones(kDense, 1.0f);
+  REQUIRE(worker->PushDense({{"w", ones}}).get().ok());
+  const std::vector<Key> keys = {1, 2};
+  const std::vector<float> rows(2 * kWidth, 0.5f);
+  REQUIRE(worker->PushSparse("e", keys, rows).get().ok());
+  const std::vector<float> before = Snapshot(*worker);
+  CHECK(before[0] == -1.0f);
+
+  const Forged forged = ForgePush(**cluster);
+  const std::string ca = certs + "/ca.pem";
+  struct Attempt {
+    std::string name;
+    std::shared_ptr<grpc::ChannelCredentials> creds;
+    v1::PushRequest request;
+    grpc::StatusCode code;
+    std::string says;
+  };
+  v1::PushRequest as_backup = forged.request;
+  as_backup.set_forwarded(true);
+  const std::vector<Attempt> attempts = {
+      {"plaintext", grpc::InsecureChannelCredentials(), forged.request,
+       grpc::StatusCode::UNAVAILABLE, ""},
+      {"TLS without a client certificate", TlsWith(ca, "", ""), forged.request,
+       grpc::StatusCode::UNAVAILABLE, ""},
+      {"a certificate from another CA",
+       TlsWith(ca, dir + "/other/worker.pem", dir + "/other/worker.key"), forged.request,
+       grpc::StatusCode::UNAVAILABLE, ""},
+      {"an expired certificate",
+       TlsWith(ca, dir + "/expired/worker.pem", dir + "/expired/worker.key"), forged.request,
+       grpc::StatusCode::UNAVAILABLE, ""},
+      {"a server certificate pushing as a worker",
+       TlsWith(ca, certs + "/server.pem", certs + "/server.key"), forged.request,
+       grpc::StatusCode::PERMISSION_DENIED, "Push needs role worker; the caller has role server"},
+      {"a worker certificate sending a backup's copy",
+       TlsWith(ca, certs + "/worker.pem", certs + "/worker.key"), as_backup,
+       grpc::StatusCode::PERMISSION_DENIED, "needs role server; the caller has role worker"},
+      {"a client certificate pushing", TlsWith(ca, certs + "/client.pem", certs + "/client.key"),
+       forged.request, grpc::StatusCode::PERMISSION_DENIED,
+       "Push needs role worker or server; the caller has role client"},
+      {"an admin certificate pushing", TlsWith(ca, certs + "/admin.pem", certs + "/admin.key"),
+       forged.request, grpc::StatusCode::PERMISSION_DENIED, "the caller has role admin"},
+  };
+  for (const Attempt& a : attempts) {
+    const grpc::Status s = SendPush(forged.primary_address, a.creds, a.request);
+    INFO(a.name << ": " << s.error_code() << " " << s.error_message());
+    CHECK(s.error_code() == a.code);
+    if (!a.says.empty()) CHECK(s.error_message().find(a.says) != std::string::npos);
+    CHECK(Snapshot(*worker) == before);
+  }
+
+  // A worker certificate calling the coordinator's admin method.
+  {
+    auto stub = v1::Coordinator::NewStub(grpc::CreateChannel(
+        (*cluster)->coordinator_address(),
+        TlsWith(ca, certs + "/worker.pem", certs + "/worker.key")));
+    grpc::ClientContext context;
+    v1::CheckpointResponse response;
+    const grpc::Status s = stub->Checkpoint(&context, v1::CheckpointRequest(), &response);
+    INFO(s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(s.error_message() ==
+          "/cairn.v1.Coordinator/Checkpoint needs role admin; the caller has role worker");
+  }
+  // ... and a server certificate registering as a worker.
+  {
+    auto stub = v1::Coordinator::NewStub(grpc::CreateChannel(
+        (*cluster)->coordinator_address(),
+        TlsWith(ca, certs + "/server.pem", certs + "/server.key")));
+    grpc::ClientContext context;
+    v1::RegisterWorkerRequest request;
+    request.set_requested_id(0);
+    v1::RegisterWorkerResponse response;
+    const grpc::Status s = stub->RegisterWorker(&context, request, &response);
+    CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(Snapshot(*worker) == before);
+  }
+
+  // cairnctl: a client certificate reads the status; checkpoints need an
+  // admin token (or certificate).
+  const std::vector<std::string> as_client = {"--tls-cert", certs + "/client.pem", "--tls-key",
+                                              certs + "/client.key"};
+  int code = 0;
+  auto with = [&](std::vector<std::string> extra, std::vector<std::string> args) {
+    std::vector<std::string> all = as_client;
+    all.insert(all.end(), extra.begin(), extra.end());
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  };
+  std::string out = Cairnctl(**cluster, certs, with({}, {"status"}), &code);
+  INFO(out);
+  CHECK(code == 0);
+  out = Cairnctl(**cluster, certs, with({}, {"checkpoint", "--wait", "10s"}), &code);
+  INFO(out);
+  CHECK(code != 0);
+  CHECK(out.find("needs role admin; the caller has role client") != std::string::npos);
+  const std::string wrong = WriteTokens(dir + "/wrong.token", std::string(64, 'a'));
+  out = Cairnctl(**cluster, certs, with({"--token-file", wrong}, {"checkpoint"}), &code);
+  INFO(out);
+  CHECK(code != 0);
+  CHECK(out.find("the bearer token is not one this process accepts") != std::string::npos);
+  // An expired token: the coordinator re-reads its tokens file when it
+  // changes (TokenStore), so the entry is added while the job runs.
+  const std::string expired_token = std::string(64, 'e');
+  {
+    const std::array<uint8_t, 32> digest = Sha256(expired_token);
+    const std::string hex = absl::BytesToHexString(
+        absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+    std::ofstream(certs + "/tokens", std::ios::app) << "admin " << hex << " 2020-01-01T00:00:00Z\n";
+  }
+  const std::string expired = WriteTokens(dir + "/expired.token", expired_token);
+  absl::SleepFor(absl::Milliseconds(1100));  // the store looks at the file once a second
+  out = Cairnctl(**cluster, certs, with({"--token-file", expired}, {"checkpoint"}), &code);
+  INFO(out);
+  CHECK(code != 0);
+  CHECK(out.find("the bearer token expired at 2020-01-01T00:00:00") != std::string::npos);
+  CHECK(Snapshot(*worker) == before);
+  out = Cairnctl(**cluster, certs,
+                 with({"--token-file", certs + "/admin.token"}, {"checkpoint", "--wait", "20s"}),
+                 &code);
+  INFO(out);
+  CHECK(code == 0);
+
+  // The forged push itself, sent with the worker's certificate, applies.
+  const grpc::Status s = SendPush(
+      forged.primary_address, TlsWith(ca, certs + "/worker.pem", certs + "/worker.key"),
+      forged.request);
+  INFO(s.error_message());
+  CHECK(s.ok());
+  const std::vector<float> after = Snapshot(*worker);
+  CHECK(after != before);
+  CHECK(after[kDense + kForgedKey * kWidth] == -1.0f);
+  CHECK(worker->Finish().ok());
+
+  // No key or token in a log or a /metrics page.
+  std::string seen = (*cluster)->coordinator().ReadStderr();
+  for (int i = 0; i < 2; ++i) seen += (*cluster)->server(i).ReadStderr();
+  for (int port : {(*cluster)->coordinator_metrics_port(), (*cluster)->server_metrics_port(0),
+                   (*cluster)->server_metrics_port(1)}) {
+    absl::StatusOr<std::string> page = testing::HttpGet(port, "/metrics");
+    REQUIRE(page.ok());
+    seen += *page;
+  }
+  std::vector<std::string> secrets = {ReadFile(certs + "/admin.token"), expired_token,
+                                      std::string(64, 'a')};
+  for (const char* role : {"worker", "server", "coordinator", "admin", "client"}) {
+    for (const std::string& m : KeyMaterial(absl::StrCat(certs, "/", role, ".key"))) {
+      secrets.push_back(m);
+    }
+  }
+  int hits = 0;
+  for (std::string secret : secrets) {
+    secret = std::string(absl::StripAsciiWhitespace(secret));
+    if (seen.find(secret) != std::string::npos) ++hits;
+  }
+  CHECK(secrets.size() > 8);
+  CHECK(hits == 0);
+}
+
+}  // namespace
+}  // namespace cairn
