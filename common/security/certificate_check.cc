@@ -7,8 +7,10 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <memory>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace cairn {
@@ -39,7 +41,7 @@ std::string Subject(X509* cert) {
   return std::string(data, len);
 }
 
-std::string Names(X509* cert) {
+std::string Names(X509* cert, std::vector<std::string>* dns, std::vector<std::string>* ips) {
   std::string out;
   auto* names = static_cast<GENERAL_NAMES*>(
       X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
@@ -48,14 +50,15 @@ std::string Names(X509* cert) {
     const GENERAL_NAME* n = sk_GENERAL_NAME_value(names, i);
     if (!out.empty()) out += ", ";
     if (n->type == GEN_DNS) {
-      out += absl::StrCat("DNS:", std::string(reinterpret_cast<const char*>(
-                                                  ASN1_STRING_get0_data(n->d.dNSName)),
-                                              ASN1_STRING_length(n->d.dNSName)));
+      dns->emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(n->d.dNSName)),
+                        ASN1_STRING_length(n->d.dNSName));
+      out += absl::StrCat("DNS:", dns->back());
     } else if (n->type == GEN_IPADD) {
       const int len = ASN1_STRING_length(n->d.iPAddress);
       char text[INET6_ADDRSTRLEN] = "?";
       inet_ntop(len == 4 ? AF_INET : AF_INET6, ASN1_STRING_get0_data(n->d.iPAddress), text,
                 sizeof(text));
+      ips->emplace_back(text);
       out += absl::StrCat("IP:", text);
     } else {
       out += "other";
@@ -100,7 +103,7 @@ absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_
   }
   CertificateFacts facts;
   facts.subject = Subject(cert.get());
-  facts.names = Names(cert.get());
+  facts.names = Names(cert.get(), &facts.dns_names, &facts.ip_names);
   facts.not_before = FromAsn1(X509_get0_notBefore(cert.get()));
   facts.not_after = FromAsn1(X509_get0_notAfter(cert.get()));
   if (now < facts.not_before || now >= facts.not_after) {
@@ -111,6 +114,29 @@ absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_
         ", not now"));
   }
   return facts;
+}
+
+bool CertificateNamesHost(const CertificateFacts& facts, const std::string& host) {
+  std::string h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  unsigned char addr[16];
+  const bool v4 = inet_pton(AF_INET, h.c_str(), addr) == 1;
+  const bool v6 = !v4 && inet_pton(AF_INET6, h.c_str(), addr) == 1;
+  if (v4 || v6) {
+    char text[INET6_ADDRSTRLEN];
+    inet_ntop(v4 ? AF_INET : AF_INET6, addr, text, sizeof(text));  // one spelling per address
+    return std::find(facts.ip_names.begin(), facts.ip_names.end(), text) != facts.ip_names.end();
+  }
+  const std::string lower = absl::AsciiStrToLower(h);
+  for (const std::string& name : facts.dns_names) {
+    const std::string n = absl::AsciiStrToLower(name);
+    if (n == lower) return true;
+    if (n.size() > 2 && n[0] == '*' && n[1] == '.') {
+      const size_t dot = lower.find('.');
+      if (dot != std::string::npos && dot > 0 && lower.substr(dot) == n.substr(1)) return true;
+    }
+  }
+  return false;
 }
 
 absl::Status CheckCaBundle(const std::string& ca_file, const std::string& setting) {

@@ -6,6 +6,7 @@
 #define CAIRN_COMMON_SECURITY_CERTIFICATE_CHECK_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -15,6 +16,8 @@ namespace cairn {
 struct CertificateFacts {
   std::string subject;    // RFC 2253 ("CN=cairn-worker,OU=worker,O=cairn")
   std::string names;      // subject alternative names, "DNS:a, IP:1.2.3.4"
+  std::vector<std::string> dns_names;  // the DNS names among them
+  std::vector<std::string> ip_names;   // the IP addresses, as inet_ntop writes them
   absl::Time not_before;
   absl::Time not_after;
 };
@@ -28,6 +31,12 @@ absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_
                                                         const std::string& key_file,
                                                         const std::string& setting,
                                                         absl::Time now);
+
+// Whether a peer dialling `host` (a DNS name or an IP address) would accept
+// the certificate `facts` describe: an IP address must be among its IP
+// names; a DNS name must equal one of its DNS names (case-insensitive), or
+// match a wildcard "*.rest" in its first label only (RFC 6125 6.4.3).
+bool CertificateNamesHost(const CertificateFacts& facts, const std::string& host);
 
 // InvalidArgument naming `ca_file` unless it holds at least one PEM
 // certificate.

@@ -135,6 +135,8 @@ class HostNameCheck final : public grpc::experimental::ExternalCertificateVerifi
 struct Installed {
   std::shared_ptr<grpc::ChannelCredentials> channel;
   std::shared_ptr<grpc::ServerCredentials> server;
+  CertificateFacts certificate;
+  std::string cert_file;
 };
 
 absl::Mutex g_mu;
@@ -213,7 +215,8 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
   if (g_installed != nullptr) {
     return absl::FailedPreconditionError("transport security is installed already");
   }
-  g_installed = std::make_shared<Installed>(Installed{std::move(channel), std::move(server)});
+  g_installed = std::make_shared<Installed>(
+      Installed{std::move(channel), std::move(server), *facts, files.cert_file});
   LOG_INFO("TLS on: certificate {} ({}; names {}; valid to {}), CA {}", files.cert_file,
            facts->subject, facts->names,
            absl::FormatTime(absl::RFC3339_sec, facts->not_after, absl::UTCTimeZone()),
@@ -240,6 +243,22 @@ std::shared_ptr<grpc::ServerCredentials> ProcessServerCredentials() {
     if (g_installed != nullptr) return g_installed->server;
   }
   return grpc::InsecureServerCredentials();
+}
+
+absl::Status CheckCertificateNames(const std::string& host, const std::string& setting) {
+  std::shared_ptr<const Installed> installed;
+  {
+    absl::MutexLock lock(&g_mu);
+    installed = g_installed;
+  }
+  if (installed == nullptr || CertificateNamesHost(installed->certificate, host)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "peers would dial this process at ", host, " (", setting, "), but its certificate ",
+      installed->cert_file, " names [", installed->certificate.names,
+      "]: under TLS they would refuse it. Use a name the certificate carries, or issue one "
+      "that names ", host, " (tools/cairn-certs --hosts ", host, ")"));
 }
 
 std::optional<Role> CallerRole(const grpc::ServerContextBase& context) {

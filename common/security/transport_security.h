@@ -52,6 +52,14 @@ bool TransportSecurityInstalled();
 std::shared_ptr<grpc::ChannelCredentials> ProcessChannelCredentials();
 std::shared_ptr<grpc::ServerCredentials> ProcessServerCredentials();
 
+// OK when peers dialling `host` (the address this process advertises, or the
+// coordinator's address in cluster.coordinator) will accept this process's
+// certificate, or when TLS is off. InvalidArgument otherwise, naming the
+// host, the names the certificate carries and `setting` (what decides the
+// host), so a process that would be unreachable under TLS fails at its start
+// (field case C12) instead of at every peer's handshake. Thread-safe.
+absl::Status CheckCertificateNames(const std::string& host, const std::string& setting);
+
 // The role this process's servers gave the caller of `context`; nullopt
 // when transport security is off (every caller is let through). Thread-safe.
 std::optional<Role> CallerRole(const grpc::ServerContextBase& context);

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "common/config/job_config.h"
 #include "common/config/security_settings.h"
+#include "common/security/transport_security.h"
 #include "common/daemon.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
@@ -125,6 +126,16 @@ int Run(const Flags& flags) {
   if (!listen.ok()) {
     LOG_ERROR("bad address: {}", listen.status().message());
     return kExitBadConfig;
+  }
+  // Field case C12: members dial this host and verify it against the
+  // certificate (an unspecified listen host says nothing of what they dial).
+  if (listen->host != "0.0.0.0" && listen->host != "::") {
+    if (absl::Status s = CheckCertificateNames(
+            listen->host, listen_from_flag ? "--listen" : "cluster.coordinator");
+        !s.ok()) {
+      LOG_ERROR("{}", s.message());
+      return kExitBadConfig;
+    }
   }
   for (absl::string_view line : absl::StrSplit(DescribeConfig(*config), '\n', absl::SkipEmpty())) {
     LOG_INFO("config: {}", line);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/config/job_config.h"
 #include "common/config/security_settings.h"
+#include "common/security/transport_security.h"
 #include "common/coordinator_client.h"
 #include "common/daemon.h"
 #include "common/grpc_util.h"
@@ -118,6 +119,13 @@ int Run(const Flags& flags) {
               << ", which workers on other hosts cannot reach (coordinator at "
               << config->cluster.coordinator
               << "); set --advertise (or CAIRN_ADVERTISE_HOST) to this host's routable address\n";
+    return kExitBadConfig;
+  }
+  // Field case C12: under TLS, workers verify this name against the certificate.
+  if (absl::Status s = CheckCertificateNames(
+          advertise_host, "--advertise, CAIRN_ADVERTISE_HOST, else the --listen host");
+      !s.ok()) {
+    std::cerr << "cairn-server: " << s.message() << "\n";
     return kExitBadConfig;
   }
   SetServing(started->server.get(), false);  // until registered and serving its shard

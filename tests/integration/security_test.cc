@@ -414,5 +414,112 @@ TEST_CASE("TLS: every hostile client is refused with its code and changes nothin
   CHECK(hits == 0);
 }
 
+// Field case C12, with the certificates many sites issue: DNS names only.
+TEST_CASE("C12: a server that would advertise an address its certificate does not name fails "
+          "at start, saying what to set; one advertising a name it carries trains",
+          "[integration][security][cases]") {
+  const std::string dir = CertDir();
+  const std::string certs = dir + "/dns_only";
+  RunOrFail({kCairnCerts, certs, "--dns-only", "--ca-from", dir + "/job"});
+  // Every process at "localhost", a name the certificates carry.
+  auto cluster = TestCluster::Start("security_c12", JobYaml(certs, dir + "/c12_checkpoints"), 0,
+                                    {}, "localhost");
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  // (a) A server listening on and advertising 127.0.0.1.
+  const absl::Status refused = (*cluster)->StartServer({}, {}, "127.0.0.1");
+  CHECK_FALSE(refused.ok());
+  REQUIRE((*cluster)->num_servers() == 1);
+  const absl::StatusOr<testing::ExitStatus> ended = (*cluster)->server(0).Wait(absl::Seconds(10));
+  REQUIRE(ended.ok());
+  CHECK(ended->code == 2);
+  const std::string err = (*cluster)->server(0).ReadStderr();
+  INFO(err);
+  CHECK(err.find("peers would dial this process at 127.0.0.1 (--advertise, "
+                 "CAIRN_ADVERTISE_HOST, else the --listen host), but its certificate") !=
+        std::string::npos);
+  CHECK(err.find("names [DNS:localhost") != std::string::npos);
+  CHECK(err.find("tools/cairn-certs --hosts 127.0.0.1") != std::string::npos);
+  // (b) Two servers at "localhost": 5 steps through them.
+  REQUIRE((*cluster)->StartServer().ok());
+  REQUIRE((*cluster)->StartServer().ok());
+  std::unique_ptr<Client> worker = ConnectWorker(**cluster);
+  const std::vector<float> ones(kDense, 1.0f);
+  for (int step = 0; step < 5; ++step) {
+    const absl::Status s = worker->PushDense({{"w", ones}}).get();
+    INFO(s.message());
+    REQUIRE(s.ok());
+    REQUIRE(worker->Clock().ok());
+  }
+  std::vector<float> w(kDense);
+  REQUIRE(worker->PullDense({{"w", absl::MakeSpan(w)}}).get().ok());
+  CHECK(w[0] == -5.0f);
+  CHECK(worker->Finish().ok());
+}
+
+// The PEM certificate a server presents to a new connection.
+std::string PresentedCertificate(const std::string& address, const std::string& certs) {
+  auto stub = v1::ParameterService::NewStub(grpc::CreateChannel(
+      address, TlsWith(certs + "/ca.pem", certs + "/worker.pem", certs + "/worker.key")));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  v1::StatsResponse stats;
+  if (!stub->Stats(&context, v1::StatsRequest(), &stats).ok()) return "";
+  for (const grpc::string_ref& v :
+       context.auth_context()->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME)) {
+    return std::string(v.data(), v.size());
+  }
+  return "";
+}
+
+void ReplaceAtomically(const std::string& from, const std::string& to) {
+  std::filesystem::copy_file(from, to + ".new", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(to + ".new", to);
+}
+
+TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connections, "
+          "without a restart, while the job goes on",
+          "[integration][security]") {
+  const std::string dir = CertDir();
+  const std::string certs = dir + "/rotating";
+  RunOrFail({kCairnCerts, certs, "--ca-from", dir + "/job"});
+  auto cluster =
+      TestCluster::Start("security_rotation", JobYaml(certs, dir + "/rot_checkpoints", "1s"), 2);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  std::unique_ptr<Client> worker = ConnectWorker(**cluster);
+  const std::vector<float> ones(kDense, 1.0f);
+  REQUIRE(worker->PushDense({{"w", ones}}).get().ok());
+  const std::string address = (*cluster)->server_address(0);
+  const std::string old_pem = ReadFile(certs + "/server.pem");
+  REQUIRE(PresentedCertificate(address, certs) == old_pem);
+
+  // New server certificates from the same CA, moved into place.
+  RunOrFail({kCairnCerts, dir + "/renewed", "--ca-from", dir + "/job", "--roles", "server"});
+  const std::string new_pem = ReadFile(dir + "/renewed/server.pem");
+  REQUIRE(new_pem != old_pem);
+  ReplaceAtomically(dir + "/renewed/server.key", certs + "/server.key");
+  ReplaceAtomically(dir + "/renewed/server.pem", certs + "/server.pem");
+  std::string presented;
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  int step = 1;
+  while (absl::Now() < give_up) {
+    // The job trains through the change.
+    const absl::Status s = worker->PushDense({{"w", ones}}).get();
+    INFO(s.message());
+    REQUIRE(s.ok());
+    ++step;
+    presented = PresentedCertificate(address, certs);
+    if (presented == new_pem) break;
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  CHECK(presented == new_pem);
+  for (int i = 0; i < 3; ++i, ++step) REQUIRE(worker->PushDense({{"w", ones}}).get().ok());
+  std::vector<float> w(kDense);
+  REQUIRE(worker->PullDense({{"w", absl::MakeSpan(w)}}).get().ok());
+  CHECK(w[0] == -static_cast<float>(step));
+  CHECK(worker->Finish().ok());
+}
+
 }  // namespace
 }  // namespace cairn
