@@ -416,7 +416,7 @@ TEST_CASE("TLS: every hostile client is refused with its code and changes nothin
 
 // Field case C12, with the certificates many sites issue: DNS names only.
 TEST_CASE("C12: a server that would advertise an address its certificate does not name fails "
-          "at start, saying what to set; one advertising a name it carries trains",
+          "at start, saying what to set, and one advertising a name it carries trains",
           "[integration][security][cases]") {
   const std::string dir = CertDir();
   const std::string certs = dir + "/dns_only";
