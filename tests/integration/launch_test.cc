@@ -13,6 +13,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -161,6 +162,61 @@ TEST_CASE("launch runs a small BSP job to the end, reports it and leaves no proc
   CHECK(absl::StrContains(err, "[coordinator] "));
   CHECK(absl::StrContains(err, "[server 1] "));
   CHECK(absl::StrContains(err, "[worker 1] "));
+}
+
+TEST_CASE("launch --tls runs the job over mutual TLS with certificates made for it, and no "
+          "key or token reaches its output or summaries",
+          "[integration][launch][security]") {
+  const std::string dir = NewDir("launch_tls");
+  const std::string job = WriteJob(dir, TinyJob(30));
+  const std::string workdir = dir + "/jobdir";
+  auto launch = StartLaunch(dir, {job, "--tls", "--workdir", workdir, "--summary",
+                                  dir + "/summary.json"});
+  auto ended = launch->Wait(absl::Minutes(4));
+  REQUIRE(ended.ok());
+  const std::string err = launch->ReadStderr();
+  INFO("launcher stderr:\n" << err);
+  REQUIRE(ended->code == 0);
+  for (const char* name : {"coordinator", "server 0", "server 1", "worker 0", "worker 1"}) {
+    CHECK(absl::StrContains(err, absl::StrCat("[", name, "] ")));
+  }
+  // Each process ran with its role's certificate.
+  for (const char* role : {"coordinator", "server", "worker"}) {
+    CHECK(absl::StrContains(err, absl::StrCat("TLS on: certificate ", workdir, "/certs/", role,
+                                              ".pem (CN=cairn-", role, ",OU=", role)));
+  }
+  std::ifstream in(dir + "/summary.json");
+  REQUIRE(in.good());
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  CHECK(summary["steps"] == 30);
+  CHECK(summary["test_accuracy"].get<double>() > 0.4);
+
+  // Secrets: the admin token and each key's base64 lines.
+  std::string seen = err + launch->ReadStdout() + summary.dump();
+  for (const char* w : {"/worker-0.json", "/worker-1.json"}) {
+    std::ifstream f(workdir + w);
+    std::stringstream text;
+    text << f.rdbuf();
+    seen += text.str();
+  }
+  std::vector<std::string> secrets;
+  auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream text;
+    text << f.rdbuf();
+    return text.str();
+  };
+  secrets.push_back(std::string(absl::StripAsciiWhitespace(read(workdir + "/certs/admin.token"))));
+  for (const char* role : {"worker", "server", "coordinator", "admin", "client", "ca"}) {
+    for (absl::string_view line :
+         absl::StrSplit(read(absl::StrCat(workdir, "/certs/", role, ".key")), '\n')) {
+      if (line.size() >= 32 && !absl::StrContains(line, "-----")) secrets.emplace_back(line);
+    }
+  }
+  REQUIRE(secrets.size() > 6);
+  int hits = 0;
+  for (const std::string& s : secrets) hits += absl::StrContains(seen, s) ? 1 : 0;
+  CHECK(hits == 0);
 }
 
 TEST_CASE("launch stops the job and names the worker when a worker fails",

@@ -47,6 +47,7 @@
 #include "tools/launch/port_file.h"
 #include "tools/launch/progress_board.h"
 #include "tools/launch/prometheus_sidecar.h"
+#include "tools/launch/job_certificates.h"
 #include "tools/launch/supervisor.h"
 
 namespace cairn::launch {
@@ -64,6 +65,7 @@ struct Flags {
   std::string prometheus_binary = kPrometheusBinary;
   std::string deploy_dir;
   std::string plot;
+  bool tls = false;
   std::vector<std::string> worker_flags;  // everything after "--"
 };
 
@@ -129,6 +131,11 @@ int Run(Flags flags) {
   plan.workdir = *workdir;
   std::optional<TempDirGuard> temp_dir;
   if (created_temp) temp_dir.emplace(plan.workdir);
+  if (flags.tls) {
+    absl::StatusOr<std::vector<std::string>> tls = MakeJobCertificates(plan.bin_dir, plan.workdir);
+    if (!tls.ok()) return BadInput(tls.status().message());
+    plan.daemon_flags = *std::move(tls);
+  }
 
   // On a terminal, the workers' progress lines become one live line (they
   // report every second for it); elsewhere they pass through as they are.
@@ -342,6 +349,9 @@ int main(int argc, char** argv) {
                  "Config override key.path=value for every process (repeatable), e.g. --set "
                  "training.epochs=1")
       ->allow_extra_args(false);  // one value per --set, so a later positional stays one
+  app.add_flag("--tls", flags.tls,
+               "mutual TLS on every channel, with a CA and certificates made for this job in "
+               "the work directory (cairn-certs; docs/security.md)");
   app.add_flag("--resume", flags.resume,
                "resume from the newest complete checkpoint in checkpoint.dir (same as --set "
                "checkpoint.resume=latest)");

@@ -88,6 +88,7 @@ std::vector<std::string> CoordinatorArgs(const LaunchPlan& plan) {
                                    "--port-file", CoordinatorPortFile(plan),
                                    "--metrics-port", "0"};
   AppendOverrides(plan, &args);
+  args.insert(args.end(), plan.daemon_flags.begin(), plan.daemon_flags.end());
   return args;
 }
 
@@ -99,6 +100,7 @@ std::vector<std::string> ServerArgs(const LaunchPlan& plan, int index, int coord
                                    "--metrics-port", "0",
                                    "--server-id",    absl::StrCat(index)};
   AppendOverrides(plan, &args);
+  args.insert(args.end(), plan.daemon_flags.begin(), plan.daemon_flags.end());
   return args;
 }
 
@@ -109,6 +111,7 @@ std::vector<std::string> WorkerArgs(const LaunchPlan& plan, int index, int coord
                                    "--summary",      WorkerSummaryFile(plan, index),
                                    "--metrics-port", "0"};
   AppendOverrides(plan, &args);
+  args.insert(args.end(), plan.daemon_flags.begin(), plan.daemon_flags.end());
   args.insert(args.end(), plan.worker_flags.begin(), plan.worker_flags.end());
   return args;
 }

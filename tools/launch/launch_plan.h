@@ -24,6 +24,7 @@ struct LaunchPlan {
   std::string job_path;                 // absolute path of the job YAML
   std::vector<std::string> overrides;   // "key.path=value", passed as --set to every process
   std::vector<std::string> worker_flags;  // extra flags appended to each worker's command line
+  std::vector<std::string> daemon_flags;  // appended to every process's (--tls ...)
   std::string bin_dir;                  // where the binaries are
   std::string workdir;                  // port files and worker summaries
 };
