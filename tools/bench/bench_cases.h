@@ -21,8 +21,24 @@ namespace cairn::bench {
 // gRPC alone, and the references (unary and stream gRPC calls, memcpy).
 inline constexpr char kCairnShared[] = "Cairn-shm";
 inline constexpr char kCairnGrpc[] = "Cairn-gRPC";
+// The same two over mutual TLS (docs/security.md), against a second cluster
+// started with certificates: their ratio to the plaintext rows is TLS's cost.
+inline constexpr char kCairnSharedTls[] = "Cairn-shm-TLS";
+inline constexpr char kCairnGrpcTls[] = "Cairn-gRPC-TLS";
+inline bool IsTlsMethod(const std::string& method) {
+  return method == kCairnSharedTls || method == kCairnGrpcTls;
+}
+inline bool UsesSharedMemory(const std::string& method) {
+  return method == kCairnShared || method == kCairnSharedTls;
+}
 inline bool IsCairnMethod(const std::string& method) {
-  return method == kCairnShared || method == kCairnGrpc;
+  return method == kCairnShared || method == kCairnGrpc || IsTlsMethod(method);
+}
+// The plaintext method a TLS method is compared with ("" for others).
+inline std::string PlaintextOf(const std::string& method) {
+  if (method == kCairnSharedTls) return kCairnShared;
+  if (method == kCairnGrpcTls) return kCairnGrpc;
+  return "";
 }
 
 // One operation on one table; each selected method runs it as one row.

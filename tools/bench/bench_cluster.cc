@@ -57,18 +57,20 @@ tables:
 )");
 }
 
-absl::StatusOr<std::unique_ptr<BenchCluster>> BenchCluster::Start(const std::string& bin_dir,
-                                                                  const std::string& run_dir,
-                                                                  const std::string& yaml) {
+absl::StatusOr<std::unique_ptr<BenchCluster>> BenchCluster::Start(
+    const std::string& bin_dir, const std::string& run_dir, const std::string& yaml,
+    const std::vector<std::string>& daemon_flags) {
   auto cluster = std::unique_ptr<BenchCluster>(new BenchCluster());
   const std::string config = run_dir + "/job.yaml";
   RETURN_IF_ERROR(WriteTextFile(config, yaml));
 
   const std::string coordinator_ports = run_dir + "/coordinator.ports";
+  std::vector<std::string> coordinator_args = {"--config",    config, "--listen",
+                                               "127.0.0.1:0", "--port-file", coordinator_ports,
+                                               "--log-level", "warn"};
+  coordinator_args.insert(coordinator_args.end(), daemon_flags.begin(), daemon_flags.end());
   ASSIGN_OR_RETURN(cluster->coordinator_,
-                   ChildProcess::Spawn(bin_dir + "/cairn-coordinator",
-                                       {"--config", config, "--listen", "127.0.0.1:0",
-                                        "--port-file", coordinator_ports, "--log-level", "warn"},
+                   ChildProcess::Spawn(bin_dir + "/cairn-coordinator", coordinator_args,
                                        run_dir + "/coordinator"));
   absl::StatusOr<std::map<std::string, int>> ports =
       WaitForPortFile(coordinator_ports, kStartTimeout, cluster->coordinator_.get());
@@ -76,12 +78,14 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> BenchCluster::Start(const std::str
   cluster->coordinator_address_ = absl::StrCat("127.0.0.1:", (*ports)["grpc"]);
 
   const std::string server_ports = run_dir + "/server.ports";
-  ASSIGN_OR_RETURN(cluster->server_,
-                   ChildProcess::Spawn(bin_dir + "/cairn-server",
-                                       {"--config", config, "--coordinator",
-                                        cluster->coordinator_address_, "--listen", "127.0.0.1:0",
-                                        "--port-file", server_ports, "--log-level", "warn"},
-                                       run_dir + "/server"));
+  std::vector<std::string> server_args = {"--config",      config,
+                                          "--coordinator", cluster->coordinator_address_,
+                                          "--listen",      "127.0.0.1:0",
+                                          "--port-file",   server_ports,
+                                          "--log-level",   "warn"};
+  server_args.insert(server_args.end(), daemon_flags.begin(), daemon_flags.end());
+  ASSIGN_OR_RETURN(cluster->server_, ChildProcess::Spawn(bin_dir + "/cairn-server", server_args,
+                                                         run_dir + "/server"));
   RETURN_IF_ERROR(
       Annotate(WaitForPortFile(server_ports, kStartTimeout, cluster->server_.get()).status(),
                "starting cairn-server"));

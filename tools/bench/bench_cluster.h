@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tools/bench/bench_process.h"
@@ -39,9 +40,10 @@ class BenchCluster {
   // Writes `yaml` to <run_dir>/job.yaml, starts <bin_dir>/cairn-coordinator
   // and <bin_dir>/cairn-server (logs in run_dir), and returns once both wrote
   // their port files. Errors name the daemon and quote its stderr.
-  static absl::StatusOr<std::unique_ptr<BenchCluster>> Start(const std::string& bin_dir,
-                                                             const std::string& run_dir,
-                                                             const std::string& yaml);
+  // `daemon_flags` go to both daemons (cairn-launch's --tls flags).
+  static absl::StatusOr<std::unique_ptr<BenchCluster>> Start(
+      const std::string& bin_dir, const std::string& run_dir, const std::string& yaml,
+      const std::vector<std::string>& daemon_flags = {});
 
   // host:port of the coordinator.
   const std::string& coordinator_address() const { return coordinator_address_; }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/config/job_config.h"
+#include "common/security/transport_security.h"
 #include "common/status_macros.h"
 #include "tools/bench/bench_cluster.h"
 #include "tools/bench/bench_process.h"
@@ -45,14 +46,19 @@ absl::StatusOr<Row> TimeRow(const DriverOptions& options, const CaseGroup& group
 absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
   std::unique_ptr<Client> client;
   std::unique_ptr<ReferenceClient> reference;
+  if (IsTlsMethod(options.method)) {
+    RETURN_IF_ERROR(InstallTransportSecurity({.ca_file = options.tls_dir + "/ca.pem",
+                                              .cert_file = options.tls_dir + "/worker.pem",
+                                              .key_file = options.tls_dir + "/worker.key"}));
+  }
   if (IsCairnMethod(options.method)) {
     ClientOptions client_options;
     client_options.coordinator = options.target;
     client_options.worker_id = 0;
     client_options.connect_timeout = kConnectTimeout;
-    client_options.shared_memory = options.method == kCairnShared;
+    client_options.shared_memory = UsesSharedMemory(options.method);
     ASSIGN_OR_RETURN(client, Client::Connect(client_options));
-    if (options.method == kCairnShared) {
+    if (UsesSharedMemory(options.method)) {
       // The server accepts the region in the background: measure from then.
       const absl::Time until = absl::Now() + kConnectTimeout;
       while (client->Stats().shared_memory_regions == 0 && absl::Now() < until) {
@@ -106,7 +112,7 @@ absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
     rows.push_back(std::move(row));
   }
   runners.clear();
-  if (options.method == kCairnShared && client->Stats().shared_memory_requests == 0) {
+  if (UsesSharedMemory(options.method) && client->Stats().shared_memory_requests == 0) {
     return absl::InternalError("Cairn-shm: no request went through the shared region");
   }
   if (client != nullptr) RETURN_IF_ERROR(Annotate(client->Finish(), "leaving the job"));

@@ -28,6 +28,7 @@ struct DriverOptions {
   std::vector<CaseGroup> groups;
   TimingOptions timing;
   int prime_rounds = 1;     // untimed rounds over every group before timing any
+  std::string tls_dir;      // TLS methods: the job's certificates (cairn-certs), as worker
 };
 
 // Connects (Cairn: as worker 0, leaving the job at the end), primes, then

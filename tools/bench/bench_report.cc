@@ -143,7 +143,31 @@ nlohmann::json RowsToJson(const std::vector<Row>& rows) {
         }
       }
     }
+    if (IsTlsMethod(row.method)) {
+      const Row* plain = FindReference(rows, row, PlaintextOf(row.method).c_str());
+      if (plain != nullptr && plain->MegabytesPerSecond() > 0) {
+        j["ratio_to_plaintext"] = row.MegabytesPerSecond() / plain->MegabytesPerSecond();
+      }
+    }
     out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string TlsCostTable(const std::vector<Row>& rows) {
+  std::string out;
+  for (const Row& row : rows) {
+    if (!IsTlsMethod(row.method)) continue;
+    const Row* plain = FindReference(rows, row, PlaintextOf(row.method).c_str());
+    if (plain == nullptr) continue;
+    if (out.empty()) {
+      out = "\n| case | MB/s with TLS | MB/s without | TLS / plaintext | p50 ms with / without |\n"
+            "|---|---:|---:|---:|---:|\n";
+    }
+    absl::StrAppendFormat(&out, "| %s | %.0f | %.0f | %s | %.3f / %.3f |\n", row.Name(),
+                          row.MegabytesPerSecond(), plain->MegabytesPerSecond(),
+                          Ratio(row, plain), row.timing.Quantile(0.5) * 1e3,
+                          plain->timing.Quantile(0.5) * 1e3);
   }
   return out;
 }

@@ -76,6 +76,10 @@ struct Row {
 // Cairn/unary and Cairn/stream on each Cairn row whose references ran.
 std::string MarkdownTable(const std::vector<Row>& rows);
 
+// For each TLS row with its plaintext row in `rows`: MB/s both ways and their
+// ratio, as a markdown table; "" when there is none.
+std::string TlsCostTable(const std::vector<Row>& rows);
+
 // The rows (with every iteration's latency summarized, not listed) as JSON.
 nlohmann::json RowsToJson(const std::vector<Row>& rows);
 

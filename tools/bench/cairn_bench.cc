@@ -8,6 +8,10 @@
 //   Cairn-shm   the client library's PushDense/PullDense/PushSparse/PullSparse,
 //               values through the same-host shared region
 //   Cairn-gRPC  the same, values through gRPC (ClientOptions::shared_memory off)
+//   Cairn-shm-TLS, Cairn-gRPC-TLS  the same two against a second cluster
+//               with mutual TLS on (certificates made for the run; not in
+//               the default --methods): their ratio to the rows above is
+//               TLS's cost
 //   unary   one unary gRPC call carrying the same keys and values
 //   stream  one streaming call carrying them in pieces of <= 1 MiB (at least
 //           four), several in flight
@@ -41,6 +45,7 @@
 #include "tools/bench/bench_process.h"
 #include "tools/bench/bench_reference.h"
 #include "tools/bench/bench_report.h"
+#include "tools/launch/job_certificates.h"
 
 #ifndef CAIRN_BUILD_TYPE
 #define CAIRN_BUILD_TYPE "unknown"
@@ -68,9 +73,11 @@ struct Flags {
   std::string target;           // driver: host:port to measure
   int server_pid = -1;          // driver: the serving process
   std::string rows_out;         // driver: where its rows go (raw JSON)
+  std::string tls_dir;          // driver of a TLS method: the job's certificates
 };
 
-constexpr const char* kMethods[] = {kCairnShared, kCairnGrpc, "unary", "stream", "memcpy"};
+constexpr const char* kMethods[] = {kCairnShared,    kCairnGrpc, kCairnSharedTls, kCairnGrpcTls,
+                                    "unary",         "stream",   "memcpy"};
 
 std::string ShellQuote(const std::string& arg) {
   if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -119,6 +126,10 @@ absl::StatusOr<std::vector<Row>> RunDriverProcess(const Flags& flags, const std:
   const std::string rows_path = absl::StrCat(run_dir, "/rows.", method, ".json");
   std::vector<std::string> args = {"--drive", method, "--target", target, "--server-pid",
                                    absl::StrCat(server_pid), "--rows-out", rows_path};
+  if (IsTlsMethod(method)) {
+    args.push_back("--tls-dir");
+    args.push_back(run_dir + "/certs");
+  }
   for (std::string& a : TimingArgs(flags)) args.push_back(std::move(a));
   ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> driver,
                    ChildProcess::Spawn(self_dir + "/cairn-bench", args, /*log_prefix=*/""));
@@ -149,13 +160,23 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
   ASSIGN_OR_RETURN(auto ports, WaitForPortFile(reference_ports, kStartTimeout, reference.get()));
   const std::string reference_address = absl::StrCat("127.0.0.1:", ports["grpc"]);
 
+  // TLS methods measure a second cluster, started with certificates made
+  // for it (as cairn-launch --tls does).
+  std::unique_ptr<BenchCluster> tls_cluster;
+  if (std::any_of(methods.begin(), methods.end(), IsTlsMethod)) {
+    ASSIGN_OR_RETURN(std::vector<std::string> tls_flags, launch::MakeJobCertificates(bin_dir, run_dir));
+    std::filesystem::create_directories(run_dir + "/tls");
+    ASSIGN_OR_RETURN(tls_cluster,
+                     BenchCluster::Start(bin_dir, run_dir + "/tls", BenchJobYaml(), tls_flags));
+  }
   std::vector<std::vector<Row>> by_method;
   for (const std::string& method : methods) {
     const bool cairn = IsCairnMethod(method);
+    const BenchCluster* target = IsTlsMethod(method) ? tls_cluster.get() : cluster.get();
     ASSIGN_OR_RETURN(std::vector<Row> r,
                      RunDriverProcess(flags, method,
-                                      cairn ? cluster->coordinator_address() : reference_address,
-                                      cairn ? cluster->server_pid() : reference->pid(), run_dir));
+                                      cairn ? target->coordinator_address() : reference_address,
+                                      cairn ? target->server_pid() : reference->pid(), run_dir));
     by_method.push_back(std::move(r));
   }
   for (size_t g = 0; !by_method.empty() && g < by_method[0].size(); ++g) {
@@ -165,6 +186,7 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
   }
   absl::Status stopped = reference->Stop(absl::Seconds(5));
   stopped.Update(cluster->Stop());
+  if (tls_cluster != nullptr) stopped.Update(tls_cluster->Stop());
   return stopped;
 }
 
@@ -201,6 +223,7 @@ int Drive(const Flags& flags, const std::vector<CaseGroup>& groups) {
   options.groups = groups;
   options.timing = TimingFromFlags(flags);
   options.prime_rounds = flags.prime_rounds;
+  options.tls_dir = flags.tls_dir;
   absl::StatusOr<std::vector<Row>> rows = RunDriver(options);
   absl::Status status = rows.status();
   if (status.ok()) {
@@ -221,7 +244,7 @@ void PrintReport(const std::string& command, const std::vector<Row>& rows) {
                "of one push or pull; ratios = Cairn MB/s / reference MB/s (memcpy: one copy of "
                "the values in one process); faults/iter = "
                "minor page faults per iteration, worker process / server process\n\n"
-            << MarkdownTable(rows);
+            << MarkdownTable(rows) << TlsCostTable(rows);
 }
 
 int Main(int argc, char** argv, const Flags& flags) {
@@ -324,6 +347,7 @@ int main(int argc, char** argv) {
   app.add_option("--target", flags.target)->group("");
   app.add_option("--server-pid", flags.server_pid)->group("");
   app.add_option("--rows-out", flags.rows_out)->group("");
+  app.add_option("--tls-dir", flags.tls_dir)->group("");
   CLI11_PARSE(app, argc, argv);
   return cairn::bench::Main(argc, argv, flags);
 }
