@@ -49,7 +49,9 @@ class Decoder {
   bool GetArray(uint64_t n, std::vector<T>* v) {
     if (!ok_ || n > in_.size() / sizeof(T)) return ok_ = false;
     v->resize(n);
-    std::memcpy(v->data(), in_.data(), n * sizeof(T));
+    // An empty vector's data() may be null, and memcpy's pointers must not
+    // be, even for 0 bytes.
+    if (n > 0) std::memcpy(v->data(), in_.data(), n * sizeof(T));
     in_.remove_prefix(n * sizeof(T));
     return true;
   }
