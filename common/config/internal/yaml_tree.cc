@@ -1,6 +1,10 @@
 #include "common/config/internal/yaml_tree.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
+
+#include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -93,20 +97,55 @@ absl::Status Convert(const Context& ctx, const YAML::Node& in, const std::string
   return absl::InternalError("unknown yaml-cpp node type");
 }
 
+// Records where each document starts; ignores the rest.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 absl::StatusOr<YamlNode> ParseWith(const Context& ctx, const std::string& text) {
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(text);
+    // Documents are counted first, at most 3: yaml-cpp (0.7) reads a `,`
+    // outside a flow collection as an empty document without consuming it,
+    // so YAML::LoadAll would never return (and never stop allocating).
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts scan;
+    while (scan.starts.size() < 3 && parser.HandleNextDocument(scan)) {
+      const size_t n = scan.starts.size();
+      if (n >= 2 && scan.starts[n - 1].pos == scan.starts[n - 2].pos) {
+        const YAML::Mark& at = scan.starts[n - 1];
+        const bool comma = at.pos >= 0 && static_cast<size_t>(at.pos) < text.size() &&
+                           text[at.pos] == ',';
+        return absl::InvalidArgumentError(absl::StrCat(
+            Where(ctx, at), ": YAML syntax error: ",
+            comma ? "`,` outside a flow collection ([...] or {...})" : "unexpected token"));
+      }
+    }
+    if (scan.starts.size() > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(ctx, scan.starts[1]),
+                       ": more than one YAML document (`---`); a job is one document"));
+    }
+    if (!scan.starts.empty()) docs.push_back(YAML::Load(text));
   } catch (const YAML::Exception& e) {
     const std::string where = ctx.fixed_where.empty()
                                   ? absl::StrCat(ctx.source_name, ":", LineCol(e.mark))
                                   : ctx.fixed_where;
     return absl::InvalidArgumentError(absl::StrCat(where, ": YAML syntax error: ", e.msg));
-  }
-  if (docs.size() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(ctx, docs[1].Mark()),
-                     ": more than one YAML document (`---`); a job is one document"));
   }
   YamlNode root;
   root.where = ctx.fixed_where.empty() ? absl::StrCat(ctx.source_name, ":1:1") : ctx.fixed_where;
