@@ -54,6 +54,52 @@ class BusyScope {
   const char* const operation_;
 };
 
+// InvalidArgument naming the table and what is wrong when the gradients a
+// primary buffered (a replica end's PendingGradients) do not fit this
+// server's tables: an unknown table id; keys not 8 bytes each or of another
+// count than `lengths`; values of another size than the lengths add up to;
+// a key out of the table's range or in a partition not held here; a key of
+// another replica group than `group`; a length other than the key's row.
+absl::Status CheckPendingGradients(const v1::PendingGradients& pg, uint32_t group,
+                                   const std::vector<std::unique_ptr<Table>>& tables,
+                                   const std::vector<uint32_t>& group_of) {
+  const std::string what = absl::StrCat("replica group ", group, ": pending gradients of table ",
+                                        pg.table_id(), " (iteration ", pg.iteration(), ", worker ",
+                                        pg.worker_id(), ")");
+  if (pg.table_id() >= tables.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": no such table"));
+  }
+  const Table& table = *tables[pg.table_id()];
+  const size_t n = static_cast<size_t>(pg.lengths_size());
+  if (pg.keys().size() != n * sizeof(Key)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", pg.keys().size(),
+                                                   " key bytes for ", n, " lengths"));
+  }
+  uint64_t floats = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string key = pg.keys().substr(i * sizeof(Key), sizeof(Key));
+    absl::StatusOr<uint64_t> row = table.CheckKeys(key, 1);
+    if (!row.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", row.status().message()));
+    }
+    if (group_of[table.PartitionOf(KeyAt(key, 0))] != group) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": key ", KeyAt(key, 0), " is not of this replica group"));
+    }
+    if (*row != pg.lengths(static_cast<int>(i))) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": key ", KeyAt(key, 0), " has ",
+                                                     pg.lengths(static_cast<int>(i)),
+                                                     " floats, its row ", *row));
+    }
+    floats += *row;
+  }
+  if (pg.values().size() != floats * sizeof(float)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", pg.values().size(),
+                                                   " value bytes for ", floats, " floats"));
+  }
+  return absl::OkStatus();
+}
+
 // "[4,2]".
 std::string FormatShape(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
@@ -1150,11 +1196,15 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
       incoming.rows.push_back({r.table_id(), {r.partition(), std::move(rows)}});
       return false;
     }
+    const v1::ReplicaEnd& e = chunk.end();
+    // Checked before anything changes: the sizes and keys index the tables.
+    for (const v1::PendingGradients& pg : e.pending()) {
+      RETURN_IF_ERROR(CheckPendingGradients(pg, chunk.group(), tables_, group_of_));
+    }
     for (const auto& [table_id, part] : incoming.rows) {
       RETURN_IF_ERROR(tables_[table_id]->ImportPartition(part.first, part.second));
     }
     incoming_.erase(chunk.group());
-    const v1::ReplicaEnd& e = chunk.end();
     {
       absl::MutexLock windows(&windows_mu_);
       for (const v1::PushWindow& w : e.windows()) {
@@ -1163,13 +1213,11 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
       }
     }
     for (const v1::PendingGradients& pg : e.pending()) {
-      if (pg.table_id() >= tables_.size()) continue;
       GradBuffer& buffer = pending_[pg.iteration()][pg.table_id()][pg.worker_id()];
-      const Key* keys = reinterpret_cast<const Key*>(pg.keys().data());
       const float* values = reinterpret_cast<const float*>(pg.values().data());
       uint64_t offset = 0;
       for (int i = 0; i < pg.lengths_size(); ++i) {
-        buffer.Add(keys[i], values + offset, pg.lengths(i));
+        buffer.Add(KeyAt(pg.keys(), static_cast<size_t>(i)), values + offset, pg.lengths(i));
         offset += pg.lengths(i);
       }
     }
