@@ -1,0 +1,226 @@
+"""The cairn Python package against real daemons: dense and sparse round
+trips with the exact optimizer arithmetic, every error path raising
+cairn.Error with its code and a message naming what was wrong, the GIL
+released while a call waits, and cairn.torch on a small model."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import cairn
+
+JOB = """
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 1
+  workers: {workers}
+  partitions: 4
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+  startup_timeout: 30s
+consistency:
+  mode: {mode}
+tables:
+  - name: w
+    kind: dense
+    shape: [3, 4]
+    optimizer: {{type: sgd, learning_rate: 1.0}}
+    init: {{type: zeros}}
+    aggregation: sum
+  - name: e
+    kind: sparse
+    width: 2
+    optimizer: {{type: sgd, learning_rate: 0.5}}
+    init: {{type: zeros}}
+    aggregation: sum
+"""
+
+
+def job(workers=1, mode="asp"):
+    return JOB.format(workers=workers, mode=mode)
+
+
+def test_dense_round_trip_exact_values(cluster_factory):
+    c = cluster_factory(job())
+    with cairn.connect(c.address, worker_id=0) as client:
+        assert client.worker_id == 0
+        names = [t["name"] for t in client.tables()]
+        assert names == ["w", "e"]
+        assert client.tables()[0]["shape"] == [3, 4]
+        w = client.pull("w")
+        assert w.shape == (3, 4) and w.dtype == np.float32
+        assert np.all(w == 0)
+        grad = np.arange(12, dtype=np.float32).reshape(3, 4)
+        client.push("w", grad)
+        client.clock()
+        # SGD, learning rate 1, from zeros: w = -grad, bit for bit.
+        assert np.array_equal(client.pull("w"), -grad)
+        # Into a caller's array, in place.
+        out = np.full((3, 4), 7, dtype=np.float32)
+        client.pull_dense({"w": out})
+        assert np.array_equal(out, -grad)
+        assert client.iteration == 1
+
+
+def test_sparse_round_trip_and_int64_ids(cluster_factory):
+    c = cluster_factory(job())
+    with cairn.connect(c.address, worker_id=0) as client:
+        keys = np.array([5, -1, 5, 2**40], dtype=np.int64)  # -1: its uint64 bit pattern
+        grads = np.ones((4, 2), dtype=np.float32)
+        client.push_rows("e", keys, grads)
+        rows = client.pull_rows("e", np.array([5, -1, 2**40, 9], dtype=np.int64))
+        # Key 5 twice: its gradients are summed (2), times the learning rate 0.5.
+        assert rows.tolist() == [[-1.0, -1.0], [-0.5, -0.5], [-0.5, -0.5], [0.0, 0.0]]
+
+
+def test_torch_tensors_in_place(cluster_factory):
+    torch = pytest.importorskip("torch")
+    c = cluster_factory(job())
+    with cairn.connect(c.address, worker_id=0) as client:
+        client.push("w", torch.full((3, 4), 2.0))
+        out = torch.zeros(3, 4)
+        client.pull_dense({"w": out})  # written in place through the shared memory
+        assert torch.equal(out, torch.full((3, 4), -2.0))
+
+
+def test_errors_raise_cairn_error_with_code_and_message(cluster_factory):
+    c = cluster_factory(job())
+    with cairn.connect(c.address, worker_id=0) as client:
+        with pytest.raises(cairn.Error) as e:
+            client.pull("nope")
+        assert e.value.code == "NOT_FOUND"
+        assert "no table named nope" in e.value.message
+        with pytest.raises(cairn.Error) as e:
+            client.push("w", np.zeros((4, 3), dtype=np.float32))
+        assert e.value.code == "INVALID_ARGUMENT"
+        assert "shape mismatch" in e.value.message and "[3,4]" in e.value.message
+        with pytest.raises(cairn.Error) as e:
+            client.push("w", np.zeros((3, 4), dtype=np.float64))
+        assert e.value.code == "INVALID_ARGUMENT"
+        assert "must be float32" in e.value.message
+        with pytest.raises(cairn.Error) as e:
+            client.pull_dense({"w": np.zeros(5, dtype=np.float32)})
+        assert e.value.code == "INVALID_ARGUMENT" and "holds 5 floats, expected 12" in str(e.value)
+        with pytest.raises(cairn.Error) as e:
+            client.push_rows("e", np.array([1], dtype=np.int32), np.zeros((1, 2), np.float32))
+        assert "keys must be int64 or uint64" in e.value.message
+        with pytest.raises(cairn.Error) as e:
+            client.pull_rows("w", np.array([1], dtype=np.int64))
+        assert "table w is dense" in e.value.message
+        with pytest.raises(cairn.Error) as e:
+            client.pull_dense({"w": np.zeros((4, 3), dtype=np.float32).T})  # not C-contiguous
+        assert "C-contiguous" in e.value.message
+        # Nothing above changed the table.
+        assert np.all(client.pull("w") == 0)
+
+
+def test_dead_coordinator_raises_unavailable(cluster_factory):
+    c = cluster_factory(job())
+    address = c.address
+    c.kill_coordinator()
+    start = time.monotonic()
+    with pytest.raises(cairn.Error) as e:
+        cairn.connect(address, worker_id=0, connect_timeout=2.0)
+    assert e.value.code == "UNAVAILABLE"
+    assert address in e.value.message
+    assert time.monotonic() - start < 20
+
+
+def test_the_gil_is_released_while_a_call_waits(cluster_factory):
+    # BSP with 2 workers: worker 0's pull for iteration 1 waits for worker 1's
+    # clock. Another Python thread counts meanwhile; it can only run if the
+    # waiting call released the GIL.
+    c = cluster_factory(job(workers=2, mode="bsp"))
+    clients = [None, None]
+
+    def connect(i):
+        clients[i] = cairn.connect(c.address, worker_id=i)
+
+    threads = [threading.Thread(target=connect, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    a, b = clients
+    a.push("w", np.ones((3, 4), np.float32))
+    a.clock()
+    ticks = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    pending = a.pull_dense_async({"w": np.empty((3, 4), np.float32)})
+    time.sleep(0.5)
+    assert not pending.done()  # waiting at the barrier for worker 1
+    before = ticks[0]
+    waiter = threading.Thread(target=pending.result)
+    waiter.start()
+    time.sleep(0.3)
+    assert ticks[0] > before + 1000  # the counter ran while result() waited
+    b.push("w", np.ones((3, 4), np.float32))
+    b.clock()
+    waiter.join(timeout=10)
+    stop.set()
+    counter.join()
+    assert not waiter.is_alive()
+    out = a.pull("w")
+    assert np.all(out == -2.0)
+    a.finish()
+    b.finish()
+
+
+def test_torch_model_and_embedding(cluster_factory):
+    torch = pytest.importorskip("torch")
+    import cairn.torch as ct
+
+    yaml = job() + """  - name: net.fc.weight
+    kind: dense
+    shape: [2, 3]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+  - name: net.fc.bias
+    kind: dense
+    shape: [2]
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+"""
+    c = cluster_factory(yaml)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    with cairn.connect(c.address, worker_id=0) as client:
+        model = ct.ParameterServerModel(Net(), client, prefix="net.")
+        model.pull()
+        assert torch.all(model.module.fc.weight == 0)  # the servers' values, not torch's init
+        x = torch.tensor([[1.0, 2.0, 3.0]])
+        model(x).sum().backward()  # d/dW = x for each output row, d/db = 1
+        model.push()
+        model.pull()
+        assert torch.equal(model.module.fc.weight.data, -x.repeat(2, 1))
+        assert torch.equal(model.module.fc.bias.data, torch.full((2,), -1.0))
+        assert client.iteration == 1
+        # A model whose shapes differ from the job's tables is refused.
+        with pytest.raises(cairn.Error) as e:
+            ct.ParameterServerModel(torch.nn.Linear(4, 2), client, prefix="net.fc.")
+        assert e.value.code == "INVALID_ARGUMENT" and "[2, 3]" in e.value.message
+
+        emb = ct.Embedding(client, "e")
+        out = emb(torch.tensor([[3, 4], [3, 3]]))
+        assert out.shape == (2, 2, 2)
+        out.sum().backward()
+        emb.push()
+        # id 3 appeared 3 times, id 4 once; learning rate 0.5.
+        rows = client.pull_rows("e", np.array([3, 4], np.int64))
+        assert rows.tolist() == [[-1.5, -1.5], [-0.5, -0.5]]
+        assert "name: net.fc.weight" in ct.tables_yaml(Net(), prefix="net.")

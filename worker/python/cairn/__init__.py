@@ -1,0 +1,150 @@
+"""Cairn's client for Python: this process becomes a worker of a Cairn job.
+
+    import cairn
+    client = cairn.connect("127.0.0.1:7070")
+    w = client.pull("mlp.fc0.weight")          # a NumPy array of the table's shape
+    client.push("mlp.fc0.weight", grad)        # NumPy array or CPU torch tensor
+    client.clock()                             # one iteration done (BSP/SSP)
+    client.finish()
+
+Values are float32; arrays are read and written in place (no copy on the
+Python side). Every call that waits releases the GIL. A failed call raises
+cairn.Error with .code ("INVALID_ARGUMENT", "UNAVAILABLE", ...) and
+.message. docs/python.md is the guide; cairn.torch wraps PyTorch models.
+"""
+import numpy as np
+
+from . import _cairn
+from ._cairn import Error, Future
+
+__all__ = ["connect", "Client", "Error", "Future"]
+
+
+def _float_view(x, what, name):
+    """A float32 C-contiguous NumPy view of a NumPy array or a CPU torch tensor."""
+    if hasattr(x, "detach") and hasattr(x, "numpy"):  # a torch.Tensor, no import needed
+        if getattr(x, "device", None) is not None and x.device.type != "cpu":
+            raise Error("INVALID_ARGUMENT",
+                        f"table {name}: {what} is on {x.device}; move it to the CPU first")
+        x = x.detach().numpy()
+    if not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+    if x.dtype != np.float32:
+        raise Error("INVALID_ARGUMENT", f"table {name}: {what} must be float32, got {x.dtype}")
+    return x
+
+
+def _keys(keys, name):
+    if hasattr(keys, "detach") and hasattr(keys, "numpy"):
+        keys = keys.detach().cpu().numpy()
+    keys = np.ascontiguousarray(keys)
+    if keys.dtype not in (np.int64, np.uint64):
+        raise Error("INVALID_ARGUMENT",
+                    f"table {name}: keys must be int64 or uint64, got {keys.dtype}")
+    return keys.reshape(-1)
+
+
+class Client:
+    """A worker of a Cairn job (worker/client/client.h). Thread-safe."""
+
+    def __init__(self, native):
+        self._native = native
+        self._specs = {t["name"]: t for t in native.tables()}
+
+    @property
+    def worker_id(self):
+        return self._native.worker_id
+
+    @property
+    def iteration(self):
+        """Iterations this worker has completed (calls to clock())."""
+        return self._native.iteration
+
+    def tables(self):
+        """The job's tables: [{name, kind, shape, width, consistency, staleness}]."""
+        return [dict(t) for t in self._specs.values()]
+
+    def _spec(self, name):
+        if name not in self._specs:
+            raise Error("NOT_FOUND", f"no table named {name} in this job "
+                        f"(tables: {', '.join(self._specs)})")
+        return self._specs[name]
+
+    # Dense tables.
+    def pull_dense_async(self, tables):
+        """Reads each dense table into its array ({name: float32 array}), in place."""
+        views = {n: _float_view(a, "the output", n) for n, a in tables.items()}
+        return self._native.pull_dense_async(views)
+
+    def pull_dense(self, tables):
+        self.pull_dense_async(tables).result()
+
+    def pull(self, name, out=None):
+        """The dense table `name` as a float32 array of its shape (into `out` if given)."""
+        spec = self._spec(name)
+        if out is None:
+            out = np.empty(spec["shape"], dtype=np.float32)
+        self.pull_dense({name: out})
+        return out
+
+    def push_dense_async(self, grads):
+        """Pushes a gradient per dense table ({name: float32 array of its shape})."""
+        views = {n: _float_view(g, "the gradient", n) for n, g in grads.items()}
+        return self._native.push_dense_async(views)
+
+    def push_dense(self, grads):
+        self.push_dense_async(grads).result()
+
+    def push(self, name, grad):
+        self.push_dense({name: grad})
+
+    # Sparse tables: rows keyed by int64 or uint64 ids.
+    def pull_rows_async(self, name, keys, out):
+        keys = _keys(keys, name)
+        return self._native.pull_sparse_async({name: (keys, _float_view(out, "the output", name))})
+
+    def pull_rows(self, name, keys, out=None):
+        """Rows of the sparse table `name` for `keys`: a [len(keys), width] float32 array."""
+        spec = self._spec(name)
+        keys = _keys(keys, name)
+        if out is None:
+            out = np.empty((keys.size, spec["width"]), dtype=np.float32)
+        self.pull_rows_async(name, keys, out).result()
+        return out
+
+    def push_rows_async(self, name, keys, grads):
+        keys = _keys(keys, name)
+        return self._native.push_sparse_async(
+            {name: (keys, _float_view(grads, "the gradient", name))})
+
+    def push_rows(self, name, keys, grads):
+        """Pushes row gradients ([len(keys), width]); repeated keys are summed."""
+        self.push_rows_async(name, keys, grads).result()
+
+    def clock(self):
+        """Ends this worker's iteration (the BSP barrier / SSP bound count these)."""
+        self._native.clock()
+
+    def finish(self):
+        """Leaves the job cleanly."""
+        self._native.finish()
+
+    def stats(self):
+        return self._native.stats()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            self.finish()
+        return False
+
+
+def connect(coordinator, worker_id=-1, connect_timeout=60.0, rpc_deadline=60.0,
+            shared_memory=True, cache_bytes=64 << 20, push_attempts=3):
+    """Registers as a worker with the coordinator at host:port and waits for the
+    job's start-up barrier. worker_id -1 lets the coordinator pick; times are
+    in seconds."""
+    return Client(_cairn.connect(coordinator, worker_id, connect_timeout, rpc_deadline,
+                                 shared_memory, cache_bytes, push_attempts))

@@ -1,0 +1,127 @@
+"""PyTorch on Cairn: a model whose parameters live in the job's dense tables,
+and an embedding module backed by a sparse table.
+
+    import cairn, cairn.torch
+    client = cairn.connect("127.0.0.1:7070")
+    model = cairn.torch.ParameterServerModel(MyNet(), client, prefix="mlp.")
+    for x, y in batches:
+        model.pull()                         # the servers' values into the parameters
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        model.push()                         # gradients to the servers; ends the iteration
+
+Optimization happens on the servers (the job's optimizer, tables[].optimizer
+or training.optimizer): there is no torch optimizer step. docs/python.md.
+"""
+import numpy as np
+import torch
+
+from . import Error
+
+__all__ = ["ParameterServerModel", "Embedding", "tables_yaml"]
+
+
+def _table_name(prefix, parameter_name):
+    return prefix + parameter_name
+
+
+def tables_yaml(module, prefix="", optimizer="{type: sgd, learning_rate: 0.1}"):
+    """The tables: section of a job YAML that holds `module`'s parameters, one
+    dense table per named parameter (zeros; the job's YAML may set init)."""
+    lines = ["tables:"]
+    for name, p in module.named_parameters():
+        lines += [f"  - name: {_table_name(prefix, name)}",
+                  "    kind: dense",
+                  f"    shape: [{', '.join(str(d) for d in p.shape)}]",
+                  f"    optimizer: {optimizer}"]
+    return "\n".join(lines) + "\n"
+
+
+class ParameterServerModel(torch.nn.Module):
+    """Wraps `module`: each named parameter is the dense table prefix + name.
+
+    At construction every parameter's table must exist with the same shape
+    (cairn.Error INVALID_ARGUMENT or NOT_FOUND naming the table otherwise).
+    pull() overwrites the parameters with the servers' values in one
+    operation; push() sends every gradient in one operation, zeroes the
+    gradients and ends the iteration (clock), under the job's consistency.
+    """
+
+    def __init__(self, module, client, prefix=""):
+        super().__init__()
+        self.module = module
+        self.client = client
+        self.prefix = prefix
+        specs = {t["name"]: t for t in client.tables()}
+        self._params = []
+        for name, p in module.named_parameters():
+            table = _table_name(prefix, name)
+            spec = specs.get(table)
+            if spec is None:
+                raise Error("NOT_FOUND", f"parameter {name}: the job has no table {table}")
+            if spec["kind"] != "dense" or list(spec["shape"]) != list(p.shape):
+                raise Error("INVALID_ARGUMENT",
+                            f"parameter {name}: table {table} is {spec['kind']} "
+                            f"{list(spec['shape'])}, the parameter is {list(p.shape)}")
+            if p.dtype != torch.float32 or p.device.type != "cpu":
+                raise Error("INVALID_ARGUMENT",
+                            f"parameter {name}: Cairn tables hold float32 on the CPU, "
+                            f"got {p.dtype} on {p.device}")
+            self._params.append((table, p))
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    def pull(self):
+        """The servers' values into the parameters (one operation, in place)."""
+        self.client.pull_dense({t: p.data.numpy() for t, p in self._params})
+
+    def push(self, clock=True):
+        """Every gradient to the servers (one operation); then zeroes the
+        gradients and, with `clock`, ends this worker's iteration."""
+        grads = {}
+        for t, p in self._params:
+            g = p.grad if p.grad is not None else torch.zeros_like(p)
+            grads[t] = g.detach().contiguous().numpy()
+        self.client.push_dense(grads)
+        for _, p in self._params:
+            p.grad = None
+        if clock:
+            self.client.clock()
+
+
+class Embedding(torch.nn.Module):
+    """Rows of the sparse table `table` for integer ids: forward(ids) returns a
+    tensor of shape ids.shape + [width]. The rows a batch uses are pulled
+    once per distinct id; after backward, push() sends each distinct id's
+    summed gradient (the server's optimizer applies it). Call push() before
+    the model's clock (ParameterServerModel.push does the clock)."""
+
+    def __init__(self, client, table):
+        super().__init__()
+        self.client = client
+        self.table = table
+        specs = {t["name"]: t for t in client.tables()}
+        spec = specs.get(table)
+        if spec is None or spec["kind"] != "sparse":
+            raise Error("INVALID_ARGUMENT" if spec else "NOT_FOUND",
+                        f"Embedding needs a sparse table; the job's {table} is "
+                        f"{spec['kind'] if spec else 'missing'}")
+        self.width = spec["width"]
+        self._pending = []
+
+    def forward(self, ids):
+        ids = torch.as_tensor(ids, dtype=torch.int64)
+        unique, inverse = torch.unique(ids.reshape(-1), return_inverse=True)
+        keys = unique.numpy()
+        rows = torch.from_numpy(self.client.pull_rows(self.table, keys))
+        rows.requires_grad_(True)
+        self._pending.append((keys, rows))
+        return rows[inverse].reshape(*ids.shape, self.width)
+
+    def push(self):
+        """Pushes the gradients of every forward since the last push."""
+        for keys, rows in self._pending:
+            if rows.grad is not None:
+                self.client.push_rows(self.table, keys, rows.grad.contiguous().numpy())
+        self._pending = []
