@@ -66,6 +66,7 @@ struct Flags {
   std::string deploy_dir;
   std::string plot;
   bool tls = false;
+  std::string worker_command;  // instead of cairn-worker (examples/pytorch)
   std::vector<std::string> worker_flags;  // everything after "--"
 };
 
@@ -121,6 +122,10 @@ int Run(Flags flags) {
   std::vector<std::string> binaries;
   for (const std::string& name : names) {
     absl::StatusOr<std::string> path = FindBinary(plan.bin_dir, name);
+    if (name == kWorkerBinary && !flags.worker_command.empty()) {
+      const std::filesystem::path command = std::filesystem::absolute(flags.worker_command);
+      path = FindBinary(command.parent_path().string(), command.filename().string());
+    }
     if (!path.ok()) return BadInput(path.status().message());
     binaries.push_back(*path);
   }
@@ -352,6 +357,10 @@ int main(int argc, char** argv) {
   app.add_flag("--tls", flags.tls,
                "mutual TLS on every channel, with a CA and certificates made for this job in "
                "the work directory (cairn-certs; docs/security.md)");
+  app.add_option("--worker-command", flags.worker_command,
+                 "run this program as each worker instead of cairn-worker, with the same "
+                 "arguments (--config, --coordinator, --worker-id, --summary, ...; "
+                 "examples/pytorch)");
   app.add_flag("--resume", flags.resume,
                "resume from the newest complete checkpoint in checkpoint.dir (same as --set "
                "checkpoint.resume=latest)");
