@@ -545,13 +545,21 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
           " values (", floats * value_bytes, " bytes), got ", raw.size(), " bytes"));
     }
     // 16-bit values are widened first: checked, summed and applied as
-    // float32 (C09).
+    // float32 (C09). Float32 values in a worker's shared region may start
+    // at any even offset (after a 16-bit table's values): copied when not
+    // 4-byte aligned, as ServeInto does for a pull's answer.
     std::string widened;
     absl::string_view values = raw;
+    bool copied = false;
     if (tv.dtype() != v1::DTYPE_FLOAT32) {
       widened.resize(floats * sizeof(float));
       DecodeValues(raw.data(), floats, tv.dtype(), reinterpret_cast<float*>(widened.data()));
       values = widened;
+      copied = true;
+    } else if (reinterpret_cast<uintptr_t>(raw.data()) % alignof(float) != 0) {
+      widened.assign(raw.data(), raw.size());
+      values = widened;
+      copied = true;
     }
     const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
                                  ? static_cast<uint64_t>(table->spec().width())
@@ -568,7 +576,7 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
       // Applied from where the values are, which outlives the push.
       g.direct = &tv;
       g.n = n;
-      g.is_widened = tv.dtype() != v1::DTYPE_FLOAT32;
+      g.is_widened = copied;
       if (!g.is_widened) g.direct_values = values;
       g.widened = std::move(widened);
     } else {

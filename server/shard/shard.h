@@ -156,7 +156,7 @@ class Shard {
   // `values`, when not empty, holds one entry per table of the request: that
   // table's value bytes in place of its TableValues.values (the same-host
   // path, docs/shared-memory.md: a range of the worker's shared region,
-  // valid until Push returns; float32 ranges are 4-byte aligned).
+  // valid until Push returns; any alignment).
   absl::StatusOr<bool> Push(const v1::PushRequest& request,
                             absl::Span<const absl::string_view> values = {})
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -288,7 +288,7 @@ class Shard {
     // or `widened`).
     const v1::TableValues* direct = nullptr;
     absl::string_view direct_values;  // unless widened
-    std::string widened;              // float32 values of a 16-bit push
+    std::string widened;              // float32 values of a 16-bit push, or copied aligned
     bool is_widened = false;
     size_t n = 0;
     absl::string_view values() const {
