@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/initializer.h"
@@ -60,6 +61,16 @@ absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
     return absl::InvalidArgumentError(absl::StrCat(
         "table ", name, ": rows carry ", rows.slots_per_element,
         " optimizer slots per element, the table's optimizer keeps ", slots_per_element));
+  }
+  // An update count is the next step's base (Adam's bias correction needs
+  // step >= 1); a negative one, or one that cannot be incremented, comes
+  // from no table.
+  for (size_t i = 0; i < n; ++i) {
+    if (rows.steps[i] < 0 || rows.steps[i] == std::numeric_limits<int64_t>::max()) {
+      return absl::InvalidArgumentError(absl::StrCat("table ", name, ": key ", rows.keys[i],
+                                                     " has update count ", rows.steps[i],
+                                                     " (expected 0 up to 2^63-2)"));
+    }
   }
   uint64_t floats = 0;
   for (uint32_t len : rows.lengths) floats += len;

@@ -113,8 +113,8 @@ class Table {
 };
 
 // InvalidArgument unless `rows` is self-consistent for table `name` with
-// `slots_per_element` slots: one length and step per key, values and slots of
-// the summed lengths.
+// `slots_per_element` slots: one length and step per key, each step in
+// [0, 2^63-2], values and slots of the summed lengths.
 absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
                             int slots_per_element);
 
