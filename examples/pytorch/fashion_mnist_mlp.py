@@ -94,7 +94,14 @@ def main():
     p.add_argument("--summary")
     p.add_argument("--data-dir")
     p.add_argument("--set", action="append", default=[])
+    p.add_argument("--tls", action="store_true")  # cairn-launch --tls
+    p.add_argument("--tls-ca")
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
     args, _ = p.parse_known_args()  # cairn-launch's other flags (--metrics-port, ...)
+    if args.tls:
+        cairn.use_tls(args.tls_ca, args.tls_cert.replace("{role}", "worker"),
+                      args.tls_key.replace("{role}", "worker"))
     t, workers = settings(args)
     torch.set_num_threads(int(os.environ.get("OPENBLAS_NUM_THREADS", "1")))
     x_train, y_train = load(t["data_dir"], "train")

@@ -224,3 +224,26 @@ def test_torch_model_and_embedding(cluster_factory):
         rows = client.pull_rows("e", np.array([3, 4], np.int64))
         assert rows.tolist() == [[-1.5, -1.5], [-0.5, -0.5]]
         assert "name: net.fc.weight" in ct.tables_yaml(Net(), prefix="net.")
+
+
+def test_pytorch_example_trains_through_cairn_launch(tmp_path):
+    pytest.importorskip("torch")
+    import json
+    import os
+    import subprocess
+    from conftest import BUILD
+    source = os.path.join(os.path.dirname(__file__), "../..")
+    summary = tmp_path / "summary.json"
+    env = dict(os.environ, CAIRN_PYTHONPATH=os.path.join(BUILD, "python"))
+    r = subprocess.run(
+        [os.path.join(BUILD, "bin", "cairn-launch"),
+         os.path.join(source, "examples/fashion-mnist.yaml"),
+         "--worker-command", os.path.join(source, "examples/pytorch/fashion_mnist_mlp.py"),
+         "--set", "training.max_steps=60", "--set", "cluster.servers=1",
+         "--workdir", str(tmp_path / "job"), "--summary", str(summary)],
+        capture_output=True, text=True, timeout=240, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads(summary.read_text())
+    assert s["workers"] == 2 and s["steps"] == 60
+    # 60 BSP steps of batch 64 on 2 workers: far above chance (0.1).
+    assert s["test_accuracy"] > 0.5

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cairn/v1/types.pb.h"
+#include "common/security/transport_security.h"
 #include "worker/client/client.h"
 
 namespace py = pybind11;
@@ -333,6 +334,18 @@ class Error(RuntimeError):
         return d;
       });
 
+  m.def(
+      "use_tls",
+      [](const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
+         const std::string& token_file) {
+        cairn::Check(cairn::InstallTransportSecurity({.ca_file = ca_file,
+                                                      .cert_file = cert_file,
+                                                      .key_file = key_file,
+                                                      .token_file = token_file}));
+      },
+      py::arg("ca_file"), py::arg("cert_file"), py::arg("key_file"), py::arg("token_file") = "",
+      "Mutual TLS for every later connection of this process (docs/security.md): the job's CA "
+      "bundle, this worker's certificate and key (PEM). Call once, before connect().");
   m.def("connect", &cairn::Connect, py::arg("coordinator"), py::arg("worker_id") = -1,
         py::arg("connect_timeout") = 60.0, py::arg("rpc_deadline") = 60.0,
         py::arg("shared_memory") = true, py::arg("cache_bytes") = int64_t{64} << 20,

@@ -17,7 +17,9 @@ import numpy as np
 from . import _cairn
 from ._cairn import Error, Future
 
-__all__ = ["connect", "Client", "Error", "Future"]
+__all__ = ["connect", "use_tls", "Client", "Error", "Future"]
+
+use_tls = _cairn.use_tls
 
 
 def _float_view(x, what, name):
