@@ -27,9 +27,6 @@ import torch.nn.functional as F
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.environ.get("CAIRN_PYTHONPATH", os.path.join(HERE, "../../build/python")))
-import cairn  # noqa: E402
-import cairn.torch  # noqa: E402
 
 
 def read_idx(path):
@@ -99,6 +96,9 @@ def main():
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     args, _ = p.parse_known_args()  # cairn-launch's other flags (--metrics-port, ...)
+    sys.path.insert(0, os.environ.get("CAIRN_PYTHONPATH", os.path.join(HERE, "../../build/python")))
+    import cairn
+    import cairn.torch
     if args.tls:
         cairn.use_tls(args.tls_ca, args.tls_cert.replace("{role}", "worker"),
                       args.tls_key.replace("{role}", "worker"))

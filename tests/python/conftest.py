@@ -49,7 +49,10 @@ class Cluster:
 
     def _start(self, command, name):
         log = open(os.path.join(self.dir, name + ".log"), "w")
-        p = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        # The daemons die with this process, even when it crashes (util-linux's
+        # setpriv; no preexec_fn, which is unsafe once gRPC's threads run).
+        p = subprocess.Popen(["setpriv", "--pdeathsig", "KILL"] + command, stdout=log,
+                             stderr=subprocess.STDOUT)
         self.processes.append(p)
         return p
 
