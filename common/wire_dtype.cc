@@ -20,7 +20,7 @@ void EncodeValues(const float* in, size_t n, v1::DType dtype, char* out) {
       const uint16_t h = FloatToHalf(in[i]);
       std::memcpy(out + 2 * i, &h, 2);
     }
-  } else {
+  } else if (n > 0) {  // an empty buffer's pointer may be null: no memcpy then
     std::memcpy(out, in, n * sizeof(float));
   }
 }
@@ -38,7 +38,7 @@ void DecodeValues(const char* in, size_t n, v1::DType dtype, float* out) {
       std::memcpy(&h, in + 2 * i, 2);
       out[i] = HalfToFloat(h);
     }
-  } else {
+  } else if (n > 0) {
     std::memcpy(out, in, n * sizeof(float));
   }
 }
