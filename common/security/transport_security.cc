@@ -25,12 +25,22 @@
 namespace cairn {
 namespace {
 
-constexpr char kRoleProperty[] = "cairn_role";
+constexpr char kPushMethod[] = "/cairn.v1.ParameterService/Push";
+
+// The role the certificate of `context`'s peer carries, and its subject.
+std::optional<Role> CertificateRole(const grpc::AuthContext& context, std::string* subject) {
+  for (const grpc::string_ref& v : context.FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME)) {
+    subject->assign(v.data(), v.size());
+  }
+  return RoleFromSubject(*subject);
+}
 
 // Checks each call a server receives: the caller's role comes from a bearer
 // token when it sends one ("authorization: Bearer <token>"), else from its
-// certificate's OU; the method must allow that role. The role is recorded
-// in the call's auth context for handlers (CallerRole). Runs inline on
+// certificate's OU; the method must allow that role. A Push always takes
+// the certificate's role (its handler checks the forwarded flag against it,
+// CallerRole). Nothing is written into the auth context: gRPC shares it
+// among every call of a connection. Runs inline on
 // gRPC's thread (IsBlocking false): it reads no file but the tokens file,
 // and that at most once a second.
 class CallAuthenticator final : public grpc::AuthMetadataProcessor {
@@ -53,6 +63,8 @@ class CallAuthenticator final : public grpc::AuthMetadataProcessor {
       }
     }
     std::optional<Role> role;
+    std::string subject;
+    const std::optional<Role> certificate_role = CertificateRole(*context, &subject);
     if (has_authorization) {
       // Never echoed back, never logged; taken out of the call's metadata.
       consumed->emplace("authorization", std::string(authorization));
@@ -70,24 +82,19 @@ class CallAuthenticator final : public grpc::AuthMetadataProcessor {
         return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                             std::string(by_token.status().message()));
       }
-      role = *by_token;
+      role = method == kPushMethod ? certificate_role : *by_token;
     } else {
-      std::string subject;
-      for (const grpc::string_ref& v : context->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME)) {
-        subject.assign(v.data(), v.size());
-      }
-      role = RoleFromSubject(subject);
-      if (!role) {
-        return grpc::Status(
-            grpc::StatusCode::PERMISSION_DENIED,
-            absl::StrCat("the caller's certificate (", subject.empty() ? "none" : subject,
-                         ") names no role: its subject needs OU=", AllRoleNames()));
-      }
+      role = certificate_role;
+    }
+    if (!role) {
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("the caller's certificate (", subject.empty() ? "none" : subject,
+                       ") names no role: its subject needs OU=", AllRoleNames()));
     }
     if (absl::Status s = AuthorizeCall(method, *role); !s.ok()) {
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(s.message()));
     }
-    context->AddProperty(kRoleProperty, std::string(RoleName(*role)));
     return grpc::Status::OK;
   }
 
@@ -262,12 +269,11 @@ absl::Status CheckCertificateNames(const std::string& host, const std::string& s
 }
 
 std::optional<Role> CallerRole(const grpc::ServerContextBase& context) {
+  // Without TLS a call has no certificate, so no role: let through.
   std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   if (auth == nullptr) return std::nullopt;
-  for (const grpc::string_ref& v : auth->FindPropertyValues(kRoleProperty)) {
-    return ParseRole(absl::string_view(v.data(), v.size()));
-  }
-  return std::nullopt;
+  std::string subject;
+  return CertificateRole(*auth, &subject);
 }
 
 }  // namespace cairn

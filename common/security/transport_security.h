@@ -60,8 +60,9 @@ std::shared_ptr<grpc::ServerCredentials> ProcessServerCredentials();
 // (field case C12) instead of at every peer's handshake. Thread-safe.
 absl::Status CheckCertificateNames(const std::string& host, const std::string& setting);
 
-// The role this process's servers gave the caller of `context`; nullopt
-// when transport security is off (every caller is let through). Thread-safe.
+// The role the certificate of `context`'s caller carries (the role a Push is
+// authorized under; a bearer token does not change it); nullopt when
+// transport security is off (every caller is let through). Thread-safe.
 std::optional<Role> CallerRole(const grpc::ServerContextBase& context);
 
 }  // namespace cairn
