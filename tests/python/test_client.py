@@ -247,3 +247,36 @@ def test_pytorch_example_trains_through_cairn_launch(tmp_path):
     assert s["workers"] == 2 and s["steps"] == 60
     # 60 BSP steps of batch 64 on 2 workers: far above chance (0.1).
     assert s["test_accuracy"] > 0.5
+
+
+def test_pytorch_ctr_example_matches_cairn_worker(tmp_path):
+    # The same job, data and steps through the PyTorch CTR example
+    # (cairn.torch.Embeddings on 26 sparse tables) and through cairn-worker:
+    # the test AUCs agree (the servers initialize and update both alike;
+    # only the shuffle and float summation order differ).
+    pytest.importorskip("torch")
+    import json
+    import os
+    import subprocess
+    from conftest import BUILD
+    source = os.path.join(os.path.dirname(__file__), "../..")
+    data = tmp_path / "data"
+    subprocess.run([os.path.join(source, "tools/ctr-generate"), "--out", str(data),
+                    "--examples", "40000", "--seed", "1"], check=True, capture_output=True)
+    env = dict(os.environ, CAIRN_PYTHONPATH=os.path.join(BUILD, "python"))
+    aucs = {}
+    for name, extra in (("python", ["--worker-command",
+                                    os.path.join(source, "examples/pytorch/ctr.py")]),
+                        ("cpp", [])):
+        summary = tmp_path / f"{name}.json"
+        r = subprocess.run(
+            [os.path.join(BUILD, "bin", "cairn-launch"), os.path.join(source, "examples/ctr.yaml"),
+             "--set", f"training.data_dir={data}", "--set", "training.epochs=2",
+             "--workdir", str(tmp_path / name), "--summary", str(summary)] + extra,
+            capture_output=True, text=True, timeout=240, env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
+        s = json.loads(summary.read_text())
+        assert s["steps"] == 140
+        aucs[name] = s["per_worker"][0]["test_auc"]
+    assert aucs["python"] > 0.6
+    assert abs(aucs["python"] - aucs["cpp"]) < 0.02, aucs

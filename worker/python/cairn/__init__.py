@@ -123,6 +123,24 @@ class Client:
         """Pushes row gradients ([len(keys), width]); repeated keys are summed."""
         self.push_rows_async(name, keys, grads).result()
 
+    def pull_rows_many(self, requests):
+        """Rows of several sparse tables in one operation (one request per
+        server for all of them): {name: keys} -> {name: [len(keys), width]}."""
+        out, native = {}, {}
+        for name, keys in requests.items():
+            keys = _keys(keys, name)
+            out[name] = np.empty((keys.size, self._spec(name)["width"]), dtype=np.float32)
+            native[name] = (keys, out[name])
+        self._native.pull_sparse_async(native).result()
+        return out
+
+    def push_rows_many(self, grads):
+        """Row gradients of several sparse tables in one operation:
+        {name: (keys, [len(keys), width] float32)}."""
+        native = {name: (_keys(k, name), _float_view(g, "the gradient", name))
+                  for name, (k, g) in grads.items()}
+        self._native.push_sparse_async(native).result()
+
     def clock(self):
         """Ends this worker's iteration (the BSP barrier / SSP bound count these)."""
         self._native.clock()

@@ -18,7 +18,7 @@ import torch
 
 from . import Error
 
-__all__ = ["ParameterServerModel", "Embedding", "tables_yaml"]
+__all__ = ["ParameterServerModel", "Embedding", "Embeddings", "tables_yaml"]
 
 
 def _table_name(prefix, parameter_name):
@@ -124,4 +124,57 @@ class Embedding(torch.nn.Module):
         for keys, rows in self._pending:
             if rows.grad is not None:
                 self.client.push_rows(self.table, keys, rows.grad.contiguous().numpy())
+        self._pending = []
+
+
+class Embeddings(torch.nn.Module):
+    """Several sparse tables as one module (one embedding table per
+    categorical field): forward([ids per table]) returns one tensor of rows
+    per table, pulled in one operation (one request per server for all
+    tables); push(scale) sends every table's summed row gradients, times
+    `scale`, in one operation."""
+
+    def __init__(self, client, tables):
+        super().__init__()
+        self.client = client
+        self.tables = list(tables)
+        specs = {t["name"]: t for t in client.tables()}
+        for table in self.tables:
+            spec = specs.get(table)
+            if spec is None or spec["kind"] != "sparse":
+                raise Error("INVALID_ARGUMENT" if spec else "NOT_FOUND",
+                            f"Embeddings needs sparse tables; the job's {table} is "
+                            f"{spec['kind'] if spec else 'missing'}")
+        self.widths = [specs[t]["width"] for t in self.tables]
+        self._pending = []
+
+    def forward(self, ids_per_table):
+        if len(ids_per_table) != len(self.tables):
+            raise Error("INVALID_ARGUMENT", f"{len(ids_per_table)} id tensors for "
+                        f"{len(self.tables)} tables")
+        uniques, inverses = [], []
+        for ids in ids_per_table:
+            ids = torch.as_tensor(ids, dtype=torch.int64)
+            u, inv = torch.unique(ids.reshape(-1), return_inverse=True)
+            uniques.append(u.numpy())
+            inverses.append((inv, ids.shape))
+        pulled = self.client.pull_rows_many(dict(zip(self.tables, uniques)))
+        out, step = [], []
+        for table, keys, (inv, shape), width in zip(self.tables, uniques, inverses, self.widths):
+            rows = torch.from_numpy(pulled[table]).requires_grad_(True)
+            step.append((table, keys, rows))
+            out.append(rows[inv].reshape(*shape, width))
+        self._pending.append(step)
+        return out
+
+    def push(self, scale=1.0):
+        """Pushes the row gradients of every forward since the last push."""
+        for step in self._pending:
+            grads = {}
+            for table, keys, rows in step:
+                if rows.grad is not None:
+                    g = rows.grad if scale == 1.0 else rows.grad * scale
+                    grads[table] = (keys, g.contiguous().numpy())
+            if grads:
+                self.client.push_rows_many(grads)
         self._pending = []
