@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 import yaml
 
+from fashion_mnist_mlp import MLP  # the same stack of layers, fc0 .. fc<n-1>
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIELDS, INTEGERS = 26, 13
 MISSING = -1  # the all-ones id of a missing value, as int64
@@ -64,21 +66,6 @@ def roc_auc(labels, scores):
     return (ranks[labels == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives)
 
 
-class Head(torch.nn.Module):
-    def __init__(self, layers):
-        super().__init__()
-        for i in range(len(layers) - 1):
-            self.add_module(f"fc{i}", torch.nn.Linear(layers[i], layers[i + 1]))
-        self.depth = len(layers) - 1
-
-    def forward(self, x):
-        for i in range(self.depth):
-            x = getattr(self, f"fc{i}")(x)
-            if i + 1 < self.depth:
-                x = F.relu(x)
-        return x.squeeze(-1)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", required=True)
@@ -111,11 +98,11 @@ def main():
     rank = client.worker_id
     tables = [f"ctr.c{i + 1}" for i in range(FIELDS)]
     embeddings = cairn.torch.Embeddings(client, tables)
-    head = cairn.torch.ParameterServerModel(Head(layers), client, prefix="ctr.")
+    head = cairn.torch.ParameterServerModel(MLP(layers), client, prefix="ctr.")
 
     def logits(x, ids):
         rows = embeddings([ids[:, f] for f in range(FIELDS)])
-        return head(torch.cat(rows + [x], dim=1))
+        return head(torch.cat(rows + [x], dim=1)).squeeze(-1)
 
     steps_per_epoch = len(y_train) // (workers * batch)
     total = steps_per_epoch * epochs
