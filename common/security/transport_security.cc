@@ -8,6 +8,7 @@
 #include <grpcpp/security/tls_certificate_verifier.h>
 #include <grpcpp/security/tls_credentials_options.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
 
@@ -148,6 +149,8 @@ struct Installed {
 
 absl::Mutex g_mu;
 std::shared_ptr<const Installed> g_installed ABSL_GUARDED_BY(g_mu);
+// Set once g_installed is: read on every Push without the lock.
+std::atomic<bool> g_enabled{false};
 
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -224,6 +227,7 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
   }
   g_installed = std::make_shared<Installed>(
       Installed{std::move(channel), std::move(server), *facts, files.cert_file});
+  g_enabled.store(true, std::memory_order_release);
   LOG_INFO("TLS on: certificate {} ({}; names {}; valid to {}), CA {}", files.cert_file,
            facts->subject, facts->names,
            absl::FormatTime(absl::RFC3339_sec, facts->not_after, absl::UTCTimeZone()),
@@ -231,10 +235,7 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
   return absl::OkStatus();
 }
 
-bool TransportSecurityInstalled() {
-  absl::MutexLock lock(&g_mu);
-  return g_installed != nullptr;
-}
+bool TransportSecurityInstalled() { return g_enabled.load(std::memory_order_acquire); }
 
 std::shared_ptr<grpc::ChannelCredentials> ProcessChannelCredentials() {
   {
@@ -269,7 +270,9 @@ absl::Status CheckCertificateNames(const std::string& host, const std::string& s
 }
 
 std::optional<Role> CallerRole(const grpc::ServerContextBase& context) {
-  // Without TLS a call has no certificate, so no role: let through.
+  // Without TLS a call has no certificate, so no role: let through, before
+  // gRPC builds an auth context for the call (an allocation per Push).
+  if (!TransportSecurityInstalled()) return std::nullopt;
   std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   if (auth == nullptr) return std::nullopt;
   std::string subject;
