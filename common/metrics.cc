@@ -7,6 +7,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/metrics_https.h"
+#include "common/security/metrics_tls.h"
+#include "common/security/transport_security.h"
 #include "prometheus/collectable.h"
 #include "prometheus/exposer.h"
 #include "prometheus/metric_family.h"
@@ -80,10 +83,33 @@ class ProcessCollector : public prometheus::Collectable {
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& host,
                                                                     int port,
-                                                                    const std::string& component) {
+                                                                    const std::string& component,
+                                                                    bool tls) {
   std::unique_ptr<MetricsServer> server(new MetricsServer());
   server->registry_ = std::make_shared<prometheus::Registry>();
+  server->tls_ = tls;
   const std::string bind = absl::StrCat(host, ":", port);
+  server->process_collector_ = std::make_shared<ProcessCollector>();
+  if (tls) {
+    const std::optional<TransportSecurityFiles> files = InstalledTransportSecurityFiles();
+    if (!files.has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          component, ": metrics.tls serves /metrics with this process's TLS certificate, "
+          "but TLS is off: set security.tls (or --tls, CAIRN_TLS=1) and its files"));
+    }
+    if (absl::Status s = SetMetricsTlsFiles(files->cert_file, files->key_file); !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<std::unique_ptr<HttpsMetricsEndpoint>> https = HttpsMetricsEndpoint::Start(
+        host, port, {server->registry_, server->process_collector_});
+    if (!https.ok()) {
+      return absl::Status(https.status().code(),
+                          absl::StrCat(component, ": ", https.status().message()));
+    }
+    server->https_ = *std::move(https);
+    server->address_ = absl::StrCat(host, ":", server->https_->port());
+    return server;
+  }
   try {
     server->exposer_ = std::make_unique<prometheus::Exposer>(bind, /*num_threads=*/1);
   } catch (const std::exception& e) {
@@ -93,12 +119,15 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   const std::vector<int> ports = server->exposer_->GetListeningPorts();
   server->address_ = absl::StrCat(host, ":", ports.empty() ? port : ports.front());
   server->exposer_->RegisterCollectable(server->registry_);
-  server->process_collector_ = std::make_shared<ProcessCollector>();
   server->exposer_->RegisterCollectable(server->process_collector_);
   return server;
 }
 
 MetricsServer::~MetricsServer() = default;
+
+std::string MetricsServer::url() const {
+  return absl::StrCat(tls_ ? "https://" : "http://", address_, "/metrics");
+}
 
 std::vector<double> LatencyBuckets() {
   return {50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3,

@@ -23,28 +23,38 @@ class Histogram;
 
 namespace cairn {
 
+class HttpsMetricsEndpoint;
+
 // Thread-safe (prometheus-cpp's registry and metrics are).
 class MetricsServer {
  public:
-  // Listens on host:port (port 0 picks a free one). Unavailable naming the
-  // address when it cannot bind.
+  // Listens on host:port (port 0 picks a free one). With `tls`, serves
+  // HTTPS with this process's TLS certificate and key (metrics.tls,
+  // common/security/metrics_tls.h): FailedPrecondition when transport
+  // security is not installed, InvalidArgument when its files do not load.
+  // Unavailable naming the address when it cannot bind.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& host,
                                                               int port,
-                                                              const std::string& component);
+                                                              const std::string& component,
+                                                              bool tls = false);
   ~MetricsServer();
 
   prometheus::Registry& registry() { return *registry_; }
   const std::shared_ptr<prometheus::Registry>& shared_registry() { return registry_; }
   // host:port actually bound.
   const std::string& address() const { return address_; }
+  // "https://host:port/metrics" with TLS, else "http://host:port/metrics".
+  std::string url() const;
 
  private:
   MetricsServer() = default;
   std::shared_ptr<prometheus::Registry> registry_;
   // Owned here: the exposer keeps only weak pointers to what it serves.
   std::shared_ptr<prometheus::Collectable> process_collector_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<prometheus::Exposer> exposer_;     // plaintext
+  std::unique_ptr<HttpsMetricsEndpoint> https_;      // metrics.tls
   std::string address_;
+  bool tls_ = false;
 };
 
 // Latency buckets in seconds that fit loopback (tens of µs) to cross-cluster

@@ -350,7 +350,8 @@ int Run(const Flags& flags) {
                   [](const std::string& o) { return o.rfind("metrics.", 0) == 0; });
   if (!flags.local || metrics_flag) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> server =
-        MetricsServer::Start(s.config.metrics.host, s.config.metrics.port, "worker");
+        MetricsServer::Start(s.config.metrics.host, s.config.metrics.port, "worker",
+                             s.config.metrics.tls);
     if (!server.ok()) {
       return Fail(
           server.status().code() == absl::StatusCode::kUnavailable ? kExitPortTaken : kExitConfig,
@@ -358,7 +359,7 @@ int Run(const Flags& flags) {
     }
     s.metrics_server = *std::move(server);
     s.metrics = std::make_unique<WorkerMetrics>(s.metrics_server->registry());
-    LOG_INFO("metrics on http://{}/metrics", s.metrics_server->address());
+    LOG_INFO("metrics on {}", s.metrics_server->url());
   }
 #ifdef CAIRN_WORKER_HAS_CLIENT
   if (!flags.local) {

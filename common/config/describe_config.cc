@@ -154,6 +154,7 @@ std::string DescribeConfig(const JobConfig& c) {
   }
   out.Add("metrics.host", c.metrics.host);
   out.Add("metrics.port", c.metrics.port);
+  out.Add("metrics.tls", c.metrics.tls ? "true" : "false");
   out.Add("checkpoint.dir", c.checkpoint.dir);
   out.Add("checkpoint.every_clocks", c.checkpoint.every_clocks);
   out.Add("checkpoint.every", FormatDurationForConfig(c.checkpoint.every));

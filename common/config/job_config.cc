@@ -160,9 +160,10 @@ absl::Status ParseTraining(const YamlNode& node, TrainingConfig* t) {
 }
 
 absl::Status ParseMetrics(const YamlNode& node, MetricsConfig* m) {
-  ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "metrics", {"host", "port"}));
+  ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "metrics", {"host", "port", "tls"}));
   RETURN_IF_ERROR(r.String("host", /*non_empty=*/true, &m->host));
   RETURN_IF_ERROR(r.Int32("port", 0, 65535, &m->port));
+  RETURN_IF_ERROR(r.Bool("tls", &m->tls));
   absl::StatusOr<HostPort> hp =
       ParseHostPort(FormatHostPort(m->host, m->port), r.Path("host"), /*allow_zero_port=*/true);
   if (!hp.ok()) return ErrorAt(r.Where("host"), std::string(hp.status().message()));

@@ -138,6 +138,7 @@ struct TrainingConfig {
 struct MetricsConfig {
   std::string host = "127.0.0.1";  // /metrics listen host
   int port = 0;                    // 0: pick a free port
+  bool tls = false;                // HTTPS with the process's TLS certificate (security:)
 };
 
 // Transport security (docs/security.md): mutual TLS on every gRPC channel

@@ -144,7 +144,7 @@ struct Installed {
   std::shared_ptr<grpc::ChannelCredentials> channel;
   std::shared_ptr<grpc::ServerCredentials> server;
   CertificateFacts certificate;
-  std::string cert_file;
+  TransportSecurityFiles files;
 };
 
 absl::Mutex g_mu;
@@ -226,7 +226,7 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
     return absl::FailedPreconditionError("transport security is installed already");
   }
   g_installed = std::make_shared<Installed>(
-      Installed{std::move(channel), std::move(server), *facts, files.cert_file});
+      Installed{std::move(channel), std::move(server), *facts, files});
   g_enabled.store(true, std::memory_order_release);
   LOG_INFO("TLS on: certificate {} ({}; names {}; valid to {}), CA {}", files.cert_file,
            facts->subject, facts->names,
@@ -236,6 +236,12 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
 }
 
 bool TransportSecurityInstalled() { return g_enabled.load(std::memory_order_acquire); }
+
+std::optional<TransportSecurityFiles> InstalledTransportSecurityFiles() {
+  absl::MutexLock lock(&g_mu);
+  if (g_installed == nullptr) return std::nullopt;
+  return g_installed->files;
+}
 
 std::shared_ptr<grpc::ChannelCredentials> ProcessChannelCredentials() {
   {
@@ -264,7 +270,7 @@ absl::Status CheckCertificateNames(const std::string& host, const std::string& s
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "peers would dial this process at ", host, " (", setting, "), but its certificate ",
-      installed->cert_file, " names [", installed->certificate.names,
+      installed->files.cert_file, " names [", installed->certificate.names,
       "]: under TLS they would refuse it. Use a name the certificate carries, or issue one "
       "that names ", host, " (tools/cairn-certs --hosts ", host, ")"));
 }

@@ -47,6 +47,10 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files);
 // Whether InstallTransportSecurity succeeded in this process.
 bool TransportSecurityInstalled();
 
+// The files InstallTransportSecurity installed; nullopt before (or without)
+// an installation. Thread-safe.
+std::optional<TransportSecurityFiles> InstalledTransportSecurityFiles();
+
 // Credentials for channels and servers: TLS after an installation,
 // insecure otherwise. Thread-safe.
 std::shared_ptr<grpc::ChannelCredentials> ProcessChannelCredentials();

@@ -144,10 +144,12 @@ int Run(const Flags& flags) {
 
   const int metrics_port = flags.metrics_port >= 0 ? flags.metrics_port : config->metrics.port;
   absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
-      MetricsServer::Start(config->metrics.host, metrics_port, "coordinator");
+      MetricsServer::Start(config->metrics.host, metrics_port, "coordinator",
+                           config->metrics.tls);
   if (!metrics_server.ok()) {
     LOG_ERROR("{}", metrics_server.status().message());
-    return kExitPortTaken;
+    return metrics_server.status().code() == absl::StatusCode::kUnavailable ? kExitPortTaken
+                                                                            : kExitBadConfig;
   }
   CoordinatorMetrics metrics((*metrics_server)->registry());
   MonotonicTimeSource time;  // leases never follow a step of the wall clock

@@ -87,10 +87,12 @@ int Run(const Flags& flags) {
   }
   const int metrics_port = flags.metrics_port >= 0 ? flags.metrics_port : config->metrics.port;
   absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
-      MetricsServer::Start(config->metrics.host, metrics_port, "cairn-server");
+      MetricsServer::Start(config->metrics.host, metrics_port, "cairn-server",
+                           config->metrics.tls);
   if (!metrics_server.ok()) {
     std::cerr << "cairn-server: " << metrics_server.status().message() << "\n";
-    return kExitPortTaken;
+    return metrics_server.status().code() == absl::StatusCode::kUnavailable ? kExitPortTaken
+                                                                            : kExitBadConfig;
   }
   ShardMetrics metrics((*metrics_server)->registry());
   ParameterService service(&metrics, config->rpc.deadline);

@@ -340,7 +340,8 @@ TEST_CASE("DescribeConfig prints every effective value, one per line", "[config]
         "tables[0].init.seed: 7", "tables[0].non_finite: allow", "tables[0].staleness: 3",
         "tables[1].shape: [10, 16]", "tables[1].chunk_size: 32",
         "tables[1].optimizer.beta2: 0.99", "tables[1].consistency: bsp",
-        "tables[1].aggregation: sum", "metrics.host: 127.0.0.1", "metrics.port: 0"}) {
+        "tables[1].aggregation: sum", "metrics.host: 127.0.0.1", "metrics.port: 0",
+        "metrics.tls: false"}) {
     INFO(line);
     CHECK_THAT(text, Contains(std::string("\n") + line + "\n") ||
                          StartsWith(std::string(line) + "\n"));

@@ -48,7 +48,7 @@ TEST_CASE("B25.2: a misspelt key is rejected with a suggestion", "[config][B25]"
              Equals("job.yaml:1:1: unknown key `clustr` (did you mean `cluster`?)"));
   // Nothing close: the known keys are listed instead.
   CHECK_THAT(ParseError("metrics: {bind: a}\n"),
-             Equals("job.yaml:1:11: unknown key `metrics.bind` (known keys: host, port)"));
+             Equals("job.yaml:1:11: unknown key `metrics.bind` (known keys: host, port, tls)"));
 }
 
 TEST_CASE("B25.3: durations need their unit, the effective value is printed", "[config][B25]") {
@@ -147,6 +147,10 @@ TEST_CASE("B20: bad coordinator addresses fail at validation naming the key",
              StartsWith("job.yaml:1:17: metrics.host: \"10.1.2.256\" is not a valid IPv4"));
   CHECK_THAT(ParseError("metrics: {port: 65536}\n"),
              Contains("`metrics.port` must be an integer in [0, 65535]; got 65536"));
+  CHECK_FALSE(ParseOk("metrics: {port: 1}\n").metrics.tls);
+  CHECK(ParseOk("metrics: {tls: true}\n").metrics.tls);
+  CHECK_THAT(ParseError("metrics: {tls: maybe}\n"),
+             StartsWith("job.yaml:1:16: `metrics.tls` must be true or false"));
 }
 
 TEST_CASE("B01: replication is 2 by default (1 with one server), accepted up to the number of "

@@ -12,6 +12,11 @@
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -80,8 +85,8 @@ const std::string& CertDir() {
 }
 
 std::string JobYaml(const std::string& certs, const std::string& checkpoints,
-                    const std::string& reload = "10s") {
-  return absl::StrCat(R"(
+                    const std::string& reload = "10s", bool metrics_tls = false) {
+  return absl::StrCat(metrics_tls ? "metrics: {tls: true}\n" : "", R"(
 cluster:
   coordinator: "127.0.0.1:1"
   servers: 2
@@ -472,6 +477,75 @@ std::string PresentedCertificate(const std::string& address, const std::string& 
   return "";
 }
 
+// The first certificate in a PEM text (the leaf of a chain).
+std::string FirstCertificate(const std::string& pem) {
+  const std::string kEnd = "-----END CERTIFICATE-----";
+  const size_t begin = pem.find("-----BEGIN CERTIFICATE-----");
+  const size_t end = pem.find(kEnd);
+  if (begin == std::string::npos || end == std::string::npos) return "";
+  return pem.substr(begin, end + kEnd.size() - begin);
+}
+
+// The certificate the HTTPS /metrics on 127.0.0.1:`port` presents, as
+// openssl s_client prints it; "" when the handshake fails.
+std::string MetricsCertificate(int port) {
+  absl::StatusOr<testing::CommandResult> r = testing::RunCommand(
+      {"/usr/bin/openssl", "s_client", "-connect", absl::StrCat("127.0.0.1:", port)});
+  if (!r.ok()) return "";
+  return FirstCertificate(r->out);
+}
+
+// A loopback port that was free a moment ago.
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  socklen_t len = sizeof(addr);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Runs Debian's Prometheus against `targets` (host:port) with scheme https
+// and the job's CA file, and waits until every target is up. "" when they
+// are, else what Prometheus reported of them last.
+std::string PrometheusScrapesOverTls(const std::string& dir, const std::string& ca,
+                                     const std::vector<std::string>& targets) {
+  std::string list;
+  for (const std::string& t : targets) absl::StrAppend(&list, list.empty() ? "" : ", ", "\"", t, "\"");
+  std::ofstream(dir + "/prometheus.yml") << "global: {scrape_interval: 1s}\n"
+                                         << "scrape_configs:\n"
+                                         << "  - job_name: cairn\n"
+                                         << "    scheme: https\n"
+                                         << "    tls_config: {ca_file: \"" << ca << "\"}\n"
+                                         << "    static_configs: [{targets: [" << list << "]}]\n";
+  const int port = FreeLoopbackPort();
+  auto prometheus = testing::Subprocess::Spawn(
+      testing::kPrometheus,
+      {"--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/tsdb",
+       absl::StrCat("--web.listen-address=127.0.0.1:", port), "--log.level=warn"},
+      dir + "/prometheus");
+  REQUIRE(prometheus.ok());
+  std::string last = "Prometheus never answered";
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(500));
+    absl::StatusOr<std::string> page = testing::HttpGet(port, "/api/v1/targets?state=active");
+    if (!page.ok()) continue;
+    last = *page;
+    size_t up = 0;
+    for (size_t at = page->find("\"health\":\"up\""); at != std::string::npos;
+         at = page->find("\"health\":\"up\"", at + 1)) {
+      ++up;
+    }
+    if (up == targets.size()) return "";
+  }
+  return last;
+}
+
 void ReplaceAtomically(const std::string& from, const std::string& to) {
   std::filesystem::copy_file(from, to + ".new", std::filesystem::copy_options::overwrite_existing);
   std::filesystem::rename(to + ".new", to);
@@ -483,8 +557,10 @@ TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connec
   const std::string dir = CertDir();
   const std::string certs = dir + "/rotating";
   RunOrFail({kCairnCerts, certs, "--ca-from", dir + "/job"});
-  auto cluster =
-      TestCluster::Start("security_rotation", JobYaml(certs, dir + "/rot_checkpoints", "1s"), 2);
+  // /metrics over HTTPS too (metrics.tls), with the same certificates.
+  auto cluster = TestCluster::Start(
+      "security_rotation", JobYaml(certs, dir + "/rot_checkpoints", "1s", /*metrics_tls=*/true),
+      2);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
   std::unique_ptr<Client> worker = ConnectWorker(**cluster);
@@ -493,6 +569,18 @@ TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connec
   const std::string address = (*cluster)->server_address(0);
   const std::string old_pem = ReadFile(certs + "/server.pem");
   REQUIRE(PresentedCertificate(address, certs) == old_pem);
+
+  // A real Prometheus scrapes every daemon over HTTPS with the job's CA;
+  // a plaintext scrape gets nothing.
+  const int metrics_port = (*cluster)->server_metrics_port(0);
+  std::vector<std::string> targets;
+  for (int port : {(*cluster)->coordinator_metrics_port(), metrics_port,
+                   (*cluster)->server_metrics_port(1)}) {
+    targets.push_back(absl::StrCat("127.0.0.1:", port));
+    CHECK_FALSE(testing::HttpGet(port, "/metrics").ok());
+  }
+  CHECK(PrometheusScrapesOverTls(dir, certs + "/ca.pem", targets) == "");
+  CHECK(MetricsCertificate(metrics_port) == FirstCertificate(old_pem));
 
   // New server certificates from the same CA, moved into place.
   RunOrFail({kCairnCerts, dir + "/renewed", "--ca-from", dir + "/job", "--roles", "server"});
@@ -514,6 +602,8 @@ TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connec
     absl::SleepFor(absl::Milliseconds(250));
   }
   CHECK(presented == new_pem);
+  // /metrics reads the files at each handshake.
+  CHECK(MetricsCertificate(metrics_port) == FirstCertificate(new_pem));
   for (int i = 0; i < 3; ++i, ++step) REQUIRE(worker->PushDense({{"w", ones}}).get().ok());
   std::vector<float> w(kDense);
   REQUIRE(worker->PullDense({{"w", absl::MakeSpan(w)}}).get().ok());
