@@ -126,10 +126,11 @@ absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path) {
   images.rows = static_cast<int>(rows);
   images.cols = static_cast<int>(cols);
   const int64_t total = int64_t{count} * rows * cols;
-  // Grow as data arrives, so a header that lies about the size costs no more
-  // memory than the file holds.
-  images.pixels.reserve(static_cast<size_t>(std::min<int64_t>(total, int64_t{1} << 26)));
-  std::vector<unsigned char> chunk(kChunkBytes);
+  // Grow as data arrives (one chunk's room first, then doubling), so a
+  // header that lies about the size costs no more memory than the file holds.
+  const size_t first = static_cast<size_t>(std::min<int64_t>(total, kChunkBytes));
+  images.pixels.reserve(first);
+  std::vector<unsigned char> chunk(first);
   int64_t done = 0;
   while (done < total) {
     const size_t want = static_cast<size_t>(std::min<int64_t>(total - done, kChunkBytes));
@@ -155,8 +156,9 @@ absl::StatusOr<std::vector<int32_t>> ReadIdxLabels(const std::string& path, int 
     return absl::InvalidArgumentError(absl::StrCat(path, ": implausible label count ", count));
   }
   std::vector<int32_t> labels;
-  labels.reserve(std::min<uint32_t>(count, 1u << 26));
-  std::vector<unsigned char> chunk(kChunkBytes);
+  const size_t first = std::min<size_t>(count, kChunkBytes);
+  labels.reserve(first);  // then doubling, as above
+  std::vector<unsigned char> chunk(first);
   while (labels.size() < count) {
     const size_t want = std::min<size_t>(count - labels.size(), kChunkBytes);
     ASSIGN_OR_RETURN(size_t got, reader.Read(chunk.data(), want));
