@@ -29,4 +29,23 @@ std::vector<uint32_t> RowEviction::Victims(absl::Span<const uint64_t> last_updat
   return order;
 }
 
+std::vector<Key> RowEviction::PendingVictims(absl::Span<const Key> keys,
+                                            absl::Span<const uint32_t> counts) const {
+  const uint64_t waiting = keys.size();
+  if (!Over(waiting)) return {};
+  const uint64_t drop = waiting - std::min(waiting, target_);
+  std::vector<uint32_t> order(waiting);
+  for (uint32_t i = 0; i < waiting; ++i) order[i] = i;
+  auto fewer = [&](uint32_t a, uint32_t b) {
+    return counts[a] != counts[b] ? counts[a] < counts[b] : keys[a] < keys[b];
+  };
+  std::nth_element(order.begin(), order.begin() + static_cast<ptrdiff_t>(drop), order.end(),
+                   fewer);
+  std::vector<Key> victims;
+  victims.reserve(drop);
+  for (uint64_t i = 0; i < drop; ++i) victims.push_back(keys[order[i]]);
+  std::sort(victims.begin(), victims.end());
+  return victims;
+}
+
 }  // namespace cairn

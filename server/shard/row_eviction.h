@@ -11,6 +11,13 @@
 // values, a later push starts it again, through admission when the table
 // has a min_count), so a failover can only bring back rows the job would
 // have re-created anyway.
+//
+// Ids waiting for admission (TableSpec.min_count) are bounded the same way:
+// a table with a capacity keeps at most capacity_rows of them, and when
+// more wait, those with the fewest pushes counted go first (ties by key),
+// down to evict_to of the capacity. A dropped id starts counting again at
+// its next push. Without a capacity neither rows nor waiting ids are
+// bounded.
 #ifndef CAIRN_SERVER_SHARD_ROW_EVICTION_H_
 #define CAIRN_SERVER_SHARD_ROW_EVICTION_H_
 
@@ -41,6 +48,12 @@ class RowEviction {
   // moving the last row into its place). Empty when not Over().
   std::vector<uint32_t> Victims(absl::Span<const uint64_t> last_update,
                                 absl::Span<const Key> keys) const;
+
+  // The waiting ids to drop when ids `keys[i]` wait with `counts[i]`
+  // pushes counted: the keys.size() - Target() with the fewest counts, ties
+  // by the smaller key, in ascending key order. Empty when not Over().
+  std::vector<Key> PendingVictims(absl::Span<const Key> keys,
+                                  absl::Span<const uint32_t> counts) const;
 
  private:
   const uint64_t capacity_;

@@ -891,6 +891,7 @@ void Shard::Stats(v1::StatsResponse* response) const {
       s->set_pending_ids(sparse->NumPending());
       s->set_not_admitted_pushes(sparse->NotAdmittedPushes());
       s->set_evicted_rows(sparse->EvictedRows());
+      s->set_dropped_pending_ids(sparse->DroppedPending());
     }
   }
   response->set_pushes_applied(pushes_applied_.load(std::memory_order_relaxed));

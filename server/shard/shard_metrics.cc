@@ -58,6 +58,11 @@ ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
                        .Name("cairn_shard_evicted_rows_total")
                        .Help("Embedding rows dropped by eviction (capacity_rows), by table.")
                        .Register(registry);
+  dropped_pending_ = &prometheus::BuildCounter()
+                         .Name("cairn_shard_dropped_pending_ids_total")
+                         .Help("Ids waiting for admission dropped because more than "
+                               "capacity_rows waited, by table.")
+                         .Register(registry);
   not_admitted_ = &prometheus::BuildCounter()
                        .Name("cairn_shard_not_admitted_pushes_total")
                        .Help("Pushes of ids not admitted yet, counted and dropped, by table.")
@@ -158,6 +163,7 @@ void ShardMetrics::Tables(const v1::StatsResponse& stats) {
       *seen = now;
     };
     count(evicted_rows_, t.evicted_rows(), &last.evicted);
+    count(dropped_pending_, t.dropped_pending_ids(), &last.dropped_pending);
     count(not_admitted_, t.not_admitted_pushes(), &last.not_admitted);
   }
 }

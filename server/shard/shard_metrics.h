@@ -82,9 +82,11 @@ class ShardMetrics {
   prometheus::Family<prometheus::Gauge>* table_bytes_;
   prometheus::Family<prometheus::Gauge>* pending_ids_;
   prometheus::Family<prometheus::Counter>* evicted_rows_;
+  prometheus::Family<prometheus::Counter>* dropped_pending_;
   prometheus::Family<prometheus::Counter>* not_admitted_;
   struct Totals {
     uint64_t evicted = 0;
+    uint64_t dropped_pending = 0;
     uint64_t not_admitted = 0;
   };
   absl::Mutex totals_mu_;

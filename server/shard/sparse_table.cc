@@ -122,11 +122,29 @@ void SparseTable::EvictIfOverLocked() {
   }
 }
 
+void SparseTable::DropPendingIfOverLocked() {
+  if (!eviction_.Over(pending_.size())) return;
+  std::vector<Key> keys;
+  std::vector<uint32_t> counts;
+  keys.reserve(pending_.size());
+  counts.reserve(pending_.size());
+  for (const auto& [key, count] : pending_) {
+    keys.push_back(key);
+    counts.push_back(count);
+  }
+  const std::vector<Key> victims = eviction_.PendingVictims(keys, counts);
+  for (Key k : victims) pending_.erase(k);
+  dropped_pending_.fetch_add(victims.size(), std::memory_order_relaxed);
+  // The map's buckets back to the allocator once it is far emptier.
+  if (pending_.capacity() > 4 * pending_.size() + 1024) pending_.rehash(0);
+}
+
 void SparseTable::ApplyRowLocked(Key key, const float* grad) {
   if (min_count_ > 1 && !index_.contains(key)) {
     auto [it, inserted] = pending_.try_emplace(key, 0);
     if (++it->second < min_count_) {
       not_admitted_.fetch_add(1, std::memory_order_relaxed);
+      if (inserted) DropPendingIfOverLocked();
       return;  // counted, not stored
     }
     pending_.erase(it);  // admitted: this push is the row's first update
@@ -264,6 +282,7 @@ absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRow
   for (size_t i = 0; i < rows.pending_keys.size(); ++i) {
     pending_[rows.pending_keys[i]] = rows.pending_counts[i];
   }
+  DropPendingIfOverLocked();
   return absl::OkStatus();
 }
 

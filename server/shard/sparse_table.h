@@ -36,6 +36,9 @@ class SparseTable final : public Table {
   uint64_t NotAdmittedPushes() const { return not_admitted_.load(std::memory_order_relaxed); }
   // Rows evicted so far (TableSpec.capacity_rows, row_eviction.h).
   uint64_t EvictedRows() const { return evicted_.load(std::memory_order_relaxed); }
+  // Ids dropped from the admission wait list because more than
+  // capacity_rows waited (row_eviction.h).
+  uint64_t DroppedPending() const { return dropped_pending_.load(std::memory_order_relaxed); }
   absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) override
@@ -54,6 +57,9 @@ class SparseTable final : public Table {
   // holds more than its capacity, moving the last rows into their places,
   // and gives memory back when the arrays are far larger than needed.
   void EvictIfOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a new id starts waiting: with a capacity, drops the waiting ids
+  // with the fewest pushes when more than the capacity wait.
+  void DropPendingIfOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const uint32_t width_;
@@ -75,6 +81,7 @@ class SparseTable final : public Table {
   // Admission: pushes counted per id without a row (min_count_ > 1).
   absl::flat_hash_map<Key, uint32_t> pending_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> not_admitted_{0};
+  std::atomic<uint64_t> dropped_pending_{0};
 };
 
 }  // namespace cairn

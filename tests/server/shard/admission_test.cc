@@ -12,6 +12,7 @@
 
 #include "server/checkpoint/checkpoint_codec.h"
 #include "server/shard/grad_buffer.h"
+#include "server/shard/row_eviction.h"
 #include "server/shard/sparse_table.h"
 #include "server/shard/table.h"
 #include "tests/server/shard/sparse_rows_util.h"
@@ -97,6 +98,52 @@ TEST_CASE("counts of ids waiting for admission travel with their partition", "[s
   CHECK(restored->NumKeys() == 2);
   CHECK(PullRows(*restored, {keys[1]}) == std::vector<float>{-0.5f, -0.5f});
   CHECK(PullRows(*restored, {keys[0]}) == std::vector<float>{-0.5f, -0.5f});
+}
+
+TEST_CASE("B24: with a capacity, at most capacity_rows ids wait for admission; those with the "
+          "fewest pushes go first, and a dropped id counts again from its next push",
+          "[shard][admission][cases]") {
+  v1::TableSpec spec = Spec(3);
+  spec.set_capacity_rows(10);
+  spec.set_evict_to(0.5);
+  auto table = MakeSparseTable(spec);
+  auto& sparse = dynamic_cast<SparseTable&>(*table);
+  // Hot ids 1..4 seen twice, then a stream of ids seen once.
+  for (int i = 0; i < 2; ++i) PushRows(*table, {1, 2, 3, 4}, 1.0f);
+  for (Key k = 100; k < 106; ++k) PushRows(*table, {k}, 1.0f);
+  CHECK(sparse.NumPending() == 10);  // at the bound: nothing dropped yet
+  CHECK(sparse.DroppedPending() == 0);
+  PushRows(*table, {106}, 1.0f);  // 11 waiting: back to 5
+  CHECK(sparse.NumPending() == 5);
+  CHECK(sparse.DroppedPending() == 6);
+  // Kept: the hot ids (2 pushes each) and the largest key of those seen
+  // once; each hot id is admitted at its third push, as without a bound.
+  PushRows(*table, {1, 2, 3, 4}, 0.25f);
+  CHECK(table->NumKeys() == 4);
+  CHECK(PullRows(*table, {1}) == std::vector<float>{0.25f, 0.25f});
+  CHECK(sparse.NumPending() == 1);
+  // 100 was dropped: two more pushes leave it waiting, the third admits it.
+  PushRows(*table, {100}, 1.0f);
+  PushRows(*table, {100}, 1.0f);
+  CHECK(table->NumKeys() == 4);
+  PushRows(*table, {100}, 1.0f);
+  CHECK(table->NumKeys() == 5);
+
+  // A stream of 100,000 ids seen once never holds more than the bound.
+  uint64_t most = 0;
+  for (Key k = 1000; k < 101000; ++k) {
+    PushRows(*table, {k}, 1.0f);
+    most = std::max<uint64_t>(most, sparse.NumPending());
+  }
+  CHECK(most == 10);
+  CHECK(table->NumKeys() == 5);
+}
+
+TEST_CASE("RowEviction drops the waiting ids with the fewest pushes, ties by key",
+          "[shard][admission]") {
+  const RowEviction bound(4, 0.5);
+  CHECK(bound.PendingVictims({1, 2, 3, 4}, {1, 1, 1, 1}).empty());
+  CHECK(bound.PendingVictims({9, 8, 7, 6, 5}, {2, 1, 3, 1, 1}) == std::vector<Key>{5, 6, 8});
 }
 
 }  // namespace
