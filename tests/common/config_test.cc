@@ -375,3 +375,25 @@ TEST_CASE("cluster.on_worker_loss is continue or fail", "[config][B16]") {
 }
 
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// Found by the job_config fuzzer: an alias inside the node it names made
+// the loader recurse until the stack overflowed.
+TEST_CASE("an alias that refers to a node holding it, or aliases that multiply, are errors",
+          "[config]") {
+  CHECK_THAT(ParseError("training: &t\n  layers: *t\n"),
+             Contains("nests more than 64 levels deep (an alias that refers to a node holding "
+                      "it?)"));
+  std::string laughs = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    laughs += absl::StrCat(std::string(1, c), ": &", std::string(1, c), " [");
+    for (int i = 0; i < 10; ++i) laughs += absl::StrCat(i ? ", " : "", "*", std::string(1, c - 1));
+    laughs += "]\n";
+  }
+  CHECK_THAT(ParseError(laughs), Contains("aliases of aliases?"));
+}
+
+}  // namespace
+}  // namespace cairn

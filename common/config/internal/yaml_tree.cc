@@ -16,6 +16,17 @@ struct Context {
   std::string fixed_where;  // when set, the location of every node (overrides)
 };
 
+// Bounds on the tree an alias can build: one that refers to a node holding
+// it recurses forever, and aliases of aliases multiply (a few lines can
+// stand for billions of nodes). A job config is a few levels deep and a
+// few hundred nodes.
+constexpr int kMaxDepth = 64;
+constexpr int64_t kMaxNodes = 1'000'000;
+
+struct Budget {
+  int64_t nodes = 0;
+};
+
 std::string LineCol(const YAML::Mark& mark) {
   return absl::StrCat(mark.line + 1, ":", mark.column + 1);
 }
@@ -30,8 +41,18 @@ std::string ChildPath(const std::string& path, const std::string& key) {
 }
 
 absl::Status Convert(const Context& ctx, const YAML::Node& in, const std::string& path,
-                     YamlNode* out) {
+                     YamlNode* out, int depth, Budget* budget) {
   out->where = Where(ctx, in.Mark());
+  if (depth > kMaxDepth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        out->where, ": `", path, "` nests more than ", kMaxDepth,
+        " levels deep (an alias that refers to a node holding it?)"));
+  }
+  if (++budget->nodes > kMaxNodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        out->where, ": the file stands for more than ", kMaxNodes,
+        " values (aliases of aliases?); a job config needs a few hundred"));
+  }
   switch (in.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -47,7 +68,8 @@ absl::Status Convert(const Context& ctx, const YAML::Node& in, const std::string
       size_t i = 0;
       for (const YAML::Node& item : in) {
         YamlNode child;
-        if (absl::Status s = Convert(ctx, item, absl::StrCat(path, "[", i, "]"), &child);
+        if (absl::Status s = Convert(ctx, item, absl::StrCat(path, "[", i, "]"), &child, depth + 1,
+                                       budget);
             !s.ok()) {
           return s;
         }
@@ -84,7 +106,8 @@ absl::Status Convert(const Context& ctx, const YAML::Node& in, const std::string
               absl::StrCat(entry.key_where, ": duplicate key `", child_path, "`", lines));
         }
         key_marks.push_back(key.Mark());
-        if (absl::Status s = Convert(ctx, value, child_path, &entry.value); !s.ok()) {
+        if (absl::Status s = Convert(ctx, value, child_path, &entry.value, depth + 1, budget);
+            !s.ok()) {
           return s;
         }
         // A missing value (`key:`) has no position of its own; point at the key.
@@ -151,7 +174,8 @@ absl::StatusOr<YamlNode> ParseWith(const Context& ctx, const std::string& text) 
   root.where = ctx.fixed_where.empty() ? absl::StrCat(ctx.source_name, ":1:1") : ctx.fixed_where;
   if (docs.empty()) return root;
   try {
-    if (absl::Status s = Convert(ctx, docs[0], "", &root); !s.ok()) return s;
+    Budget budget;
+    if (absl::Status s = Convert(ctx, docs[0], "", &root, 0, &budget); !s.ok()) return s;
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(Where(ctx, e.mark), ": ", e.msg));
   }
