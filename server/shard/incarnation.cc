@@ -1,6 +1,7 @@
 #include "server/shard/incarnation.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "common/coordinator_client.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "server/shard/cold_rows.h"
 #include "common/time_source.h"
 #include "server/checkpoint/checkpoint_format.h"
 #include "server/checkpoint/job_shapes.h"
@@ -46,6 +48,14 @@ absl::StatusOr<std::unique_ptr<Incarnation>> Incarnation::Create(
   const uint32_t id = self->server_id_;
   self->shard_ = std::make_shared<Shard>(id, job, context.metrics);
   Shard& shard = *self->shard_;
+  if (std::any_of(job.tables().begin(), job.tables().end(),
+                  [](const v1::TableSpec& t) { return t.cold_tier(); })) {
+    static std::atomic<int> incarnations{0};
+    ASSIGN_OR_RETURN(std::unique_ptr<ColdRowStore> cold,
+                     ColdRowStore::Open(absl::StrCat(context.cold_dir, "/server-", id, "-",
+                                                     incarnations.fetch_add(1))));
+    shard.SetColdStore(std::move(cold));
+  }
   // Fencing: this server stops serving a quarter of a lease before the
   // coordinator could declare it dead and promote a backup; each renewal
   // moves the deadline on, counted from when the renewal was sent. With one

@@ -57,6 +57,9 @@ class Incarnation {
     CoordinatorClient* coordinator = nullptr;
     ShardMetrics* metrics = nullptr;     // may be null
     ParameterService* service = nullptr;
+    // Where this server keeps its cold tiers (cold_rows.h): each
+    // incarnation makes a store in a directory of its own below it.
+    std::string cold_dir;
   };
 
   // Builds the shard for the registration answer `registered` (server id,

@@ -5,7 +5,11 @@
 // held and registers again, empty (server/shard/incarnation.h).
 #include <grpcpp/grpcpp.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <iostream>
 
@@ -45,6 +49,7 @@ struct Flags {
   std::string log_level = "info";
   std::vector<std::string> overrides;  // --set key.path=value, in order
   std::string on_declared_dead = "rejoin";
+  std::string cold_dir;  // empty: $TMPDIR/cairn-cold-<pid>
   SecurityFlags security;
 };
 
@@ -141,7 +146,12 @@ int Run(const Flags& flags) {
   reg.set_address(address);
   reg.set_metrics_address(DialableAddress((*metrics_server)->address(), advertise_host));
   reg.set_requested_id(index->index);
-  const Incarnation::Context context{&*config, &coordinator, &metrics, &service};
+  std::string cold_dir = flags.cold_dir;
+  if (cold_dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    cold_dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/cairn-cold-", getpid());
+  }
+  const Incarnation::Context context{&*config, &coordinator, &metrics, &service, cold_dir};
   std::atomic<bool> must_stop{false};
   int code = kExitOk;
   for (bool first = true;; first = false) {
@@ -221,6 +231,10 @@ int Run(const Flags& flags) {
     break;
   }
   started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (flags.cold_dir.empty()) {  // ours: the cold tiers of every incarnation
+    std::error_code ignored;
+    std::filesystem::remove_all(cold_dir, ignored);
+  }
   LOG_INFO("stopped (exit code {})", code);
   ExitNow(code);
 }
@@ -257,6 +271,9 @@ int main(int argc, char** argv) {
                  "the process with code 7, for a supervisor to restart")
       ->check(CLI::IsMember({"rejoin", "exit"}))
       ->capture_default_str();
+  app.add_option("--cold-dir", flags.cold_dir,
+                 "where tables with cold_tier keep their evicted rows (RocksDB, one store per "
+                 "incarnation, deleted when it ends; default $TMPDIR/cairn-cold-<pid>)");
   app.add_option("--set", flags.overrides,
                  "config override key.path=value, applied on top of the file (repeatable)")
       ->allow_extra_args(false);

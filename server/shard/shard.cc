@@ -16,6 +16,7 @@
 #include "common/time_source.h"
 #include "common/wire_dtype.h"
 #include "server/checkpoint/checkpoint_codec.h"
+#include "server/shard/cold_rows.h"
 #include "server/shard/shard_metrics.h"
 #include "server/shard/sparse_table.h"
 
@@ -223,7 +224,7 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
       std::vector<std::unique_ptr<Table>> tables;
       for (const v1::TableSpec& spec : job_.tables()) {
         ASSIGN_OR_RETURN(std::unique_ptr<Table> t,
-                         Table::Create(spec, map.num_partitions(), initial));
+                         Table::Create(spec, map.num_partitions(), initial, cold_.get()));
         tables.push_back(std::move(t));
       }
       tables_ = std::move(tables);
@@ -383,6 +384,11 @@ std::vector<Shard::Replica> Shard::ForwardTargets(const v1::PushRequest& request
     out.push_back({b, a == addresses_.end() ? std::string() : a->second});
   }
   return out;
+}
+
+void Shard::SetColdStore(std::unique_ptr<ColdRowStore> cold) {
+  absl::MutexLock lock(&mu_);
+  cold_ = std::move(cold);
 }
 
 void Shard::SetLeaseDeadline(absl::Time deadline) {
@@ -892,6 +898,7 @@ void Shard::Stats(v1::StatsResponse* response) const {
       s->set_not_admitted_pushes(sparse->NotAdmittedPushes());
       s->set_evicted_rows(sparse->EvictedRows());
       s->set_dropped_pending_ids(sparse->DroppedPending());
+      s->set_cold_rows(sparse->ColdRows());
     }
   }
   response->set_pushes_applied(pushes_applied_.load(std::memory_order_relaxed));

@@ -42,6 +42,8 @@
 
 namespace cairn {
 
+class ColdRowStore;
+
 class ShardMetrics;
 
 // What a checkpoint takes from one server (Shard::Snapshot).
@@ -250,6 +252,11 @@ class Shard {
   // must be renewed meanwhile.
   void SetLeaseDeadline(absl::Time deadline);
 
+  // The cold tier for tables with cold_tier (cold_rows.h), owned from now
+  // on. Call before the first map is installed; tables made without one
+  // refuse cold_tier.
+  void SetColdStore(std::unique_ptr<ColdRowStore> cold) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Copies every partition held here of every table, with the worker clocks
   // and push sequence floors, under the shard lock: no push or iteration is
   // applied meanwhile, so the copy is one consistent state. Unavailable
@@ -403,6 +410,8 @@ class Shard {
   std::map<uint32_t, Group> groups_ ABSL_GUARDED_BY(mu_);  // replica group -> replicas
   std::vector<uint32_t> group_of_ ABSL_GUARDED_BY(mu_);     // partition -> replica group
   std::map<uint32_t, std::string> addresses_ ABSL_GUARDED_BY(mu_);  // server -> address
+  // Outlives tables_ (declared before it is destroyed after).
+  std::unique_ptr<ColdRowStore> cold_ ABSL_GUARDED_BY(mu_);
   // Fencing deadline (SetLeaseDeadline) on the monotonic clock, in
   // nanoseconds since its origin. Atomic, not under mu_: the thread that
   // renews the lease must never wait for a long snapshot or restore.

@@ -58,6 +58,11 @@ ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
                        .Name("cairn_shard_evicted_rows_total")
                        .Help("Embedding rows dropped by eviction (capacity_rows), by table.")
                        .Register(registry);
+  cold_rows_ = &prometheus::BuildGauge()
+                   .Name("cairn_shard_cold_rows")
+                   .Help("Evicted embedding rows kept in the cold tier on RocksDB (cold_tier), "
+                         "by table (refreshed every 2 s).")
+                   .Register(registry);
   dropped_pending_ = &prometheus::BuildCounter()
                          .Name("cairn_shard_dropped_pending_ids_total")
                          .Help("Ids waiting for admission dropped because more than "
@@ -155,6 +160,7 @@ void ShardMetrics::Tables(const v1::StatsResponse& stats) {
     keys_->Add(labels).Set(static_cast<double>(t.num_keys()));
     table_bytes_->Add(labels).Set(static_cast<double>(t.bytes()));
     pending_ids_->Add(labels).Set(static_cast<double>(t.pending_ids()));
+    cold_rows_->Add(labels).Set(static_cast<double>(t.cold_rows()));
     Totals& last = totals_[t.table()];
     auto count = [&](prometheus::Family<prometheus::Counter>* family, uint64_t now,
                      uint64_t* seen) {

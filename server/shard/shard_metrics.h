@@ -81,6 +81,7 @@ class ShardMetrics {
   prometheus::Counter* rejoins_;
   prometheus::Family<prometheus::Gauge>* table_bytes_;
   prometheus::Family<prometheus::Gauge>* pending_ids_;
+  prometheus::Family<prometheus::Gauge>* cold_rows_;
   prometheus::Family<prometheus::Counter>* evicted_rows_;
   prometheus::Family<prometheus::Counter>* dropped_pending_;
   prometheus::Family<prometheus::Counter>* not_admitted_;

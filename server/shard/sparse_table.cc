@@ -8,19 +8,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/initializer.h"
+#include "common/log.h"
 #include "common/partitioning.h"
 #include "common/status_macros.h"
 
 namespace cairn {
 
 SparseTable::SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
-                         const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer)
+                         const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer,
+                         ColdRowStore* cold)
     : Table(spec, num_partitions, std::move(optimizer)),
       width_(static_cast<uint32_t>(spec.width())),
       slots_per_element_(optimizer_->SlotsPerElement()),
       min_count_(std::max<uint32_t>(spec.min_count(), 1)),
       eviction_(spec.capacity_rows(), spec.evict_to() > 0 ? spec.evict_to() : 0.9),
-      owned_(owned.size()) {
+      owned_(owned.size()),
+      cold_(cold) {
   for (size_t p = 0; p < owned.size(); ++p) owned_[p].store(owned[p], std::memory_order_relaxed);
 }
 
@@ -48,6 +51,8 @@ void SparseTable::Read(const std::string& keys, size_t n, std::string* out) cons
 }
 
 void SparseTable::ReadTo(const std::string& keys, size_t n, float* out) const {
+  std::vector<float> cold_slots;  // a cold row's slots, read and not used
+  if (cold_ != nullptr) cold_slots.resize(static_cast<size_t>(width_) * slots_per_element_);
   absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i, out += width_) {
     const Key k = KeyAt(keys, i);
@@ -55,9 +60,17 @@ void SparseTable::ReadTo(const std::string& keys, size_t n, float* out) const {
     if (it != index_.end()) {
       std::memcpy(out, values_.data() + static_cast<uint64_t>(it->second) * width_,
                   width_ * sizeof(float));
-    } else {
-      InitSparseRow(spec_, k, absl::MakeSpan(out, width_));
+      continue;
     }
+    if (cold_ != nullptr && cold_rows_.load(std::memory_order_relaxed) > 0) {
+      int64_t step = 0;
+      absl::StatusOr<bool> found = cold_->Get(spec_.id(), k, /*remove=*/false, &step,
+                                              absl::MakeSpan(out, width_),
+                                              absl::MakeSpan(cold_slots));
+      if (found.ok() && *found) continue;
+      if (!found.ok()) LOG_ERROR("pull of {}: {}", spec_.name(), found.status().message());
+    }
+    InitSparseRow(spec_, k, absl::MakeSpan(out, width_));
   }
 }
 
@@ -86,11 +99,51 @@ uint32_t SparseTable::FindOrCreate(Key key) {
   return it->second;
 }
 
+bool SparseTable::TakeFromColdLocked(Key key) {
+  if (cold_ == nullptr || cold_rows_.load(std::memory_order_relaxed) == 0) return false;
+  const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
+  const size_t base = values_.size();
+  const size_t slot_base = slots_.size();
+  values_.resize(base + width_);
+  slots_.resize(slot_base + slot_floats);
+  int64_t step = 0;
+  absl::StatusOr<bool> found =
+      cold_->Get(spec_.id(), key, /*remove=*/true, &step,
+                 absl::MakeSpan(values_.data() + base, width_),
+                 absl::MakeSpan(slots_.data() + slot_base, slot_floats));
+  if (!found.ok() || !*found) {
+    if (!found.ok()) LOG_ERROR("table {}: {}", spec_.name(), found.status().message());
+    values_.resize(base);
+    slots_.resize(slot_base);
+    return false;
+  }
+  cold_rows_.fetch_sub(1, std::memory_order_relaxed);
+  index_.emplace(key, static_cast<uint32_t>(steps_.size()));
+  steps_.push_back(step);
+  if (eviction_.enabled()) {
+    slot_keys_.push_back(key);
+    last_update_.push_back(0);
+  }
+  return true;
+}
+
 void SparseTable::EvictIfOverLocked() {
   if (!eviction_.Over(index_.size())) return;
   const std::vector<uint32_t> victims = eviction_.Victims(last_update_, slot_keys_);
   const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
   for (uint32_t slot : victims) {  // descending: every slot above is kept
+    if (cold_ != nullptr) {
+      const absl::Status put = cold_->Put(
+          spec_.id(), slot_keys_[slot], steps_[slot],
+          absl::MakeConstSpan(values_.data() + static_cast<size_t>(slot) * width_, width_),
+          absl::MakeConstSpan(slots_.data() + slot * slot_floats, slot_floats));
+      if (put.ok()) {
+        cold_rows_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        LOG_ERROR("table {}: row {} dropped, not kept: {}", spec_.name(), slot_keys_[slot],
+                  put.message());
+      }
+    }
     index_.erase(slot_keys_[slot]);
     const uint32_t last = static_cast<uint32_t>(steps_.size() - 1);
     if (slot != last) {
@@ -140,7 +193,8 @@ void SparseTable::DropPendingIfOverLocked() {
 }
 
 void SparseTable::ApplyRowLocked(Key key, const float* grad) {
-  if (min_count_ > 1 && !index_.contains(key)) {
+  // A row in the cold tier was admitted once: it comes back as it was.
+  if (!index_.contains(key) && !TakeFromColdLocked(key) && min_count_ > 1) {
     auto [it, inserted] = pending_.try_emplace(key, 0);
     if (++it->second < min_count_) {
       not_admitted_.fetch_add(1, std::memory_order_relaxed);
@@ -202,15 +256,36 @@ absl::StatusOr<PartitionRows> SparseTable::ExportPartition(uint32_t partition) c
   }
   std::sort(held.begin(), held.end());
   const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
-  for (const auto& [key, slot] : held) {
-    rows.keys.push_back(key);
-    rows.lengths.push_back(width_);
-    rows.steps.push_back(steps_[slot]);
-    const float* v = values_.data() + static_cast<size_t>(slot) * width_;
-    rows.values.insert(rows.values.end(), v, v + width_);
-    const float* s = slots_.data() + static_cast<size_t>(slot) * slot_floats;
-    rows.slots.insert(rows.slots.end(), s, s + slot_floats);
+  // Both tiers, merged in key order (a key is in one of them).
+  size_t next = 0;
+  auto add_held_below = [&](Key bound, bool all) {
+    for (; next < held.size() && (all || held[next].first < bound); ++next) {
+      const auto& [key, slot] = held[next];
+      rows.keys.push_back(key);
+      rows.lengths.push_back(width_);
+      rows.steps.push_back(steps_[slot]);
+      const float* v = values_.data() + static_cast<size_t>(slot) * width_;
+      rows.values.insert(rows.values.end(), v, v + width_);
+      const float* s = slots_.data() + static_cast<size_t>(slot) * slot_floats;
+      rows.slots.insert(rows.slots.end(), s, s + slot_floats);
+    }
+  };
+  if (cold_ != nullptr && cold_rows_.load(std::memory_order_relaxed) > 0) {
+    RETURN_IF_ERROR(cold_->ForEach(
+        spec_.id(), width_, slot_floats,
+        [&](Key key, int64_t step, absl::Span<const float> values,
+            absl::Span<const float> slots) {
+          if (SparsePartition(key, num_partitions_) != partition) return absl::OkStatus();
+          add_held_below(key, /*all=*/false);
+          rows.keys.push_back(key);
+          rows.lengths.push_back(width_);
+          rows.steps.push_back(step);
+          rows.values.insert(rows.values.end(), values.begin(), values.end());
+          rows.slots.insert(rows.slots.end(), slots.begin(), slots.end());
+          return absl::OkStatus();
+        }));
   }
+  add_held_below(0, /*all=*/true);
   std::vector<std::pair<Key, uint32_t>> pending;
   for (const auto& [key, count] : pending_) {
     if (SparsePartition(key, num_partitions_) == partition) pending.emplace_back(key, count);
@@ -265,6 +340,14 @@ absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRow
           "table ", spec_.name(), ": partition ", partition,
           " already holds rows (key ", entry.first, "); restore needs an empty partition"));
     }
+  }
+  if (cold_ != nullptr) {
+    // Rows this server kept of the partition before are stale now.
+    ASSIGN_OR_RETURN(const uint64_t dropped,
+                     cold_->DeleteIf(spec_.id(), [&](Key k) {
+                       return SparsePartition(k, num_partitions_) == partition;
+                     }));
+    cold_rows_.fetch_sub(std::min(dropped, cold_rows_.load()), std::memory_order_relaxed);
   }
   const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
   for (size_t i = 0; i < rows.keys.size(); ++i) {

@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "server/shard/cold_rows.h"
 #include "server/shard/row_eviction.h"
 #include "server/shard/table.h"
 
@@ -16,8 +17,10 @@ namespace cairn {
 // Thread-safe.
 class SparseTable final : public Table {
  public:
+  // `cold`: the cold tier for evicted rows (cold_rows.h), or null.
   SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
-              const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer);
+              const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer,
+              ColdRowStore* cold = nullptr);
 
   absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const override;
   void Read(const std::string& keys, size_t n, std::string* out) const override
@@ -39,6 +42,8 @@ class SparseTable final : public Table {
   // Ids dropped from the admission wait list because more than
   // capacity_rows waited (row_eviction.h).
   uint64_t DroppedPending() const { return dropped_pending_.load(std::memory_order_relaxed); }
+  // Rows in the cold tier (evicted, kept on disk); 0 without one.
+  uint64_t ColdRows() const { return cold_rows_.load(std::memory_order_relaxed); }
   absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) override
@@ -60,6 +65,10 @@ class SparseTable final : public Table {
   // After a new id starts waiting: with a capacity, drops the waiting ids
   // with the fewest pushes when more than the capacity wait.
   void DropPendingIfOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With a cold tier: moves the row of `key` from it into memory (a new
+  // slot, with its values, slots and update count). False when the tier
+  // has no such row (or cannot read it: logged, the row starts over).
+  bool TakeFromColdLocked(Key key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const uint32_t width_;
@@ -67,6 +76,7 @@ class SparseTable final : public Table {
   const uint32_t min_count_;  // 1: every id gets a row at its first push
   const RowEviction eviction_;
   std::vector<std::atomic<bool>> owned_;  // set once per partition; read without a lock
+  ColdRowStore* const cold_;              // null: evicted rows are dropped
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<Key, uint32_t> index_ ABSL_GUARDED_BY(mu_);  // key -> row slot
@@ -82,6 +92,7 @@ class SparseTable final : public Table {
   absl::flat_hash_map<Key, uint32_t> pending_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> not_admitted_{0};
   std::atomic<uint64_t> dropped_pending_{0};
+  std::atomic<uint64_t> cold_rows_{0};
 };
 
 }  // namespace cairn

@@ -22,7 +22,8 @@ uint32_t Table::PartitionOf(Key key) const {
 
 absl::StatusOr<std::unique_ptr<Table>> Table::Create(const v1::TableSpec& spec,
                                                      uint32_t num_partitions,
-                                                     const std::vector<bool>& owned) {
+                                                     const std::vector<bool>& owned,
+                                                     ColdRowStore* cold) {
   if (num_partitions == 0 || owned.size() != num_partitions) {
     return absl::InvalidArgumentError(
         absl::StrCat("table ", spec.name(), ": partition ownership of size ", owned.size(),
@@ -43,8 +44,13 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Create(const v1::TableSpec& spec,
       return absl::InvalidArgumentError(
           absl::StrCat("table ", spec.name(), ": sparse table needs width > 0"));
     }
-    return std::unique_ptr<Table>(
-        new SparseTable(spec, num_partitions, owned, std::move(optimizer)));
+    if (spec.cold_tier() && cold == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table ", spec.name(), ": cold_tier needs the server's cold tier store"));
+    }
+    return std::unique_ptr<Table>(new SparseTable(spec, num_partitions, owned,
+                                                  std::move(optimizer),
+                                                  spec.cold_tier() ? cold : nullptr));
   }
   return absl::InvalidArgumentError(absl::StrCat("table ", spec.name(), ": unknown kind"));
 }

@@ -27,15 +27,20 @@
 
 namespace cairn {
 
+class ColdRowStore;
+
 class Table {
  public:
   virtual ~Table() = default;
 
   // Builds the table for the partitions `owned` (size = P, true = held here).
-  // InvalidArgument for a bad spec (optimizer, init, shape).
+  // A sparse table with spec.cold_tier keeps its evicted rows in `cold`
+  // (cold_rows.h; not owned; outlives the table). InvalidArgument for a bad
+  // spec (optimizer, init, shape), or a cold_tier table without a store.
   static absl::StatusOr<std::unique_ptr<Table>> Create(const v1::TableSpec& spec,
                                                        uint32_t num_partitions,
-                                                       const std::vector<bool>& owned);
+                                                       const std::vector<bool>& owned,
+                                                       ColdRowStore* cold = nullptr);
 
   const v1::TableSpec& spec() const { return spec_; }
 

@@ -439,4 +439,23 @@ TEST_CASE("capacity_rows and evict_to: eviction, on sparse tables only", "[confi
              Contains("`tables[0].capacity_rows`"));
 }
 
+TEST_CASE("cold_tier: evicted rows kept on RocksDB, for sparse tables with a capacity",
+          "[config][tables]") {
+  const JobConfig c = ParseOk(
+      "tables:\n  - {name: a, kind: sparse, width: 2, capacity_rows: 10, cold_tier: true}\n"
+      "  - {name: b, kind: sparse, width: 2, capacity_rows: 10}\n");
+  CHECK(c.tables[0].cold_tier());
+  CHECK_FALSE(c.tables[1].cold_tier());
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, cold_tier: true}\n"),
+             Contains("`tables[0].cold_tier` needs capacity_rows (rows leave memory only by "
+                      "eviction)"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: dense, shape: [4], cold_tier: true}\n"),
+             Contains("sparse tables only"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, capacity_rows: 10, "
+                        "cold_tier: yes please}\n"),
+             Contains("`tables[0].cold_tier` must be true or false"));
+  CHECK_THAT(ParseError("training: {model: ctr, data_dir: /d, embedding: {cold_tier: true}}\n"),
+             Contains("needs capacity_rows"));
+}
+
 }  // namespace cairn

@@ -319,6 +319,97 @@ checkpoint:
   resume: )", resume, "\n");
 }
 
+std::string ColdTierJob(const std::string& ckpt, const std::string& resume) {
+  return absl::StrCat(R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 2
+  workers: 1
+  partitions: 8
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+  startup_timeout: 30s
+consistency:
+  mode: bsp
+tables:
+  - name: C
+    kind: sparse
+    width: 2
+    capacity_rows: 50
+    evict_to: 0.5
+    cold_tier: true
+    optimizer: {type: sgd, learning_rate: 0.5, momentum: 0.9}
+  - name: R
+    kind: sparse
+    width: 2
+    optimizer: {type: sgd, learning_rate: 0.5, momentum: 0.9}
+checkpoint:
+  dir: )", ckpt, R"(
+  every_clocks: 4
+  resume: )", resume, "\n");
+}
+
+TEST_CASE("a table with cold_tier: rows beyond its capacity come back with their values through "
+          "real servers, and a checkpoint and resume keep both tiers",
+          "[integration][checkpoint][cold]") {
+  const std::string dir = NewDir("cold_tier");
+  const std::string ckpt = dir + "/ckpt";
+  // 400 ids, each pushed in 2 of 4 steps, into C (at most 50 rows per
+  // server in memory) and R (no bound), which must read the same.
+  std::vector<Key> ids;
+  for (Key k = 0; k < 400; ++k) ids.push_back(k * 2654435761u);
+  auto step_keys = [&](int step) {
+    std::vector<Key> keys;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if ((i + static_cast<size_t>(step)) % 2 == 0 || i % 7 == 0) keys.push_back(ids[i]);
+    }
+    return keys;
+  };
+  auto push_step = [&](Client& client, int step) {
+    const std::vector<Key> keys = step_keys(step);
+    std::vector<float> grads(keys.size() * 2);
+    for (size_t i = 0; i < grads.size(); ++i) grads[i] = 0.01f * ((i * 3 + step * 5) % 13) - 0.06f;
+    REQUIRE(client.PushSparse("C", keys, grads).get().ok());
+    REQUIRE(client.PushSparse("R", keys, grads).get().ok());
+    REQUIRE(client.Clock().ok());
+  };
+  auto same = [&](Client& client) {
+    std::vector<float> c(ids.size() * 2), r(ids.size() * 2);
+    REQUIRE(client.PullSparse("C", ids, absl::MakeSpan(c)).get().ok());
+    REQUIRE(client.PullSparse("R", ids, absl::MakeSpan(r)).get().ok());
+    CHECK(c == r);
+    CHECK(c != std::vector<float>(c.size(), 0.0f));
+  };
+  {
+    auto cluster = TestCluster::Start("cold_first", ColdTierJob(ckpt, "none"), 2);
+    INFO(cluster.status().message());
+    REQUIRE(cluster.ok());
+    auto client = ConnectWorker(**cluster);
+    for (int step = 0; step < 4; ++step) push_step(*client, step);
+    WaitForRecord(**cluster, 4);
+    same(*client);
+    auto stats = testing::StatsOfServers(**cluster);
+    REQUIRE(stats.ok());
+    uint64_t cold = 0;
+    for (const v1::StatsResponse& s : *stats) {
+      CHECK(s.tables(0).num_keys() <= 50);
+      cold += s.tables(0).cold_rows();
+    }
+    CHECK(cold >= 600);  // 800 rows with backups, at most 200 in memory
+    auto body = testing::HttpGet((*cluster)->server_metrics_port(0), "/metrics");
+    REQUIRE(body.ok());
+    CHECK(body->find("cairn_shard_cold_rows{table=\"C\"}") != std::string::npos);
+  }
+  auto cluster = TestCluster::Start("cold_resumed", ColdTierJob(ckpt, "latest"), 2);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto client = ConnectWorker(**cluster);
+  REQUIRE(client->clock() == 4);
+  same(*client);
+  for (int step = 4; step < 6; ++step) push_step(*client, step);
+  same(*client);
+}
+
 TEST_CASE("a checkpoint and resume keep the counts of ids waiting for admission",
           "[integration][checkpoint][admission]") {
   const std::string dir = NewDir("admission");
