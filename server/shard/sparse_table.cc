@@ -259,6 +259,7 @@ absl::StatusOr<PartitionRows> SparseTable::ExportPartition(uint32_t partition) c
   // Both tiers, merged in key order (a key is in one of them).
   size_t next = 0;
   auto add_held_below = [&](Key bound, bool all) {
+    mu_.AssertReaderHeld();  // held by the caller; clang cannot see it in a lambda
     for (; next < held.size() && (all || held[next].first < bound); ++next) {
       const auto& [key, slot] = held[next];
       rows.keys.push_back(key);
