@@ -121,13 +121,16 @@ def main():
     step, losses, epochs_run = 0, [], 0
     while step < total_steps:
         order = epoch_order(len(x_train), t["seed"], epochs_run)
-        mine = order[rank::workers]
+        mine = torch.from_numpy(order[rank::workers])
+        # This worker's share of the epoch in order, gathered once: each
+        # step's batch is then a view, not a gather.
+        x_epoch, y_epoch = x_train[mine], y_train[mine]
         for s in range(steps_per_epoch):
             if step >= total_steps:
                 break
-            idx = torch.from_numpy(mine[s * batch:(s + 1) * batch])
+            rows = slice(s * batch, (s + 1) * batch)
             model.pull()
-            loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
+            loss = F.cross_entropy(model(x_epoch[rows]), y_epoch[rows])
             loss.backward()
             model.push()  # gradients to the servers, then the clock
             losses.append(loss.item())
