@@ -12,20 +12,14 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/security/openssl_ptr.h"
 
 namespace cairn {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-using Bio = std::unique_ptr<BIO, BioFree>;
+using openssl::Bio;
+using openssl::KeyPtr;
+using openssl::X509Ptr;
 
 absl::Time FromAsn1(const ASN1_TIME* t) {
   struct tm tm {};
@@ -79,7 +73,7 @@ absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_
     return absl::InvalidArgumentError(
         absl::StrCat(setting, ": cannot read the certificate file ", cert_file));
   }
-  std::unique_ptr<X509, X509Free> cert(
+  X509Ptr cert(
       PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
   if (cert == nullptr) {
     return absl::InvalidArgumentError(
@@ -90,7 +84,7 @@ absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_
     return absl::InvalidArgumentError(
         absl::StrCat("cannot read the private key file ", key_file, " (for ", cert_file, ")"));
   }
-  std::unique_ptr<EVP_PKEY, KeyFree> key(
+  KeyPtr key(
       PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   if (key == nullptr) {
     return absl::InvalidArgumentError(
@@ -145,7 +139,7 @@ absl::Status CheckCaBundle(const std::string& ca_file, const std::string& settin
     return absl::InvalidArgumentError(
         absl::StrCat(setting, ": cannot read the CA bundle ", ca_file));
   }
-  std::unique_ptr<X509, X509Free> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (cert == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(setting, ": ", ca_file, " holds no PEM certificate"));

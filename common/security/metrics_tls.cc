@@ -10,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/security/openssl_ptr.h"
 #include "absl/synchronization/mutex.h"
 #include "common/log.h"
 
@@ -38,30 +39,17 @@ std::string OpenSslReason() {
   return buffer;
 }
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct ChainFree {
-  void operator()(STACK_OF(X509) * s) const { sk_X509_pop_free(s, X509_free); }
-};
-
 // A certificate chain and its key, read whole before anything uses them.
 struct Identity {
-  std::unique_ptr<X509, X509Free> leaf;
-  std::unique_ptr<STACK_OF(X509), ChainFree> chain{sk_X509_new_null()};
-  std::unique_ptr<EVP_PKEY, KeyFree> key;
+  openssl::X509Ptr leaf;
+  openssl::ChainPtr chain{sk_X509_new_null()};
+  openssl::KeyPtr key;
 };
 
 absl::StatusOr<Identity> ReadIdentity(const Files& files) {
   Identity id;
   {
-    std::unique_ptr<BIO, BioFree> in(BIO_new_file(files.cert.c_str(), "r"));
+    openssl::Bio in(BIO_new_file(files.cert.c_str(), "r"));
     if (in == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("metrics.tls: cannot read ", files.cert, ": ", OpenSslReason()));
@@ -76,7 +64,7 @@ absl::StatusOr<Identity> ReadIdentity(const Files& files) {
     }
     ERR_clear_error();  // the end of the file
   }
-  std::unique_ptr<BIO, BioFree> in(BIO_new_file(files.key.c_str(), "r"));
+  openssl::Bio in(BIO_new_file(files.key.c_str(), "r"));
   if (in == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics.tls: cannot read ", files.key, ": ", OpenSslReason()));

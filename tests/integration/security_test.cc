@@ -12,11 +12,6 @@
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -495,20 +490,6 @@ std::string MetricsCertificate(int port) {
   return FirstCertificate(r->out);
 }
 
-// A loopback port that was free a moment ago.
-int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  socklen_t len = sizeof(addr);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Runs Debian's Prometheus against `targets` (host:port) with scheme https
 // and the job's CA file, and waits until every target is up. "" when they
 // are, else what Prometheus reported of them last.
@@ -522,7 +503,9 @@ std::string PrometheusScrapesOverTls(const std::string& dir, const std::string& 
                                          << "    scheme: https\n"
                                          << "    tls_config: {ca_file: \"" << ca << "\"}\n"
                                          << "    static_configs: [{targets: [" << list << "]}]\n";
-  const int port = FreeLoopbackPort();
+  const absl::StatusOr<int> free_port = testing::FreeLoopbackPort();
+  REQUIRE(free_port.ok());
+  const int port = *free_port;
   auto prometheus = testing::Subprocess::Spawn(
       testing::kPrometheus,
       {"--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/tsdb",

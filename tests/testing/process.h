@@ -132,6 +132,10 @@ absl::Status WriteFile(const std::string& path, const std::string& content);
 // The whole file, or "" when it cannot be read.
 std::string ReadFileOrEmpty(const std::string& path);
 
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then
+// released), for a tool that takes a fixed port. Internal on socket errors.
+absl::StatusOr<int> FreeLoopbackPort();
+
 // The number of a field of /proc/<pid>/status ("Threads", "RssAnon",
 // "VmHWM", ...), in the file's unit (kB for sizes); -1 when the process or
 // the field is gone.

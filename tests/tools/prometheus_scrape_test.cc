@@ -4,10 +4,6 @@
 // examples/s and staleness series exist and are non-zero while training;
 // the alert rules load and evaluate; every dashboard expression runs, and
 // returns data when the metrics it names exist.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "tests/testing/process.h"
 #include "tests/tools/observed_job.h"
 #include "tests/tools/promtool_util.h"
 
@@ -26,18 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 const std::string kSource = CAIRN_SOURCE_DIR;
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  socklen_t len = sizeof(addr);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string PercentEncode(const std::string& s) {
   std::string out;
@@ -108,7 +93,9 @@ TEST_CASE("Prometheus scrapes a training job through the shipped config and file
   }
   REQUIRE(testing::WriteFile(dir + "/targets/cairn.json", targets.dump(2)).ok());
 
-  const int port = FreePort();
+  const absl::StatusOr<int> free_port = testing::FreeLoopbackPort();
+  REQUIRE(free_port.ok());
+  const int port = *free_port;
   auto prometheus = testing::Subprocess::Spawn(
       testing::kPrometheus,
       {"--config.file=" + dir + "/prometheus-local.yml", "--storage.tsdb.path=" + dir + "/data",
