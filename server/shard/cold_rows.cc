@@ -74,19 +74,25 @@ ColdRowStore::~ColdRowStore() {
   std::filesystem::remove_all(dir_, ec);
 }
 
-absl::Status ColdRowStore::Put(uint32_t table, Key key, int64_t step,
-                               absl::Span<const float> values, absl::Span<const float> slots) {
-  std::string value(8 + (values.size() + slots.size()) * sizeof(float), '\0');
-  PutBigEndian(static_cast<uint64_t>(step), 8, value.data());
-  if (!values.empty()) std::memcpy(value.data() + 8, values.data(), values.size() * sizeof(float));
-  if (!slots.empty()) {
-    std::memcpy(value.data() + 8 + values.size() * sizeof(float), slots.data(),
-                slots.size() * sizeof(float));
+absl::Status ColdRowStore::Put(uint32_t table, absl::Span<const Row> rows) {
+  rocksdb::WriteBatch batch;
+  std::string value;
+  for (const Row& r : rows) {
+    value.assign(8 + (r.values.size() + r.slots.size()) * sizeof(float), '\0');
+    PutBigEndian(static_cast<uint64_t>(r.step), 8, value.data());
+    if (!r.values.empty()) {
+      std::memcpy(value.data() + 8, r.values.data(), r.values.size() * sizeof(float));
+    }
+    if (!r.slots.empty()) {
+      std::memcpy(value.data() + 8 + r.values.size() * sizeof(float), r.slots.data(),
+                  r.slots.size() * sizeof(float));
+    }
+    batch.Put(RowKey(table, r.key), value);
   }
   rocksdb::WriteOptions write;
   write.disableWAL = true;  // nothing to recover: the store dies with the incarnation
-  return FromRocksStatus(db_->Put(write, RowKey(table, key), value),
-                         absl::StrCat("cold tier: write table ", table, " key ", key));
+  return FromRocksStatus(db_->Write(write, &batch),
+                         absl::StrCat("cold tier: write ", rows.size(), " rows of table ", table));
 }
 
 absl::StatusOr<bool> ColdRowStore::Get(uint32_t table, Key key, bool remove, int64_t* step,

@@ -42,10 +42,17 @@ class ColdRowStore {
   // Closes the store and deletes its directory.
   ~ColdRowStore();
 
-  // Stores the row `key` of table `table`: `values` (the row) and `slots`
-  // (its optimizer slots), updated `step` times. Replaces an older copy.
-  absl::Status Put(uint32_t table, Key key, int64_t step, absl::Span<const float> values,
-                   absl::Span<const float> slots);
+  // A row: `values` (the row) and `slots` (its optimizer slots), updated
+  // `step` times. The spans are read during Put only.
+  struct Row {
+    Key key;
+    int64_t step;
+    absl::Span<const float> values;
+    absl::Span<const float> slots;
+  };
+
+  // Stores `rows` of table `table` in one write, replacing older copies.
+  absl::Status Put(uint32_t table, absl::Span<const Row> rows);
 
   // Reads the row into `values` and `slots` (sized as the table's rows) and
   // `step`; with `remove`, deletes it from the store. false when the store

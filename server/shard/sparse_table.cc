@@ -131,19 +131,24 @@ void SparseTable::EvictIfOverLocked() {
   if (!eviction_.Over(index_.size())) return;
   const std::vector<uint32_t> victims = eviction_.Victims(last_update_, slot_keys_);
   const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
-  for (uint32_t slot : victims) {  // descending: every slot above is kept
-    if (cold_ != nullptr) {
-      const absl::Status put = cold_->Put(
-          spec_.id(), slot_keys_[slot], steps_[slot],
-          absl::MakeConstSpan(values_.data() + static_cast<size_t>(slot) * width_, width_),
-          absl::MakeConstSpan(slots_.data() + slot * slot_floats, slot_floats));
-      if (put.ok()) {
-        cold_rows_.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        LOG_ERROR("table {}: row {} dropped, not kept: {}", spec_.name(), slot_keys_[slot],
-                  put.message());
-      }
+  if (cold_ != nullptr) {  // the victims to the cold tier, in one write
+    std::vector<ColdRowStore::Row> rows;
+    rows.reserve(victims.size());
+    for (uint32_t slot : victims) {
+      rows.push_back(
+          {slot_keys_[slot], steps_[slot],
+           absl::MakeConstSpan(values_.data() + static_cast<size_t>(slot) * width_, width_),
+           absl::MakeConstSpan(slots_.data() + slot * slot_floats, slot_floats)});
     }
+    const absl::Status put = cold_->Put(spec_.id(), rows);
+    if (put.ok()) {
+      cold_rows_.fetch_add(rows.size(), std::memory_order_relaxed);
+    } else {
+      LOG_ERROR("table {}: {} evicted rows dropped, not kept: {}", spec_.name(), rows.size(),
+                put.message());
+    }
+  }
+  for (uint32_t slot : victims) {  // descending: every slot above is kept
     index_.erase(slot_keys_[slot]);
     const uint32_t last = static_cast<uint32_t>(steps_.size() - 1);
     if (slot != last) {
@@ -193,8 +198,10 @@ void SparseTable::DropPendingIfOverLocked() {
 }
 
 void SparseTable::ApplyRowLocked(Key key, const float* grad) {
-  // A row in the cold tier was admitted once: it comes back as it was.
-  if (!index_.contains(key) && !TakeFromColdLocked(key) && min_count_ > 1) {
+  // Only tables with a cold tier or admission look the key up first (a row
+  // in the cold tier was admitted once: it comes back as it was).
+  if ((cold_ != nullptr || min_count_ > 1) && !index_.contains(key) &&
+      !TakeFromColdLocked(key) && min_count_ > 1) {
     auto [it, inserted] = pending_.try_emplace(key, 0);
     if (++it->second < min_count_) {
       not_admitted_.fetch_add(1, std::memory_order_relaxed);
@@ -342,7 +349,7 @@ absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRow
           " already holds rows (key ", entry.first, "); restore needs an empty partition"));
     }
   }
-  if (cold_ != nullptr) {
+  if (cold_ != nullptr && cold_rows_.load(std::memory_order_relaxed) > 0) {
     // Rows this server kept of the partition before are stale now.
     ASSIGN_OR_RETURN(const uint64_t dropped,
                      cold_->DeleteIf(spec_.id(), [&](Key k) {

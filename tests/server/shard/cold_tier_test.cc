@@ -158,7 +158,8 @@ TEST_CASE("a closed cold tier store deletes its directory", "[shard][cold]") {
   {
     auto store = ColdRowStore::Open(*dir + "/e");
     REQUIRE(store.ok());
-    REQUIRE((*store)->Put(1, 2, 3, std::vector<float>{1, 2}, {}).ok());
+    const std::vector<float> values = {1, 2};
+    REQUIRE((*store)->Put(1, {{2, 3, values, {}}}).ok());
     CHECK(std::filesystem::exists(*dir + "/e"));
   }
   CHECK_FALSE(std::filesystem::exists(*dir + "/e"));
