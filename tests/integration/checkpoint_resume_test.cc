@@ -132,19 +132,25 @@ constexpr Key kEndKeys[] = {0, 1, 12345, Key{1} << 63, ~Key{0}};
 constexpr int kWidth = 4;
 constexpr int kDenseSize = 1000 * 7;
 
-std::string B10Job(int servers, const std::string& ckpt, const std::string& resume,
-                   const std::string& init_from = "") {
+// The cluster and consistency sections of this file's jobs: `servers`
+// servers, 1 worker, 8 partitions, BSP, leases short enough for a test.
+std::string BspCluster(int servers) {
   return absl::StrCat(R"(
 cluster:
   coordinator: "127.0.0.1:1"
-  servers: )", servers, R"(
-  workers: 1
+  servers: )", servers, "\n", R"(  workers: 1
   partitions: 8
   lease_timeout: 5s
   heartbeat_interval: 200ms
   startup_timeout: 30s
 consistency:
   mode: bsp
+)");
+}
+
+std::string B10Job(int servers, const std::string& ckpt, const std::string& resume,
+                   const std::string& init_from = "") {
+  return absl::StrCat(BspCluster(servers), R"(
 tables:
   - name: W
     kind: dense
@@ -296,17 +302,7 @@ namespace cairn {
 namespace {
 
 std::string AdmissionJob(int servers, const std::string& ckpt, const std::string& resume) {
-  return absl::StrCat(R"(
-cluster:
-  coordinator: "127.0.0.1:1"
-  servers: )", servers, R"(
-  workers: 1
-  partitions: 8
-  lease_timeout: 5s
-  heartbeat_interval: 200ms
-  startup_timeout: 30s
-consistency:
-  mode: bsp
+  return absl::StrCat(BspCluster(servers), R"(
 tables:
   - name: A
     kind: sparse
@@ -320,17 +316,7 @@ checkpoint:
 }
 
 std::string ColdTierJob(const std::string& ckpt, const std::string& resume) {
-  return absl::StrCat(R"(
-cluster:
-  coordinator: "127.0.0.1:1"
-  servers: 2
-  workers: 1
-  partitions: 8
-  lease_timeout: 5s
-  heartbeat_interval: 200ms
-  startup_timeout: 30s
-consistency:
-  mode: bsp
+  return absl::StrCat(BspCluster(2), R"(
 tables:
   - name: C
     kind: sparse
