@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cairn/v1/types.pb.h"
+#include "common/daemon.h"
 #include "common/security/transport_security.h"
 #include "worker/client/client.h"
 
@@ -346,6 +347,11 @@ class Error(RuntimeError):
       py::arg("ca_file"), py::arg("cert_file"), py::arg("key_file"), py::arg("token_file") = "",
       "Mutual TLS for every later connection of this process (docs/security.md): the job's CA "
       "bundle, this worker's certificate and key (PEM). Call once, before connect().");
+  m.def("keep_freed_memory", &cairn::TuneAllocator,
+        "Makes this process's malloc keep freed blocks for reuse instead of returning every "
+        "buffer over 128 KiB to the kernel (TuneAllocator, common/daemon.h), as Cairn's own "
+        "processes do: a training step's large tensors then reuse warm pages instead of "
+        "faulting fresh zeroed ones in each step. Process-wide; safe to call more than once.");
   m.def("connect", &cairn::Connect, py::arg("coordinator"), py::arg("worker_id") = -1,
         py::arg("connect_timeout") = 60.0, py::arg("rpc_deadline") = 60.0,
         py::arg("shared_memory") = true, py::arg("cache_bytes") = int64_t{64} << 20,

@@ -17,9 +17,10 @@ import numpy as np
 from . import _cairn
 from ._cairn import Error, Future
 
-__all__ = ["connect", "use_tls", "Client", "Error", "Future"]
+__all__ = ["connect", "use_tls", "keep_freed_memory", "Client", "Error", "Future"]
 
 use_tls = _cairn.use_tls
+keep_freed_memory = _cairn.keep_freed_memory
 
 
 def _float_view(x, what, name):
@@ -162,9 +163,16 @@ class Client:
 
 
 def connect(coordinator, worker_id=-1, connect_timeout=60.0, rpc_deadline=60.0,
-            shared_memory=True, cache_bytes=64 << 20, push_attempts=3):
+            shared_memory=True, cache_bytes=64 << 20, push_attempts=3, keep_freed_memory=True):
     """Registers as a worker with the coordinator at host:port and waits for the
     job's start-up barrier. worker_id -1 lets the coordinator pick; times are
-    in seconds."""
+    in seconds.
+
+    keep_freed_memory: first makes this process's malloc keep freed memory for
+    reuse, as cairn-worker does (cairn.keep_freed_memory); glibc may otherwise
+    return large freed buffers to the kernel, and a step that allocates them
+    again pays a page fault per 4 KiB. False leaves malloc as it is."""
+    if keep_freed_memory:
+        _cairn.keep_freed_memory()
     return Client(_cairn.connect(coordinator, worker_id, connect_timeout, rpc_deadline,
                                  shared_memory, cache_bytes, push_attempts))
