@@ -320,7 +320,8 @@ void CoordinatorState::FailOverLocked(const std::vector<MemberRecord>& expired) 
     ReplicateLocked(&assignments);  // one version bump for failover and re-replication
   }
   for (const MemberRecord& record : expired) {
-    LOG_WARN("{} lease expired: DEAD (map version {})", DescribeMember(record), map_.version());
+    LOG_WARN("{} lease expired: DEAD, last heard {} ago (map version {})", DescribeMember(record),
+             absl::FormatDuration(time_->Now() - record.last_renewal), map_.version());
     if (metrics_ != nullptr) metrics_->CountLeaseExpiration(record.role);
   }
   for (const auto& [f, lease_expiry] : done) {

@@ -266,7 +266,9 @@ void ClientImpl::HeartbeatLoop() {
       std::max(absl::Seconds(10), 4 * absl::Milliseconds(job_.lease_timeout_ms()));
   // Timed on the monotonic clock: a step of the wall clock must not make a
   // worker give up on a live coordinator.
+  const absl::Duration lease = absl::Milliseconds(job_.lease_timeout_ms());
   absl::Time last_ok = MonotonicNow();
+  bool late_noted = false;  // warned once per gap
   while (!stop_.load()) {
     v1::HeartbeatRequest hb;
     hb.set_role(v1::MEMBER_ROLE_WORKER);
@@ -286,9 +288,15 @@ void ClientImpl::HeartbeatLoop() {
       if (lost_.ok()) lost_ = failed;
       return;
     }
+    const absl::Time now = MonotonicNow();
     if (r.ok()) {
-      last_ok = MonotonicNow();
-    } else if (absl::IsNotFound(r.status()) || MonotonicNow() - last_ok > loss_timeout) {
+      if (now - last_ok > lease / 2) {
+        LOG_WARN("the coordinator answered a heartbeat after {} without one (lease {})",
+                 absl::FormatDuration(now - last_ok), absl::FormatDuration(lease));
+      }
+      last_ok = now;
+      late_noted = false;
+    } else if (absl::IsNotFound(r.status()) || now - last_ok > loss_timeout) {
       // Declared dead (a zombie must not go on pushing), or the coordinator
       // is gone: every later call fails and the worker ends (B13).
       const absl::Status lost =
@@ -302,11 +310,22 @@ void ClientImpl::HeartbeatLoop() {
       absl::MutexLock lock(&clock_mu_);
       if (lost_.ok()) lost_ = lost;
       return;
+    } else if (!late_noted && now - last_ok > lease / 2) {
+      late_noted = true;
+      LOG_WARN("no heartbeat answered for {} (lease {}): {}",
+               absl::FormatDuration(now - last_ok), absl::FormatDuration(lease),
+               r.status().message());
     }
-    if (r.ok() && s != nullptr && r->map_version() > s->router.version()) {
-      if (absl::Status st = RefreshMap(); !st.ok()) {
-        LOG_WARN("cannot refresh the partition map: {}", st.message());
-      }
+    if (r.ok() && s != nullptr && r->map_version() > s->router.version() &&
+        !map_refresh_posted_.exchange(true)) {
+      // Fetched on the executor, never here: a slow answer (a failover
+      // under load) must not hold the next heartbeat past the lease.
+      Post([this] {
+        map_refresh_posted_.store(false);
+        if (absl::Status st = RefreshMap(); !st.ok()) {
+          LOG_WARN("cannot refresh the partition map: {}", st.message());
+        }
+      });
     }
     for (absl::Duration slept; slept < interval && !stop_.load(); slept += absl::Milliseconds(50)) {
       absl::SleepFor(absl::Milliseconds(50));

@@ -141,6 +141,8 @@ class ClientImpl final : public Client {
   const std::shared_ptr<SharedMemoryCounters> shared_memory_ =
       std::make_shared<SharedMemoryCounters>();
   std::atomic<bool> stop_{false};
+  // A map refresh the heartbeat asked for is queued on the executor.
+  std::atomic<bool> map_refresh_posted_{false};
   std::atomic<bool> finished_{false};
 
   absl::Mutex install_mu_ ABSL_ACQUIRED_BEFORE(mu_);
