@@ -578,8 +578,10 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     *bytes += raw.size() + tv.keys().size();
     TableGrads& g = grads.emplace_back();
     g.table = table;
-    if (table->spec().consistency() != v1::CONSISTENCY_BSP && KeysAscending(tv.keys(), n)) {
-      // Applied from where the values are, which outlives the push.
+    if (table->spec().consistency() != v1::CONSISTENCY_BSP &&
+        (table->spec().kind() == v1::TABLE_KIND_SPARSE || KeysAscending(tv.keys(), n))) {
+      // Applied from where the values are, which outlives the push; a
+      // sparse table finds repeated keys itself (ApplyNow).
       g.direct = &tv;
       g.n = n;
       g.is_widened = copied;
@@ -1262,7 +1264,12 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
 
 void Shard::ApplyNow(TableGrads* grads) {
   if (grads->direct != nullptr) {
-    grads->table->ApplyUnique(grads->direct->keys(), grads->n, grads->values());
+    const std::string& keys = grads->direct->keys();
+    if (!grads->table->ApplyIfDistinct(keys, grads->n, grads->values())) {
+      // A key repeats: summed first (B07).
+      grads->table->Gather(keys, grads->n, grads->values(), &grads->buffer);
+      grads->table->Apply(grads->buffer);
+    }
   } else if (!grads->buffer.empty()) {
     grads->table->Apply(grads->buffer);
   }

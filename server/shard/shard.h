@@ -290,9 +290,10 @@ class Shard {
   struct TableGrads {
     Table* table = nullptr;
     GradBuffer buffer;
-    // Set when applied straight from the request (keys unique, ascending):
-    // its keys, and its float32 values (the request's, a shared region's,
-    // or `widened`).
+    // Set when applied straight from the request (SSP and ASP: a dense
+    // table's ascending chunks; a sparse table's rows, gathered into
+    // `buffer` when applied only if a key repeats): its keys, and its
+    // float32 values (the request's, a shared region's, or `widened`).
     const v1::TableValues* direct = nullptr;
     absl::string_view direct_values;  // unless widened
     std::string widened;              // float32 values of a 16-bit push, or copied aligned

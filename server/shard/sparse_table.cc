@@ -230,6 +230,35 @@ void SparseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_vi
   EvictIfOverLocked();
 }
 
+bool SparseTable::ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) {
+  if (cold_ != nullptr || min_count_ > 1) return Table::ApplyIfDistinct(keys, n, values);
+  const float* g = reinterpret_cast<const float*>(values.data());
+  absl::MutexLock lock(&mu_);
+  if (++stamp_ == 0) {  // wrapped: no slot may carry a stamp from before
+    std::fill(touched_.begin(), touched_.end(), 0);
+    stamp_ = 1;
+  }
+  push_slots_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    // A row created here for a push that then goes the gathering way is the
+    // row that way creates: its first update is the same.
+    const uint32_t slot = FindOrCreate(KeyAt(keys, i));
+    if (slot >= touched_.size()) touched_.resize(steps_.size(), 0);
+    if (touched_[slot] == stamp_) return false;  // a repeat: to be summed first
+    touched_[slot] = stamp_;
+    push_slots_[i] = slot;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t slot = push_slots_[i];
+    const uint64_t off = static_cast<uint64_t>(slot) * width_;
+    optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_,
+                      g + i * width_, width_, ++steps_[slot]);
+    if (eviction_.enabled()) last_update_[slot] = ++tick_;
+  }
+  EvictIfOverLocked();
+  return true;
+}
+
 uint64_t SparseTable::NumKeys() const {
   absl::ReaderMutexLock lock(&mu_);
   return index_.size();

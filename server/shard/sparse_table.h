@@ -32,6 +32,13 @@ class SparseTable final : public Table {
   void ApplyUnique(const std::string& keys, size_t n, absl::string_view values) override
       ABSL_LOCKS_EXCLUDED(mu_);
   void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
+  // Keys in any order: each key's row is found (or created) once and marked
+  // with this push's stamp, so a repeat is seen without a second hash
+  // lookup; then every row is updated from the push's bytes. Tables with
+  // admission or a cold tier take only ascending keys here (a row's first
+  // push decides whether it is created).
+  bool ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override ABSL_LOCKS_EXCLUDED(mu_);
   // Ids seen but not yet admitted (TableSpec.min_count), and pushes of
   // them counted and dropped so far. Thread-safe.
@@ -87,6 +94,12 @@ class SparseTable final : public Table {
   std::vector<Key> slot_keys_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> last_update_ ABSL_GUARDED_BY(mu_);
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  // ApplyIfDistinct: the stamp of the push that last touched each slot
+  // (grown on demand; a slot past its end was not touched), this push's
+  // stamp, and its keys' slots.
+  std::vector<uint32_t> touched_ ABSL_GUARDED_BY(mu_);
+  uint32_t stamp_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<uint32_t> push_slots_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> evicted_{0};
   // Admission: pushes counted per id without a row (min_count_ > 1).
   absl::flat_hash_map<Key, uint32_t> pending_ ABSL_GUARDED_BY(mu_);

@@ -29,6 +29,10 @@ namespace cairn {
 
 class ColdRowStore;
 
+// True when the `n` keys at `keys` are strictly ascending, hence distinct
+// (the client sends a dense table's chunks in order). Thread-safe (pure).
+bool KeysAscending(const std::string& keys, size_t n);
+
 class Table {
  public:
   virtual ~Table() = default;
@@ -72,6 +76,17 @@ class Table {
   // bit for bit, as Gather into an empty buffer and Apply, without copying
   // the gradient.
   virtual void ApplyUnique(const std::string& keys, size_t n, absl::string_view values) = 0;
+
+  // The same for a push whose keys may repeat or come in any order: applies
+  // it straight from its bytes and returns true when its `n` keys are
+  // distinct; returns false, with no row updated, when one repeats (the
+  // caller then gathers it, summing repeats: B07). This default takes only
+  // strictly ascending keys; a sparse table finds repeats itself.
+  virtual bool ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) {
+    if (!KeysAscending(keys, n)) return false;
+    ApplyUnique(keys, n, values);
+    return true;
+  }
 
   // Keys (chunks or rows) held, and value bytes held.
   virtual uint64_t NumKeys() const = 0;
@@ -123,16 +138,12 @@ class Table {
 absl::Status CheckRowsShape(const std::string& name, const PartitionRows& rows,
                             int slots_per_element);
 
-// InvalidArgument naming the table when `values` (n floats) holds NaN or Inf
-// and the table's policy rejects them; names the first offending key.
-// True when the `n` keys at `keys` are strictly ascending, hence distinct
-// (the client sends a dense table's chunks in order). Thread-safe (pure).
-bool KeysAscending(const std::string& keys, size_t n);
-
 // True when none of the `n` float32 values at `floats` is NaN or infinite.
 // Thread-safe (pure).
 bool AllFinite(const char* floats, size_t n);
 
+// InvalidArgument naming the table when `values` (n floats) holds NaN or Inf
+// and the table's policy rejects them; names the first offending key.
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
                          absl::string_view values, uint64_t floats_per_key);
 
