@@ -25,6 +25,28 @@ SparseTable::SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
       owned_(owned.size()),
       cold_(cold) {
   for (size_t p = 0; p < owned.size(); ++p) owned_[p].store(owned[p], std::memory_order_relaxed);
+  ReserveForCapacity();
+}
+
+void SparseTable::ReserveForCapacity() {
+  // A table at capacity takes a push's new rows before the pass that evicts
+  // down to evict_to: reserved up front, its arrays do not double past the
+  // capacity (to twice its rows, most never used again: field case C11)
+  // nor copy themselves while the table grows. Pages are touched only as
+  // rows are made. Above 1 GiB the arrays grow as they go, so a generous
+  // capacity never asks the system for memory the host lacks.
+  if (!eviction_.enabled()) return;
+  const uint64_t rows = spec_.capacity_rows() + spec_.capacity_rows() / 4;
+  const uint64_t row_bytes =
+      static_cast<uint64_t>(width_) * (1 + slots_per_element_) * sizeof(float) +
+      sizeof(int64_t) + sizeof(Key) + sizeof(uint64_t);
+  if (rows * row_bytes > (uint64_t{1} << 30)) return;
+  absl::MutexLock lock(&mu_);
+  values_.reserve(rows * width_);
+  slots_.reserve(rows * width_ * slots_per_element_);
+  steps_.reserve(rows);
+  slot_keys_.reserve(rows);
+  last_update_.reserve(rows);
 }
 
 void SparseTable::AddPartition(uint32_t partition) {

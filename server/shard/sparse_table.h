@@ -59,6 +59,9 @@ class SparseTable final : public Table {
   void AddPartition(uint32_t partition) override;
 
  private:
+  // With a capacity: room in the row arrays for capacity_rows and a quarter
+  // more (the rows of pushes before an eviction pass), up to 1 GiB.
+  void ReserveForCapacity() ABSL_LOCKS_EXCLUDED(mu_);
   // Slot of `key`, created from the initializer when absent.
   uint32_t FindOrCreate(Key key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One optimizer step on row `key` (created when absent) with `width_`
