@@ -18,6 +18,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/coordinator_channel.h"
 
 namespace cairn {
@@ -39,6 +41,13 @@ class FakeCoordinator final : public CoordinatorChannel {
   void FailMapReads(absl::Status status, int count = 1) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     for (int i = 0; i < count; ++i) map_failures_.push_back(status);
+  }
+
+  // Every later GetPartitionMap call takes `delay` before it answers (a
+  // coordinator slow to answer during a failover under load).
+  void DelayMapReads(absl::Duration delay) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    map_delay_ = delay;
   }
 
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
@@ -69,8 +78,14 @@ class FakeCoordinator final : public CoordinatorChannel {
 
   absl::StatusOr<v1::GetPartitionMapResponse> GetPartitionMap(absl::Duration) override
       ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::Duration delay;
+    {
+      absl::MutexLock lock(&mu_);
+      ++map_reads_;  // counted when asked
+      delay = map_delay_;
+    }
+    absl::SleepFor(delay);  // without the lock: heartbeats go on meanwhile
     absl::MutexLock lock(&mu_);
-    ++map_reads_;
     if (!map_failures_.empty()) {
       absl::Status s = map_failures_.front();
       map_failures_.erase(map_failures_.begin());
@@ -101,6 +116,10 @@ class FakeCoordinator final : public CoordinatorChannel {
     return absl::OkStatus();
   }
 
+  int heartbeats() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return heartbeats_;
+  }
   int map_reads() const ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     return map_reads_;
@@ -120,6 +139,7 @@ class FakeCoordinator final : public CoordinatorChannel {
   std::map<uint32_t, uint64_t> incarnations_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::LeaveRequest> leaves_ ABSL_GUARDED_BY(mu_);
   int heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration map_delay_ ABSL_GUARDED_BY(mu_);
   int map_reads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

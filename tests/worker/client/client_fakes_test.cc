@@ -84,14 +84,14 @@ v1::PartitionMap Map(uint64_t version, std::vector<uint32_t> primary_of) {
 
 // One client connected to two fake servers through a fake coordinator.
 struct Rig {
-  explicit Rig(int push_attempts = 3) {
+  explicit Rig(int push_attempts = 3, bool heartbeat = false) {
     shards["server-0"] = std::make_shared<FakeShard>(0, Job(), 1);
     shards["server-1"] = std::make_shared<FakeShard>(1, Job(), 1);
     auto fake = std::make_unique<FakeCoordinator>(Job(), Map(1, {0, 1}));
     coordinator = fake.get();
     ClientOptions options;
     options.worker_id = 0;
-    options.heartbeat = false;
+    options.heartbeat = heartbeat;
     options.cache_bytes = 0;
     options.connect_timeout = absl::Seconds(5);
     options.rpc_deadline = absl::Seconds(5);
@@ -317,6 +317,25 @@ TEST_CASE("clock ticks reach every live server and Finish leaves servers and coo
   }
   REQUIRE(rig.coordinator->leaves().size() == 1);
   CHECK(rig.coordinator->leaves()[0].final_clock() == 2);
+}
+
+TEST_CASE("a slow answer to the map fetch a heartbeat asks for does not hold the heartbeats",
+          "[client]") {
+  // Heartbeats every 500 ms, a 2 s lease (Job()). A newer map is published
+  // and the coordinator takes 4 s to hand it out: the fetch runs beside the
+  // heartbeats, which go on. Fetched on the heartbeat thread, it held them
+  // for the 4 s, past the lease.
+  Rig rig(/*push_attempts=*/3, /*heartbeat=*/true);
+  rig.coordinator->DelayMapReads(absl::Seconds(4));
+  rig.coordinator->SetMap(Map(2, {1, 0}));
+  absl::SleepFor(absl::Milliseconds(700));  // a heartbeat sees version 2
+  const int before = rig.coordinator->heartbeats();
+  absl::SleepFor(absl::Seconds(3));
+  const int during = rig.coordinator->heartbeats() - before;
+  INFO(during << " heartbeats in the 3 s of the slow fetch");
+  CHECK(during >= 3);
+  CHECK(rig.coordinator->map_reads() >= 1);
+  rig.coordinator->DelayMapReads(absl::ZeroDuration());
 }
 
 }  // namespace
