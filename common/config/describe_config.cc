@@ -76,6 +76,7 @@ void AddTable(const std::string& p, const v1::TableSpec& t, Lines* out) {
     if (t.capacity_rows() > 0) {
       out->Add(p + ".capacity_rows", t.capacity_rows());
       out->Add(p + ".evict_to", t.evict_to());
+      out->Add(p + ".eviction", t.eviction() == v1::EVICTION_POLICY_LFU ? "lfu" : "lru");
       out->Add(p + ".cold_tier", t.cold_tier() ? "true" : "false");
     }
   } else {
@@ -141,6 +142,7 @@ std::string DescribeConfig(const JobConfig& c) {
       out.Add("training.embedding.min_count", t.embedding.min_count);
       out.Add("training.embedding.capacity_rows", t.embedding.capacity_rows);
       out.Add("training.embedding.evict_to", t.embedding.evict_to);
+      out.Add("training.embedding.eviction", t.embedding.eviction);
       out.Add("training.embedding.cold_tier", t.embedding.cold_tier ? "true" : "false");
       out.Add("training.embedding.init_scale", t.embedding.init_scale);
     }

@@ -101,7 +101,7 @@ absl::Status ParseEmbedding(const YamlNode& node, EmbeddingConfig* e) {
   ASSIGN_OR_RETURN(MapReader r,
                    MapReader::Open(node, "training.embedding",
                                    {"width", "min_count", "capacity_rows", "evict_to",
-                                    "cold_tier", "init_scale"}));
+                                    "eviction", "cold_tier", "init_scale"}));
   RETURN_IF_ERROR(r.Int32("width", 1, 4096, &e->width));
   RETURN_IF_ERROR(r.Int("min_count", 1, 1 << 30, &e->min_count));
   RETURN_IF_ERROR(r.Int("capacity_rows", 1, int64_t{1} << 40, &e->capacity_rows));
@@ -109,6 +109,10 @@ absl::Status ParseEmbedding(const YamlNode& node, EmbeddingConfig* e) {
     return r.Error("evict_to", "needs capacity_rows (the capacity it is a share of)");
   }
   RETURN_IF_ERROR(r.Double("evict_to", NumberRange{0.0, /*min_open=*/true, 1.0}, &e->evict_to));
+  if (r.Has("eviction") && !r.Has("capacity_rows")) {
+    return r.Error("eviction", "needs capacity_rows (rows are evicted only above it)");
+  }
+  RETURN_IF_ERROR(r.Choice("eviction", {"lru", "lfu"}, &e->eviction));
   RETURN_IF_ERROR(r.Bool("cold_tier", &e->cold_tier));
   if (e->cold_tier && e->capacity_rows == 0) {
     return r.Error("cold_tier", "needs capacity_rows (rows leave memory only by eviction)");

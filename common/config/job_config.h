@@ -103,6 +103,7 @@ struct EmbeddingConfig {
   int64_t min_count = 1;       // TableSpec.min_count (admission)
   int64_t capacity_rows = 0;   // TableSpec.capacity_rows (0: no bound)
   double evict_to = 0.9;       // TableSpec.evict_to
+  std::string eviction = "lru";  // TableSpec.eviction: "lru" or "lfu"
   bool cold_tier = false;      // TableSpec.cold_tier
   double init_scale = 0.01;    // rows start from N(0, init_scale^2)
 };

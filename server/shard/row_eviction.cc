@@ -3,14 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <utility>
 
 namespace cairn {
 
-RowEviction::RowEviction(uint64_t capacity_rows, double evict_to)
+RowEviction::RowEviction(uint64_t capacity_rows, double evict_to, v1::EvictionPolicy policy)
     : capacity_(capacity_rows),
       target_(std::max<uint64_t>(
           1, static_cast<uint64_t>(std::floor(static_cast<double>(capacity_rows) *
-                                              std::clamp(evict_to, 0.0, 1.0))))) {}
+                                              std::clamp(evict_to, 0.0, 1.0))))),
+      policy_(policy) {}
 
 namespace {
 
@@ -35,9 +37,17 @@ std::vector<uint32_t> Lowest(absl::Span<const Score> score, absl::Span<const Key
 }  // namespace
 
 std::vector<uint32_t> RowEviction::Victims(absl::Span<const uint64_t> last_update,
+                                           absl::Span<const int64_t> updates,
                                            absl::Span<const Key> keys) const {
   if (!Over(last_update.size())) return {};
-  std::vector<uint32_t> victims = Lowest(last_update, keys, target_);
+  std::vector<uint32_t> victims;
+  if (policy_ == v1::EVICTION_POLICY_LFU) {
+    std::vector<std::pair<int64_t, uint64_t>> score(last_update.size());
+    for (size_t i = 0; i < score.size(); ++i) score[i] = {updates[i], last_update[i]};
+    victims = Lowest(absl::MakeConstSpan(score), keys, target_);
+  } else {
+    victims = Lowest(last_update, keys, target_);
+  }
   std::sort(victims.begin(), victims.end(), std::greater<uint32_t>());
   return victims;
 }

@@ -157,9 +157,11 @@ Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
                "without bound (tables[].capacity_rows sets one)",
                t.name());
     } else if (lazy) {
-      LOG_INFO("table {}: at most {} rows on this server; beyond, the least recently updated go "
-               "down to {} of that",
-               t.name(), t.capacity_rows(), t.evict_to() > 0 ? t.evict_to() : 0.9);
+      LOG_INFO("table {}: at most {} rows on this server; beyond, the {} go down to {} of that",
+               t.name(), t.capacity_rows(),
+               t.eviction() == v1::EVICTION_POLICY_LFU ? "least often updated (LFU)"
+                                                        : "least recently updated",
+               t.evict_to() > 0 ? t.evict_to() : 0.9);
     }
   }
 }

@@ -21,7 +21,8 @@ SparseTable::SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
       width_(static_cast<uint32_t>(spec.width())),
       slots_per_element_(optimizer_->SlotsPerElement()),
       min_count_(std::max<uint32_t>(spec.min_count(), 1)),
-      eviction_(spec.capacity_rows(), spec.evict_to() > 0 ? spec.evict_to() : 0.9),
+      eviction_(spec.capacity_rows(), spec.evict_to() > 0 ? spec.evict_to() : 0.9,
+                spec.eviction()),
       owned_(owned.size()),
       cold_(cold) {
   for (size_t p = 0; p < owned.size(); ++p) owned_[p].store(owned[p], std::memory_order_relaxed);
@@ -151,7 +152,7 @@ bool SparseTable::TakeFromColdLocked(Key key) {
 
 void SparseTable::EvictIfOverLocked() {
   if (!eviction_.Over(index_.size())) return;
-  const std::vector<uint32_t> victims = eviction_.Victims(last_update_, slot_keys_);
+  const std::vector<uint32_t> victims = eviction_.Victims(last_update_, steps_, slot_keys_);
   const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
   if (cold_ != nullptr) {  // the victims to the cold tier, in one write
     std::vector<ColdRowStore::Row> rows;

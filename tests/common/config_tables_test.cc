@@ -439,6 +439,34 @@ TEST_CASE("capacity_rows and evict_to: eviction, on sparse tables only", "[confi
              Contains("`tables[0].capacity_rows`"));
 }
 
+TEST_CASE("eviction: lru (the default) or lfu, for sparse tables with a capacity",
+          "[config][tables]") {
+  const JobConfig c = ParseOk(
+      "tables:\n  - {name: a, kind: sparse, width: 2, capacity_rows: 10, eviction: lfu}\n"
+      "  - {name: b, kind: sparse, width: 2, capacity_rows: 10, eviction: lru}\n"
+      "  - {name: c, kind: sparse, width: 2, capacity_rows: 10}\n");
+  CHECK(c.tables[0].eviction() == v1::EVICTION_POLICY_LFU);
+  CHECK(c.tables[1].eviction() == v1::EVICTION_POLICY_LRU);
+  CHECK(c.tables[2].eviction() == v1::EVICTION_POLICY_LRU);
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, eviction: lfu}\n"),
+             Contains("`tables[0].eviction` needs capacity_rows (rows are evicted only above "
+                      "it)"));
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: dense, shape: [4], eviction: lfu}\n"),
+             Contains("sparse tables only"));
+  const std::string bad =
+      ParseError("tables:\n  - {name: a, kind: sparse, width: 2, capacity_rows: 10, "
+                 "eviction: arc}\n");
+  CHECK_THAT(bad, Contains("`tables[0].eviction`"));
+  CHECK_THAT(bad, Contains("lfu"));
+  CHECK_THAT(bad, Contains("arc"));
+  CHECK_THAT(bad, Contains("job.yaml:2:"));  // file and line
+  const JobConfig ctr = ParseOk(
+      "training: {model: ctr, data_dir: /d, embedding: {capacity_rows: 50, eviction: lfu}}\n");
+  CHECK(ctr.tables[0].eviction() == v1::EVICTION_POLICY_LFU);
+  CHECK_THAT(ParseError("training: {model: ctr, data_dir: /d, embedding: {eviction: lfu}}\n"),
+             Contains("needs capacity_rows"));
+}
+
 TEST_CASE("cold_tier: evicted rows kept on RocksDB, for sparse tables with a capacity",
           "[config][tables]") {
   const JobConfig c = ParseOk(

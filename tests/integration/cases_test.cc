@@ -406,7 +406,8 @@ uint64_t StatusBytes(pid_t pid, const std::string& field) {
 }
 
 TEST_CASE("B24: a table with capacity_rows stays within it while a million new ids arrive, "
-          "hot ids keep their values, cold ones come back initialised, evictions counted",
+          "hot ids keep their values, cold ones come back initialised, evictions counted, "
+          "under LRU and LFU",
           "[integration][cases]") {
   constexpr int kWidth = 16;
   constexpr uint64_t kCapacity = 100000;
@@ -414,11 +415,14 @@ TEST_CASE("B24: a table with capacity_rows stays within it while a million new i
   constexpr int kNewPerBatch = 10000;  // 1,000,000 distinct ids, each pushed once
   constexpr int kHot = 1000;           // pushed in every batch
   constexpr float kLearningRate = 0.1f;
-  auto cluster = TestCluster::Start("b24", Yaml(1, 1, absl::StrCat(R"(
+  // The case names LFU "or whatever our policy is": both run.
+  const std::string policy = GENERATE("lru", "lfu");
+  auto cluster = TestCluster::Start("b24_" + policy, Yaml(1, 1, absl::StrCat(R"(
   - name: emb
     kind: sparse
     width: )", kWidth, R"(
     capacity_rows: )", kCapacity, R"(
+    eviction: )", policy, R"(
     optimizer: {type: adagrad, learning_rate: 0.1, epsilon: 0.0, initial_accumulator: 0.0}
     init: {type: zeros}
     consistency: asp
@@ -431,8 +435,10 @@ TEST_CASE("B24: a table with capacity_rows stays within it while a million new i
   REQUIRE(cluster.ok());
   TestCluster& c = **cluster;
   CHECK_THAT(c.server(0).ReadStderr(),
-             Catch::Contains("table emb: at most 100000 rows on this server; beyond, the least "
-                             "recently updated go down to 0.9 of that"));
+             Catch::Contains(absl::StrCat(
+                 "table emb: at most 100000 rows on this server; beyond, the ",
+                 policy == "lfu" ? "least often updated (LFU)" : "least recently updated",
+                 " go down to 0.9 of that")));
   auto clients = ConnectAll(c, 1);
   Client& client = *clients[0];
   std::vector<Key> keys(kHot + kNewPerBatch);

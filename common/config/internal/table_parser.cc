@@ -190,7 +190,7 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
                                                  "optimizer", "init", "non_finite",
                                                  "aggregation", "consistency", "staleness",
                                                  "wire_dtype", "min_count", "capacity_rows",
-                                                 "evict_to", "cold_tier"}));
+                                                 "evict_to", "eviction", "cold_tier"}));
   v1::TableSpec t;
   std::string name, kind;
   if (!r.Has("name")) return r.Error("name", "is required");
@@ -209,6 +209,7 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
     RETURN_IF_ERROR(Forbid(r, "min_count", "applies to sparse tables only (admission of new ids)"));
     RETURN_IF_ERROR(Forbid(r, "capacity_rows", "applies to sparse tables only (eviction)"));
     RETURN_IF_ERROR(Forbid(r, "evict_to", "applies to sparse tables only (eviction)"));
+    RETURN_IF_ERROR(Forbid(r, "eviction", "applies to sparse tables only"));
     RETURN_IF_ERROR(Forbid(r, "cold_tier", "applies to sparse tables only (evicted rows)"));
     if (!r.Has("shape")) return r.Error("shape", "is required for a dense table (e.g. [256, 784])");
     std::vector<int64_t> shape;
@@ -244,6 +245,12 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
     double evict_to = 0.9;
     RETURN_IF_ERROR(r.Double("evict_to", NumberRange{0.0, /*min_open=*/true, 1.0}, &evict_to));
     t.set_evict_to(capacity > 0 ? evict_to : 0.0);
+    if (r.Has("eviction") && !r.Has("capacity_rows")) {
+      return r.Error("eviction", "needs capacity_rows (rows are evicted only above it)");
+    }
+    std::string eviction = "lru";
+    RETURN_IF_ERROR(r.Choice("eviction", {"lru", "lfu"}, &eviction));
+    t.set_eviction(eviction == "lfu" ? v1::EVICTION_POLICY_LFU : v1::EVICTION_POLICY_LRU);
     bool cold_tier = false;
     RETURN_IF_ERROR(r.Bool("cold_tier", &cold_tier));
     if (cold_tier && capacity == 0) {
