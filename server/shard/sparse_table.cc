@@ -426,6 +426,11 @@ absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRow
     pending_[rows.pending_keys[i]] = rows.pending_counts[i];
   }
   DropPendingIfOverLocked();
+  // With a cold tier, rows above the capacity go there now rather than at
+  // the next push: a restored table larger than memory holds at most one
+  // partition's rows beyond its capacity at once. (Without one, they stay
+  // until the next push, whose rows are then the most recent and kept.)
+  if (cold_ != nullptr) EvictIfOverLocked();
   return absl::OkStatus();
 }
 

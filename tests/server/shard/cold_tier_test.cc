@@ -134,6 +134,10 @@ TEST_CASE("a partition's export carries both tiers in key order, and a restored 
     REQUIRE(restored->ImportPartition(p, *decoded).ok());
   }
   CHECK(exported == keys.size());
+  // Rows above the capacity went to the cold tier as each partition loaded.
+  auto& restored_sparse = dynamic_cast<SparseTable&>(*restored);
+  CHECK(restored->NumKeys() <= 4);
+  CHECK(restored->NumKeys() + restored_sparse.ColdRows() == keys.size());
   for (Key k : keys) CHECK(PullOne(*restored, k) == PullOne(*table, k));
   // Both go on alike: the restored table evicts to its own cold tier.
   for (int round = 0; round < 2; ++round) {
