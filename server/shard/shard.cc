@@ -580,11 +580,13 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     *bytes += raw.size() + tv.keys().size();
     TableGrads& g = grads.emplace_back();
     g.table = table;
+    const bool ascending = KeysAscending(tv.keys(), n);
     if (table->spec().consistency() != v1::CONSISTENCY_BSP &&
-        (table->spec().kind() == v1::TABLE_KIND_SPARSE || KeysAscending(tv.keys(), n))) {
+        (ascending || table->spec().kind() == v1::TABLE_KIND_SPARSE)) {
       // Applied from where the values are, which outlives the push; a
       // sparse table finds repeated keys itself (ApplyNow).
       g.direct = &tv;
+      g.ascending = ascending;
       g.n = n;
       g.is_widened = copied;
       if (!g.is_widened) g.direct_values = values;
@@ -1267,7 +1269,9 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
 void Shard::ApplyNow(TableGrads* grads) {
   if (grads->direct != nullptr) {
     const std::string& keys = grads->direct->keys();
-    if (!grads->table->ApplyIfDistinct(keys, grads->n, grads->values())) {
+    if (grads->ascending) {
+      grads->table->ApplyUnique(keys, grads->n, grads->values());
+    } else if (!grads->table->ApplyIfDistinct(keys, grads->n, grads->values())) {
       // A key repeats: summed first (B07).
       grads->table->Gather(keys, grads->n, grads->values(), &grads->buffer);
       grads->table->Apply(grads->buffer);

@@ -295,6 +295,7 @@ class Shard {
     // `buffer` when applied only if a key repeats): its keys, and its
     // float32 values (the request's, a shared region's, or `widened`).
     const v1::TableValues* direct = nullptr;
+    bool ascending = false;           // direct keys strictly ascending: ApplyUnique
     absl::string_view direct_values;  // unless widened
     std::string widened;              // float32 values of a 16-bit push, or copied aligned
     bool is_widened = false;

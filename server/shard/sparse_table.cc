@@ -233,7 +233,10 @@ void SparseTable::ApplyRowLocked(Key key, const float* grad) {
     }
     pending_.erase(it);  // admitted: this push is the row's first update
   }
-  const uint32_t slot = FindOrCreate(key);
+  UpdateSlotLocked(FindOrCreate(key), grad);
+}
+
+void SparseTable::UpdateSlotLocked(uint32_t slot, const float* grad) {
   const uint64_t off = static_cast<uint64_t>(slot) * width_;
   optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_, grad, width_,
                     ++steps_[slot]);
@@ -254,7 +257,7 @@ void SparseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_vi
 }
 
 bool SparseTable::ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) {
-  if (cold_ != nullptr || min_count_ > 1) return Table::ApplyIfDistinct(keys, n, values);
+  if (cold_ != nullptr || min_count_ > 1) return false;  // a row's first push decides
   const float* g = reinterpret_cast<const float*>(values.data());
   absl::MutexLock lock(&mu_);
   if (++stamp_ == 0) {  // wrapped: no slot may carry a stamp from before
@@ -271,13 +274,7 @@ bool SparseTable::ApplyIfDistinct(const std::string& keys, size_t n, absl::strin
     touched_[slot] = stamp_;
     push_slots_[i] = slot;
   }
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t slot = push_slots_[i];
-    const uint64_t off = static_cast<uint64_t>(slot) * width_;
-    optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_,
-                      g + i * width_, width_, ++steps_[slot]);
-    if (eviction_.enabled()) last_update_[slot] = ++tick_;
-  }
+  for (size_t i = 0; i < n; ++i) UpdateSlotLocked(push_slots_[i], g + i * width_);
   EvictIfOverLocked();
   return true;
 }

@@ -35,8 +35,8 @@ class SparseTable final : public Table {
   // Keys in any order: each key's row is found (or created) once and marked
   // with this push's stamp, so a repeat is seen without a second hash
   // lookup; then every row is updated from the push's bytes. Tables with
-  // admission or a cold tier take only ascending keys here (a row's first
-  // push decides whether it is created).
+  // admission or a cold tier return false (a row's first push decides
+  // whether it is created): their unsorted pushes are gathered.
   bool ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) override
       ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override ABSL_LOCKS_EXCLUDED(mu_);
@@ -68,6 +68,9 @@ class SparseTable final : public Table {
   // floats of gradient. With admission, an id without a row gets one only
   // at its min_count-th push; before that the push is counted and dropped.
   void ApplyRowLocked(Key key, const float* grad) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One optimizer step on the row in `slot`; counts the update and, with a
+  // capacity, its recency.
+  void UpdateSlotLocked(uint32_t slot, const float* grad) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a push: evicts the least recently updated rows when the table
   // holds more than its capacity, moving the last rows into their places,
   // and gives memory back when the arrays are far larger than needed.

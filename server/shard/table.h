@@ -79,13 +79,13 @@ class Table {
 
   // The same for a push whose keys may repeat or come in any order: applies
   // it straight from its bytes and returns true when its `n` keys are
-  // distinct; returns false, with no row updated, when one repeats (the
-  // caller then gathers it, summing repeats: B07). This default takes only
-  // strictly ascending keys; a sparse table finds repeats itself.
-  virtual bool ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) {
-    if (!KeysAscending(keys, n)) return false;
-    ApplyUnique(keys, n, values);
-    return true;
+  // distinct; returns false, with no row updated, when one repeats or the
+  // table cannot tell without gathering (the caller then gathers the push,
+  // summing repeats: B07). This default always returns false; a sparse
+  // table finds repeats itself.
+  virtual bool ApplyIfDistinct(const std::string& /*keys*/, size_t /*n*/,
+                               absl::string_view /*values*/) {
+    return false;
   }
 
   // Keys (chunks or rows) held, and value bytes held.
