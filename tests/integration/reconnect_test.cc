@@ -8,10 +8,16 @@
 // id or incarnation): that answers within 5 s of the new server's port
 // file. The channel that kept failing answers within 10 s (its backoff is
 // capped at 1 s; uncapped, it would be tens of seconds).
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +65,34 @@ std::unique_ptr<Subprocess> StartServer(const TestCluster& cluster, int port,
   return *std::move(p);
 }
 
+// A loopback port below the kernel's ephemeral range that is free now.
+// The test restarts a server on the port of one it killed; a port from
+// the ephemeral range could meanwhile be handed to another process's
+// outgoing connection or port-0 listener, and the restart would fail to
+// bind. Ports below the range are only taken by explicit binds.
+int FreePortBelowEphemeralRange() {
+  int low = 32768;
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  range >> low;
+  REQUIRE(low > 11000);
+  std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> pick(10000, low - 1);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = pick(random);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  FAIL("no free loopback port below " << low << " in 200 tries");
+  return 0;
+}
+
 bool Answered(v1::ParameterService::Stub& stub, std::string* error = nullptr) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
@@ -77,10 +111,12 @@ TEST_CASE("C07: a server restarted on the same address after 20 s of failed call
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
   const std::string dir = (*cluster)->dir();
-  auto first = StartServer(**cluster, 0, dir + "/first.ports", dir + "/first");
+  const int port = FreePortBelowEphemeralRange();
+  auto first = StartServer(**cluster, port, dir + "/first.ports", dir + "/first");
   auto ports = testing::ReadPortFile(dir + "/first.ports", absl::Seconds(30), first.get());
+  INFO(ports.status().message());
   REQUIRE(ports.ok());
-  const int port = (*ports)["grpc"];
+  REQUIRE((*ports)["grpc"] == port);
   const std::string address = absl::StrCat("127.0.0.1:", port);
   auto stub = v1::ParameterService::NewStub(
       MakeChannel(address, 64 << 20, /*dead_after=*/absl::Seconds(2)));
@@ -96,7 +132,10 @@ TEST_CASE("C07: a server restarted on the same address after 20 s of failed call
   CHECK(failed > 50);
 
   auto second = StartServer(**cluster, port, dir + "/second.ports", dir + "/second");
-  REQUIRE(testing::ReadPortFile(dir + "/second.ports", absl::Seconds(30), second.get()).ok());
+  auto second_ports =
+      testing::ReadPortFile(dir + "/second.ports", absl::Seconds(30), second.get());
+  INFO(second_ports.status().message());
+  REQUIRE(second_ports.ok());
   const absl::Time back = absl::Now();
   // What a worker does when the map shows the server back (a new id, or a
   // new incarnation under its id: worker/client InstallMap): a fresh channel.
