@@ -79,6 +79,7 @@ void AddTable(const std::string& p, const v1::TableSpec& t, Lines* out) {
       out->Add(p + ".eviction", t.eviction() == v1::EVICTION_POLICY_LFU ? "lfu" : "lru");
       out->Add(p + ".cold_tier", t.cold_tier() ? "true" : "false");
     }
+    if (t.ttl_clocks() > 0) out->Add(p + ".ttl_clocks", t.ttl_clocks());
   } else {
     out->Add(p + ".shape", absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]"));
     out->Add(p + ".chunk_size", t.chunk_size());
@@ -144,6 +145,9 @@ std::string DescribeConfig(const JobConfig& c) {
       out.Add("training.embedding.evict_to", t.embedding.evict_to);
       out.Add("training.embedding.eviction", t.embedding.eviction);
       out.Add("training.embedding.cold_tier", t.embedding.cold_tier ? "true" : "false");
+      if (t.embedding.ttl_clocks > 0) {
+        out.Add("training.embedding.ttl_clocks", t.embedding.ttl_clocks);
+      }
       out.Add("training.embedding.init_scale", t.embedding.init_scale);
     }
     out.Add("training.batch_size", t.batch_size);

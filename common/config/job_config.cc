@@ -101,7 +101,7 @@ absl::Status ParseEmbedding(const YamlNode& node, EmbeddingConfig* e) {
   ASSIGN_OR_RETURN(MapReader r,
                    MapReader::Open(node, "training.embedding",
                                    {"width", "min_count", "capacity_rows", "evict_to",
-                                    "eviction", "cold_tier", "init_scale"}));
+                                    "eviction", "cold_tier", "ttl_clocks", "init_scale"}));
   RETURN_IF_ERROR(r.Int32("width", 1, 4096, &e->width));
   RETURN_IF_ERROR(r.Int("min_count", 1, 1 << 30, &e->min_count));
   RETURN_IF_ERROR(r.Int("capacity_rows", 1, int64_t{1} << 40, &e->capacity_rows));
@@ -116,6 +116,11 @@ absl::Status ParseEmbedding(const YamlNode& node, EmbeddingConfig* e) {
   RETURN_IF_ERROR(r.Bool("cold_tier", &e->cold_tier));
   if (e->cold_tier && e->capacity_rows == 0) {
     return r.Error("cold_tier", "needs capacity_rows (rows leave memory only by eviction)");
+  }
+  RETURN_IF_ERROR(r.Int("ttl_clocks", 1, int64_t{1} << 40, &e->ttl_clocks));
+  if (e->ttl_clocks > 0 && e->cold_tier) {
+    return r.Error("ttl_clocks", "cannot be combined with cold_tier (a row past its time is "
+                                 "deleted; the cold tier keeps evicted rows): choose one");
   }
   RETURN_IF_ERROR(r.Double("init_scale", NumberRange{0.0, /*min_open=*/false}, &e->init_scale));
   return absl::OkStatus();

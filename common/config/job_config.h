@@ -105,6 +105,7 @@ struct EmbeddingConfig {
   double evict_to = 0.9;       // TableSpec.evict_to
   std::string eviction = "lru";  // TableSpec.eviction: "lru" or "lfu"
   bool cold_tier = false;      // TableSpec.cold_tier
+  int64_t ttl_clocks = 0;      // TableSpec.ttl_clocks (0: rows never expire)
   double init_scale = 0.01;    // rows start from N(0, init_scale^2)
 };
 

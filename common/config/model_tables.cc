@@ -71,6 +71,7 @@ std::vector<v1::TableSpec> ModelTables(const TrainingConfig& training,
       t.set_evict_to(e.capacity_rows > 0 ? e.evict_to : 0.0);
       t.set_eviction(e.eviction == "lfu" ? v1::EVICTION_POLICY_LFU : v1::EVICTION_POLICY_LRU);
       t.set_cold_tier(e.cold_tier);
+      t.set_ttl_clocks(static_cast<uint64_t>(e.ttl_clocks));
       t.set_id(static_cast<uint32_t>(tables.size()));
       tables.push_back(std::move(t));
     }

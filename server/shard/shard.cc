@@ -150,13 +150,16 @@ Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
              asp ? std::string("none (never waits)") : std::to_string(bound),
              lazy ? "lazy (rows a push carries)" : "every chunk pushed");
     if (metrics_ != nullptr) metrics_->StalenessBound(t.name(), asp ? -1 : bound);
-    if (lazy && t.capacity_rows() == 0) {
+    if (lazy && t.ttl_clocks() > 0) {
+      LOG_INFO("table {}: rows not updated for {} clocks are deleted", t.name(), t.ttl_clocks());
+    }
+    if (lazy && t.capacity_rows() == 0 && t.ttl_clocks() == 0) {
       // Field case B24: ids that never stop arriving grow such a table
       // until the process runs out of memory.
       LOG_WARN("table {}: no capacity_rows: this server keeps a row for every id pushed, "
-               "without bound (tables[].capacity_rows sets one)",
+               "without bound (tables[].capacity_rows sets one; ttl_clocks deletes idle rows)",
                t.name());
-    } else if (lazy) {
+    } else if (lazy && t.capacity_rows() > 0) {
       LOG_INFO("table {}: at most {} rows on this server; beyond, the {} go down to {} of that",
                t.name(), t.capacity_rows(),
                t.eviction() == v1::EVICTION_POLICY_LFU ? "least often updated (LFU)"
@@ -819,6 +822,7 @@ void Shard::Advance(std::vector<Waiter>* ready) {
       }
       ApplyBelow(next);
       closed_before_ = next;
+      for (const auto& table : tables_) table->AdvanceClock(next);  // time-to-live
       const bool periodic = every_clocks_ > 0 && next % every_clocks_ == 0;
       const bool committed = hold_.active && hold_.committed && next == hold_.limit;
       if (periodic || committed) TakeCheckpointLocked();
@@ -905,6 +909,7 @@ void Shard::Stats(v1::StatsResponse* response) const {
       s->set_evicted_rows(sparse->EvictedRows());
       s->set_dropped_pending_ids(sparse->DroppedPending());
       s->set_cold_rows(sparse->ColdRows());
+      s->set_expired_rows(sparse->ExpiredRows());
     }
   }
   response->set_pushes_applied(pushes_applied_.load(std::memory_order_relaxed));

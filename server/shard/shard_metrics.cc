@@ -58,6 +58,11 @@ ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
                        .Name("cairn_shard_evicted_rows_total")
                        .Help("Embedding rows dropped by eviction (capacity_rows), by table.")
                        .Register(registry);
+  expired_rows_ = &prometheus::BuildCounter()
+                       .Name("cairn_shard_expired_rows_total")
+                       .Help("Embedding rows deleted past their time-to-live (ttl_clocks), by "
+                             "table.")
+                       .Register(registry);
   cold_rows_ = &prometheus::BuildGauge()
                    .Name("cairn_shard_cold_rows")
                    .Help("Evicted embedding rows kept in the cold tier on RocksDB (cold_tier), "
@@ -169,6 +174,7 @@ void ShardMetrics::Tables(const v1::StatsResponse& stats) {
       *seen = now;
     };
     count(evicted_rows_, t.evicted_rows(), &last.evicted);
+    count(expired_rows_, t.expired_rows(), &last.expired);
     count(dropped_pending_, t.dropped_pending_ids(), &last.dropped_pending);
     count(not_admitted_, t.not_admitted_pushes(), &last.not_admitted);
   }

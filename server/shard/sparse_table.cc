@@ -23,6 +23,8 @@ SparseTable::SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
       min_count_(std::max<uint32_t>(spec.min_count(), 1)),
       eviction_(spec.capacity_rows(), spec.evict_to() > 0 ? spec.evict_to() : 0.9,
                 spec.eviction()),
+      ttl_clocks_(static_cast<int64_t>(spec.ttl_clocks())),
+      tracks_slots_(eviction_.enabled() || spec.ttl_clocks() > 0),
       owned_(owned.size()),
       cold_(cold) {
   for (size_t p = 0; p < owned.size(); ++p) owned_[p].store(owned[p], std::memory_order_relaxed);
@@ -48,6 +50,7 @@ void SparseTable::ReserveForCapacity() {
   steps_.reserve(rows);
   slot_keys_.reserve(rows);
   last_update_.reserve(rows);
+  if (ttl_clocks_ > 0) last_clock_.reserve(rows);
 }
 
 void SparseTable::AddPartition(uint32_t partition) {
@@ -114,10 +117,7 @@ uint32_t SparseTable::FindOrCreate(Key key) {
     slots_.resize(slot_base + static_cast<size_t>(width_) * slots_per_element_);
     optimizer_->InitSlots(slots_.data() + slot_base, width_);
     steps_.push_back(0);
-    if (eviction_.enabled()) {
-      slot_keys_.push_back(key);
-      last_update_.push_back(0);
-    }
+    TrackNewSlotLocked(key);
   }
   return it->second;
 }
@@ -143,10 +143,7 @@ bool SparseTable::TakeFromColdLocked(Key key) {
   cold_rows_.fetch_sub(1, std::memory_order_relaxed);
   index_.emplace(key, static_cast<uint32_t>(steps_.size()));
   steps_.push_back(step);
-  if (eviction_.enabled()) {
-    slot_keys_.push_back(key);
-    last_update_.push_back(0);
-  }
+  TrackNewSlotLocked(key);
   return true;
 }
 
@@ -171,7 +168,20 @@ void SparseTable::EvictIfOverLocked() {
                 put.message());
     }
   }
-  for (uint32_t slot : victims) {  // descending: every slot above is kept
+  RemoveSlotsLocked(victims);
+  evicted_.fetch_add(victims.size(), std::memory_order_relaxed);
+}
+
+void SparseTable::TrackNewSlotLocked(Key key) {
+  if (!tracks_slots_) return;
+  slot_keys_.push_back(key);
+  last_update_.push_back(0);
+  if (ttl_clocks_ > 0) last_clock_.push_back(clock_);
+}
+
+void SparseTable::RemoveSlotsLocked(const std::vector<uint32_t>& slots) {
+  const size_t slot_floats = static_cast<size_t>(width_) * slots_per_element_;
+  for (uint32_t slot : slots) {  // descending: every slot above is kept
     index_.erase(slot_keys_[slot]);
     const uint32_t last = static_cast<uint32_t>(steps_.size() - 1);
     if (slot != last) {
@@ -182,6 +192,7 @@ void SparseTable::EvictIfOverLocked() {
       steps_[slot] = steps_[last];
       slot_keys_[slot] = slot_keys_[last];
       last_update_[slot] = last_update_[last];
+      if (ttl_clocks_ > 0) last_clock_[slot] = last_clock_[last];
       index_[slot_keys_[slot]] = slot;
     }
     values_.resize(values_.size() - width_);
@@ -189,8 +200,8 @@ void SparseTable::EvictIfOverLocked() {
     steps_.pop_back();
     slot_keys_.pop_back();
     last_update_.pop_back();
+    if (ttl_clocks_ > 0) last_clock_.pop_back();
   }
-  evicted_.fetch_add(victims.size(), std::memory_order_relaxed);
   // Memory back to the system (field case C11): the arrays shrink when they
   // hold far more than the rows left.
   if (values_.capacity() > 2 * values_.size() + 4096) {
@@ -199,6 +210,7 @@ void SparseTable::EvictIfOverLocked() {
     steps_.shrink_to_fit();
     slot_keys_.shrink_to_fit();
     last_update_.shrink_to_fit();
+    last_clock_.shrink_to_fit();
     malloc_trim(0);
   }
 }
@@ -240,7 +252,8 @@ void SparseTable::UpdateSlotLocked(uint32_t slot, const float* grad) {
   const uint64_t off = static_cast<uint64_t>(slot) * width_;
   optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_, grad, width_,
                     ++steps_[slot]);
-  if (eviction_.enabled()) last_update_[slot] = ++tick_;
+  if (tracks_slots_) last_update_[slot] = ++tick_;
+  if (ttl_clocks_ > 0) last_clock_[slot] = clock_;
 }
 
 void SparseTable::Apply(const GradBuffer& grads) {
@@ -277,6 +290,32 @@ bool SparseTable::ApplyIfDistinct(const std::string& keys, size_t n, absl::strin
   for (size_t i = 0; i < n; ++i) UpdateSlotLocked(push_slots_[i], g + i * width_);
   EvictIfOverLocked();
   return true;
+}
+
+void SparseTable::AdvanceClock(int64_t clock) {
+  if (ttl_clocks_ <= 0) return;
+  absl::MutexLock lock(&mu_);
+  if (clock_ == kNoClock) {
+    // The first clock this table sees: what it holds (rows of iterations
+    // closing now, restored or transferred rows) counts as updated just
+    // before it.
+    for (int64_t& c : last_clock_) {
+      if (c == kNoClock) c = clock - 1;
+    }
+    next_scan_ = clock;
+  } else if (clock <= clock_) {
+    return;
+  }
+  clock_ = clock;
+  if (clock < next_scan_) return;
+  next_scan_ = clock + std::max<int64_t>(1, ttl_clocks_ / 8);
+  std::vector<uint32_t> expired;
+  for (size_t slot = last_clock_.size(); slot-- > 0;) {  // descending
+    if (clock - last_clock_[slot] > ttl_clocks_) expired.push_back(static_cast<uint32_t>(slot));
+  }
+  if (expired.empty()) return;
+  RemoveSlotsLocked(expired);
+  expired_.fetch_add(expired.size(), std::memory_order_relaxed);
 }
 
 uint64_t SparseTable::NumKeys() const {
@@ -414,10 +453,7 @@ absl::Status SparseTable::ImportPartition(uint32_t partition, const PartitionRow
                    rows.values.begin() + (i + 1) * width_);
     slots_.insert(slots_.end(), rows.slots.begin() + i * slot_floats,
                   rows.slots.begin() + (i + 1) * slot_floats);
-    if (eviction_.enabled()) {
-      slot_keys_.push_back(rows.keys[i]);
-      last_update_.push_back(0);  // imported rows: older than any update here
-    }
+    TrackNewSlotLocked(rows.keys[i]);  // imported rows: older than any update here
   }
   for (size_t i = 0; i < rows.pending_keys.size(); ++i) {
     pending_[rows.pending_keys[i]] = rows.pending_counts[i];

@@ -3,6 +3,7 @@
 #define CAIRN_SERVER_SHARD_SPARSE_TABLE_H_
 
 #include <atomic>
+#include <cstdint>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -39,6 +40,13 @@ class SparseTable final : public Table {
   // whether it is created): their unsorted pushes are gathered.
   bool ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  // With a time-to-live: deletes the rows whose last update came more than
+  // ttl_clocks clocks before `clock` (a row updated while the closed clock
+  // was c goes at the first scan at a clock above c + ttl_clocks). Scans
+  // run every max(1, ttl_clocks / 8) clocks; each is O(rows held). Rows
+  // created or imported before the first call count as updated at
+  // `clock` - 1 of the first call (a resumed job's rows start fresh).
+  void AdvanceClock(int64_t clock) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override ABSL_LOCKS_EXCLUDED(mu_);
   // Ids seen but not yet admitted (TableSpec.min_count), and pushes of
   // them counted and dropped so far. Thread-safe.
@@ -49,6 +57,8 @@ class SparseTable final : public Table {
   // Ids dropped from the admission wait list because more than
   // capacity_rows waited (row_eviction.h).
   uint64_t DroppedPending() const { return dropped_pending_.load(std::memory_order_relaxed); }
+  // Rows deleted past their time-to-live (TableSpec.ttl_clocks) so far.
+  uint64_t ExpiredRows() const { return expired_.load(std::memory_order_relaxed); }
   // Rows in the cold tier (evicted, kept on disk); 0 without one.
   uint64_t ColdRows() const { return cold_rows_.load(std::memory_order_relaxed); }
   absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override
@@ -75,6 +85,12 @@ class SparseTable final : public Table {
   // holds more than its capacity, moving the last rows into their places,
   // and gives memory back when the arrays are far larger than needed.
   void EvictIfOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes the rows in `slots` (descending), moving the last rows into
+  // their places, and gives memory back when the arrays are far larger
+  // than needed.
+  void RemoveSlotsLocked(const std::vector<uint32_t>& slots) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends the bookkeeping of a new last slot holding `key`.
+  void TrackNewSlotLocked(Key key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a new id starts waiting: with a capacity, drops the waiting ids
   // with the fewest pushes when more than the capacity wait.
   void DropPendingIfOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -88,6 +104,9 @@ class SparseTable final : public Table {
   const int slots_per_element_;
   const uint32_t min_count_;  // 1: every id gets a row at its first push
   const RowEviction eviction_;
+  const int64_t ttl_clocks_;  // 0: rows never expire
+  // Slots carry their keys (slot_keys_), for eviction or expiry.
+  const bool tracks_slots_;
   std::vector<std::atomic<bool>> owned_;  // set once per partition; read without a lock
   ColdRowStore* const cold_;              // null: evicted rows are dropped
 
@@ -96,10 +115,19 @@ class SparseTable final : public Table {
   std::vector<float> values_ ABSL_GUARDED_BY(mu_);   // slot * width
   std::vector<float> slots_ ABSL_GUARDED_BY(mu_);    // slot * S * width
   std::vector<int64_t> steps_ ABSL_GUARDED_BY(mu_);  // per slot
-  // With a capacity: each slot's key, and the tick of its last update.
+  // With a capacity or a time-to-live: each slot's key, and the tick of its
+  // last update.
   std::vector<Key> slot_keys_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> last_update_ ABSL_GUARDED_BY(mu_);
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  // With a time-to-live: the closed clock at each slot's last update
+  // (kNoClock before the first AdvanceClock), the closed clock now, and
+  // the clock of the next scan.
+  static constexpr int64_t kNoClock = INT64_MIN;
+  std::vector<int64_t> last_clock_ ABSL_GUARDED_BY(mu_);
+  int64_t clock_ ABSL_GUARDED_BY(mu_) = kNoClock;
+  int64_t next_scan_ ABSL_GUARDED_BY(mu_) = kNoClock;
+  std::atomic<uint64_t> expired_{0};
   // ApplyIfDistinct: the stamp of the push that last touched each slot
   // (grown on demand; a slot past its end was not touched), this push's
   // stamp, and its keys' slots.

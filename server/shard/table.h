@@ -88,6 +88,12 @@ class Table {
     return false;
   }
 
+  // The job's iterations below `clock` are closed (the shard calls this
+  // each time its closed clock moves up, after applying what closed). A
+  // sparse table with a time-to-live (TableSpec.ttl_clocks) deletes the
+  // rows not updated since; this default does nothing. Thread-safe.
+  virtual void AdvanceClock(int64_t /*clock*/) {}
+
   // Keys (chunks or rows) held, and value bytes held.
   virtual uint64_t NumKeys() const = 0;
   virtual uint64_t NumValueBytes() const = 0;

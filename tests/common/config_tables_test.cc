@@ -486,4 +486,31 @@ TEST_CASE("cold_tier: evicted rows kept on RocksDB, for sparse tables with a cap
              Contains("needs capacity_rows"));
 }
 
+TEST_CASE("ttl_clocks: rows idle that many clocks are deleted, for sparse tables without a "
+          "cold tier",
+          "[config][tables]") {
+  const JobConfig c = ParseOk(
+      "tables:\n  - {name: a, kind: sparse, width: 2, ttl_clocks: 100}\n"
+      "  - {name: b, kind: sparse, width: 2, capacity_rows: 10, ttl_clocks: 3}\n"
+      "  - {name: c, kind: sparse, width: 2}\n");
+  CHECK(c.tables[0].ttl_clocks() == 100);
+  CHECK(c.tables[1].ttl_clocks() == 3);
+  CHECK(c.tables[2].ttl_clocks() == 0);
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: dense, shape: [4], ttl_clocks: 5}\n"),
+             Contains("`tables[0].ttl_clocks` applies to sparse tables only"));
+  const std::string zero =
+      ParseError("tables:\n  - {name: a, kind: sparse, width: 2, ttl_clocks: 0}\n");
+  CHECK_THAT(zero, Contains("`tables[0].ttl_clocks`"));
+  CHECK_THAT(zero, Contains("job.yaml:2:"));  // file and line
+  CHECK_THAT(ParseError("tables:\n  - {name: a, kind: sparse, width: 2, capacity_rows: 10, "
+                        "cold_tier: true, ttl_clocks: 5}\n"),
+             Contains("`tables[0].ttl_clocks` cannot be combined with cold_tier"));
+  const JobConfig ctr =
+      ParseOk("training: {model: ctr, data_dir: /d, embedding: {ttl_clocks: 40}}\n");
+  CHECK(ctr.tables[0].ttl_clocks() == 40);
+  CHECK_THAT(ParseError("training: {model: ctr, data_dir: /d, embedding: {capacity_rows: 9, "
+                        "cold_tier: true, ttl_clocks: 4}}\n"),
+             Contains("cannot be combined with cold_tier"));
+}
+
 }  // namespace cairn

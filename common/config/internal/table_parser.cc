@@ -190,7 +190,8 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
                                                  "optimizer", "init", "non_finite",
                                                  "aggregation", "consistency", "staleness",
                                                  "wire_dtype", "min_count", "capacity_rows",
-                                                 "evict_to", "eviction", "cold_tier"}));
+                                                 "evict_to", "eviction", "cold_tier",
+                                                 "ttl_clocks"}));
   v1::TableSpec t;
   std::string name, kind;
   if (!r.Has("name")) return r.Error("name", "is required");
@@ -211,6 +212,7 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
     RETURN_IF_ERROR(Forbid(r, "evict_to", "applies to sparse tables only (eviction)"));
     RETURN_IF_ERROR(Forbid(r, "eviction", "applies to sparse tables only"));
     RETURN_IF_ERROR(Forbid(r, "cold_tier", "applies to sparse tables only (evicted rows)"));
+    RETURN_IF_ERROR(Forbid(r, "ttl_clocks", "applies to sparse tables only (embedding rows)"));
     if (!r.Has("shape")) return r.Error("shape", "is required for a dense table (e.g. [256, 784])");
     std::vector<int64_t> shape;
     RETURN_IF_ERROR(r.IntList("shape", 1, kMaxElements, 1, &shape));
@@ -257,6 +259,13 @@ absl::StatusOr<v1::TableSpec> ParseTable(const YamlNode& node, const std::string
       return r.Error("cold_tier", "needs capacity_rows (rows leave memory only by eviction)");
     }
     t.set_cold_tier(cold_tier);
+    int64_t ttl = 0;
+    RETURN_IF_ERROR(r.Int("ttl_clocks", 1, int64_t{1} << 40, &ttl));
+    if (ttl > 0 && cold_tier) {
+      return r.Error("ttl_clocks", "cannot be combined with cold_tier (a row past its time is "
+                                   "deleted; the cold tier keeps evicted rows): choose one");
+    }
+    t.set_ttl_clocks(static_cast<uint64_t>(ttl));
   }
   *t.mutable_optimizer() = DefaultOptimizerSpec();
   ASSIGN_OR_RETURN(const YamlNode* opt, r.Map("optimizer"));
