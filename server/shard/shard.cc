@@ -910,6 +910,8 @@ void Shard::Stats(v1::StatsResponse* response) const {
       s->set_dropped_pending_ids(sparse->DroppedPending());
       s->set_cold_rows(sparse->ColdRows());
       s->set_expired_rows(sparse->ExpiredRows());
+      s->set_admitted_rows(sparse->AdmittedRows());
+      s->set_spilled_rows(sparse->SpilledRows());
     }
   }
   response->set_pushes_applied(pushes_applied_.load(std::memory_order_relaxed));

@@ -63,6 +63,16 @@ ShardMetrics::ShardMetrics(prometheus::Registry& registry) {
                        .Help("Embedding rows deleted past their time-to-live (ttl_clocks), by "
                              "table.")
                        .Register(registry);
+  admitted_rows_ = &prometheus::BuildCounter()
+                        .Name("cairn_shard_admitted_rows_total")
+                        .Help("Embedding rows created for new ids (at the first push, or the "
+                              "min_count-th), by table.")
+                        .Register(registry);
+  spilled_rows_ = &prometheus::BuildCounter()
+                       .Name("cairn_shard_spilled_rows_total")
+                       .Help("Evicted embedding rows written to the cold tier (cold_tier), by "
+                             "table.")
+                       .Register(registry);
   cold_rows_ = &prometheus::BuildGauge()
                    .Name("cairn_shard_cold_rows")
                    .Help("Evicted embedding rows kept in the cold tier on RocksDB (cold_tier), "
@@ -175,6 +185,8 @@ void ShardMetrics::Tables(const v1::StatsResponse& stats) {
     };
     count(evicted_rows_, t.evicted_rows(), &last.evicted);
     count(expired_rows_, t.expired_rows(), &last.expired);
+    count(admitted_rows_, t.admitted_rows(), &last.admitted);
+    count(spilled_rows_, t.spilled_rows(), &last.spilled);
     count(dropped_pending_, t.dropped_pending_ids(), &last.dropped_pending);
     count(not_admitted_, t.not_admitted_pushes(), &last.not_admitted);
   }

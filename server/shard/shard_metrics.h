@@ -40,7 +40,8 @@ class ShardMetrics {
   void NonFinite(const std::string& table);
   void Clocks(int64_t min_clock, int64_t max_clock);
   // Every table of a Stats answer: keys, value bytes, ids waiting for
-  // admission, and the evicted and expired rows and not-admitted pushes counted since
+  // admission, and the admitted, evicted, expired and spilled rows and
+  // not-admitted pushes counted since
   // the last call (the answer holds totals of this incarnation; a smaller
   // total than last time is a new incarnation's, counted whole).
   // Thread-safe.
@@ -84,11 +85,15 @@ class ShardMetrics {
   prometheus::Family<prometheus::Gauge>* cold_rows_;
   prometheus::Family<prometheus::Counter>* evicted_rows_;
   prometheus::Family<prometheus::Counter>* expired_rows_;
+  prometheus::Family<prometheus::Counter>* admitted_rows_;
+  prometheus::Family<prometheus::Counter>* spilled_rows_;
   prometheus::Family<prometheus::Counter>* dropped_pending_;
   prometheus::Family<prometheus::Counter>* not_admitted_;
   struct Totals {
     uint64_t evicted = 0;
     uint64_t expired = 0;
+    uint64_t admitted = 0;
+    uint64_t spilled = 0;
     uint64_t dropped_pending = 0;
     uint64_t not_admitted = 0;
   };

@@ -117,6 +117,7 @@ uint32_t SparseTable::FindOrCreate(Key key) {
     slots_.resize(slot_base + static_cast<size_t>(width_) * slots_per_element_);
     optimizer_->InitSlots(slots_.data() + slot_base, width_);
     steps_.push_back(0);
+    admitted_.fetch_add(1, std::memory_order_relaxed);
     TrackNewSlotLocked(key);
   }
   return it->second;
@@ -163,6 +164,7 @@ void SparseTable::EvictIfOverLocked() {
     const absl::Status put = cold_->Put(spec_.id(), rows);
     if (put.ok()) {
       cold_rows_.fetch_add(rows.size(), std::memory_order_relaxed);
+      spilled_.fetch_add(rows.size(), std::memory_order_relaxed);
     } else {
       LOG_ERROR("table {}: {} evicted rows dropped, not kept: {}", spec_.name(), rows.size(),
                 put.message());

@@ -57,6 +57,10 @@ class SparseTable final : public Table {
   // Ids dropped from the admission wait list because more than
   // capacity_rows waited (row_eviction.h).
   uint64_t DroppedPending() const { return dropped_pending_.load(std::memory_order_relaxed); }
+  // Rows created for new ids so far (admitted: at an id's first push, or
+  // its min_count-th), and rows written to the cold tier so far.
+  uint64_t AdmittedRows() const { return admitted_.load(std::memory_order_relaxed); }
+  uint64_t SpilledRows() const { return spilled_.load(std::memory_order_relaxed); }
   // Rows deleted past their time-to-live (TableSpec.ttl_clocks) so far.
   uint64_t ExpiredRows() const { return expired_.load(std::memory_order_relaxed); }
   // Rows in the cold tier (evicted, kept on disk); 0 without one.
@@ -128,6 +132,8 @@ class SparseTable final : public Table {
   int64_t clock_ ABSL_GUARDED_BY(mu_) = kNoClock;
   int64_t next_scan_ ABSL_GUARDED_BY(mu_) = kNoClock;
   std::atomic<uint64_t> expired_{0};
+  std::atomic<uint64_t> admitted_{0};
+  std::atomic<uint64_t> spilled_{0};
   // ApplyIfDistinct: the stamp of the push that last touched each slot
   // (grown on demand; a slot past its end was not touched), this push's
   // stamp, and its keys' slots.

@@ -39,6 +39,7 @@ ServerStats Server(uint32_t id, int64_t min_clock, int64_t max_clock, uint64_t k
   t->set_pending_ids(id + 2);
   t->set_not_admitted_pushes(3 * (id + 2));
   t->set_evicted_rows(5 * (id + 1));
+  t->set_expired_rows(7 * (id + 1));
   return s;
 }
 
@@ -95,6 +96,7 @@ TEST_CASE("table clocks are the lowest min and highest max over answering server
   CHECK(tables[0].pending_ids == 2 + 3 + 4);
   CHECK(tables[0].not_admitted_pushes == 3 * (2 + 3 + 4));
   CHECK(tables[0].evicted_rows == 5 * (1 + 2 + 3));
+  CHECK(tables[0].expired_rows == 7 * (1 + 2 + 3));
   CHECK(tables[0].servers == 3);
 }
 
@@ -119,8 +121,8 @@ TEST_CASE("status text shows members, partition runs, table clocks and server er
         "3-4         0        1\n"
         "\n"
         "TABLES\n"
-        "TABLE  MIN CLOCK  MAX CLOCK  KEYS  BYTES  PENDING IDS  EVICTED  SERVERS\n"
-        "emb    7          9          100   1600   2            5        1\n"
+        "TABLE  MIN CLOCK  MAX CLOCK  KEYS  BYTES  PENDING IDS  EVICTED  EXPIRED  SERVERS\n"
+        "emb    7          9          100   1600   2            5        7        1\n"
         "\n"
         "SERVERS\n"
         "SERVER  ADDRESS        MAP VERSION  PARTITIONS  BYTES  PUSHES  PULLS\n"
@@ -156,6 +158,7 @@ TEST_CASE("status JSON lists each member and partition once, in order", "[tools]
                                           {"pending_ids", 2},
                                           {"not_admitted_pushes", 6},
                                           {"evicted_rows", 5},
+                                          {"expired_rows", 7},
                                           {"servers", 1}}));
   CHECK(j["servers"][0]["partitions"] == nlohmann::json({0, 2}));
   CHECK(j["servers"][0]["bytes"] == 1600);

@@ -93,6 +93,7 @@ std::vector<TableClocks> SummarizeTables(const std::vector<ServerStats>& servers
       out.pending_ids += t.pending_ids();
       out.not_admitted_pushes += t.not_admitted_pushes();
       out.evicted_rows += t.evicted_rows();
+      out.expired_rows += t.expired_rows();
       if (t.min_clock() < 0) continue;  // no live worker on that server
       out.min_clock = out.min_clock < 0 ? t.min_clock() : std::min(out.min_clock, t.min_clock());
       out.max_clock = std::max(out.max_clock, t.max_clock());

@@ -32,10 +32,12 @@ struct TableClocks {
   uint64_t num_keys = 0;   // summed over servers (chunks or embedding rows)
   uint64_t bytes = 0;      // value bytes, summed over servers
   // Sparse tables, summed over servers: ids waiting for admission
-  // (min_count), pushes of such ids dropped, rows evicted (capacity_rows).
+  // (min_count), pushes of such ids dropped, rows evicted (capacity_rows),
+  // rows deleted past their time-to-live (ttl_clocks).
   uint64_t pending_ids = 0;
   uint64_t not_admitted_pushes = 0;
   uint64_t evicted_rows = 0;
+  uint64_t expired_rows = 0;
   int servers = 0;         // servers that reported the table
 };
 

@@ -94,6 +94,7 @@ nlohmann::json StatusToJson(const ClusterStatus& status) {
                              {"pending_ids", t.pending_ids},
                              {"not_admitted_pushes", t.not_admitted_pushes},
                              {"evicted_rows", t.evicted_rows},
+                             {"expired_rows", t.expired_rows},
                              {"servers", t.servers}});
   }
   out["servers"] = nlohmann::json::array();
@@ -147,11 +148,13 @@ std::string StatusToText(const ClusterStatus& status) {
   absl::StrAppend(&out, "\nPARTITION MAP\n", Columns(partitions));
 
   std::vector<Row> tables = {
-      {"TABLE", "MIN CLOCK", "MAX CLOCK", "KEYS", "BYTES", "PENDING IDS", "EVICTED", "SERVERS"}};
+      {"TABLE", "MIN CLOCK", "MAX CLOCK", "KEYS", "BYTES", "PENDING IDS", "EVICTED", "EXPIRED",
+       "SERVERS"}};
   for (const TableClocks& t : status.tables) {
     tables.push_back({t.table, Clock(t.min_clock), Clock(t.max_clock), absl::StrCat(t.num_keys),
                       absl::StrCat(t.bytes), absl::StrCat(t.pending_ids),
-                      absl::StrCat(t.evicted_rows), absl::StrCat(t.servers)});
+                      absl::StrCat(t.evicted_rows), absl::StrCat(t.expired_rows),
+                      absl::StrCat(t.servers)});
   }
   absl::StrAppend(&out, "\nTABLES\n", Columns(tables));
 

@@ -40,10 +40,12 @@ TEST_CASE("an id gets a row exactly at its min_count-th push, and only that push
   CHECK(table->NumKeys() == 0);
   CHECK(sparse.NumPending() == 2);
   CHECK(sparse.NotAdmittedPushes() == 3);
+  CHECK(sparse.AdmittedRows() == 0);
   // Not admitted: the initializer's values.
   CHECK(PullRows(*table, {10, 20}) == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
   PushRows(*table, {10}, 0.25f);  // the third: admitted, this gradient applied
   CHECK(table->NumKeys() == 1);
+  CHECK(sparse.AdmittedRows() == 1);
   CHECK(sparse.NumPending() == 1);
   CHECK(PullRows(*table, {10}) == std::vector<float>{0.25f, 0.25f});
   PushRows(*table, {10}, 0.25f);  // a row now: every push applies
@@ -60,6 +62,7 @@ TEST_CASE("an id gets a row exactly at its min_count-th push, and only that push
   CHECK(table->NumKeys() == 1);  // 20's second push
   table->Apply(buffer);
   CHECK(table->NumKeys() == 2);  // its third: admitted
+  CHECK(sparse.AdmittedRows() == 2);
   CHECK(PullRows(*table, {20}) == std::vector<float>{-1.5f, -1.5f});  // 0.5 - (1 + 1)
 }
 

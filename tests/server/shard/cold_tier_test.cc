@@ -78,6 +78,8 @@ TEST_CASE("a row evicted to the cold tier comes back with its values, momentum a
   CHECK(table->NumKeys() == 2);
   CHECK(sparse.EvictedRows() == 3);
   CHECK(sparse.ColdRows() == 3);
+  CHECK(sparse.SpilledRows() == 3);
+  CHECK(sparse.AdmittedRows() == 5);
   // A pull reads the evicted rows from the cold tier, not the initializer,
   // and leaves them there.
   for (Key k : {1, 2, 3}) CHECK(PullOne(*table, k) == PullOne(*reference, k));
@@ -86,6 +88,7 @@ TEST_CASE("a row evicted to the cold tier comes back with its values, momentum a
   // A push brings 1 back with its momentum: v = 0.75 + 1.
   both({1});
   CHECK(sparse.ColdRows() == 2);
+  CHECK(sparse.AdmittedRows() == 5);  // back from the cold tier, not admitted again
   CHECK(PullOne(*table, 1) == 0.5f - 1.0f - 1.5f - 1.75f);
   for (Key k = 1; k <= 5; ++k) CHECK(PullOne(*table, k) == PullOne(*reference, k));
   // An id never seen reads the initializer.
