@@ -1,5 +1,6 @@
 #include "server/shard/cold_rows.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -10,7 +11,11 @@
 #include "common/rocksdb_status.h"
 #include "common/status_macros.h"
 #include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/cache.h"
 #include "rocksdb/options.h"
+#include "rocksdb/table.h"
+#include "rocksdb/write_buffer_manager.h"
 #include "rocksdb/write_batch.h"
 
 namespace cairn {
@@ -43,7 +48,8 @@ std::string TablePrefix(uint32_t table) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ColdRowStore>> ColdRowStore::Open(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<ColdRowStore>> ColdRowStore::Open(const std::string& dir,
+                                                                 uint64_t memory_bytes) {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   std::filesystem::create_directories(dir, ec);
@@ -56,10 +62,29 @@ absl::StatusOr<std::unique_ptr<ColdRowStore>> ColdRowStore::Open(const std::stri
   options.error_if_exists = false;
   // A cache of evicted rows, rebuilt by every incarnation: no log to replay.
   options.max_open_files = 256;
+  // One budget for RocksDB's memory: blocks read (data, index and filter,
+  // which otherwise stay on the heap for every open file) and, charged to
+  // the same cache, the memtables.
+  const size_t budget = static_cast<size_t>(std::max<uint64_t>(memory_bytes, 4 << 20));
+  std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(budget);
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  table.cache_index_and_filter_blocks = true;
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  options.write_buffer_manager =
+      std::make_shared<rocksdb::WriteBufferManager>(budget / 2, cache);
+  options.write_buffer_size = budget / 8;
+  options.max_write_buffer_number = 2;
+  // Rows of trained floats barely compress; reading them back should not
+  // pay for decompression.
+  options.compression = rocksdb::kNoCompression;
   rocksdb::DB* raw = nullptr;
   RETURN_IF_ERROR(FromRocksStatus(rocksdb::DB::Open(options, dir, &raw),
                                   absl::StrCat("cold tier: open ", dir)));
-  LOG_INFO("cold tier (evicted embedding rows) in {}", dir);
+  LOG_INFO("cold tier (evicted embedding rows) in {}, RocksDB memory within {} bytes", dir,
+           budget);
   return std::unique_ptr<ColdRowStore>(
       new ColdRowStore(dir, std::unique_ptr<rocksdb::DB>(raw)));
 }
@@ -93,6 +118,39 @@ absl::Status ColdRowStore::Put(uint32_t table, absl::Span<const Row> rows) {
   write.disableWAL = true;  // nothing to recover: the store dies with the incarnation
   return FromRocksStatus(db_->Write(write, &batch),
                          absl::StrCat("cold tier: write ", rows.size(), " rows of table ", table));
+}
+
+absl::Status ColdRowStore::ReadValues(uint32_t table, absl::Span<const Key> keys,
+                                      size_t values_per_row, size_t slots_per_row,
+                                      absl::Span<float> values, std::vector<bool>* found) const {
+  const size_t n = keys.size();
+  found->assign(n, false);
+  if (n == 0) return absl::OkStatus();
+  std::vector<std::string> key_bytes(n);
+  std::vector<rocksdb::Slice> slices(n);
+  for (size_t i = 0; i < n; ++i) {
+    key_bytes[i] = RowKey(table, keys[i]);
+    slices[i] = key_bytes[i];
+  }
+  std::vector<rocksdb::PinnableSlice> read(n);
+  std::vector<rocksdb::Status> statuses(n);
+  db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), n, slices.data(), read.data(),
+                statuses.data());
+  const size_t expected = 8 + (values_per_row + slots_per_row) * sizeof(float);
+  for (size_t i = 0; i < n; ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    RETURN_IF_ERROR(FromRocksStatus(
+        statuses[i], absl::StrCat("cold tier: read table ", table, " key ", keys[i])));
+    if (read[i].size() != expected) {
+      return absl::DataLossError(absl::StrCat("cold tier: table ", table, " key ", keys[i],
+                                              " holds ", read[i].size(), " bytes, not ",
+                                              expected));
+    }
+    std::memcpy(values.data() + i * values_per_row, read[i].data() + 8,
+                values_per_row * sizeof(float));
+    (*found)[i] = true;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> ColdRowStore::Get(uint32_t table, Key key, bool remove, int64_t* step,

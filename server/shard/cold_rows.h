@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -36,9 +37,19 @@ namespace cairn {
 // under that table's lock.
 class ColdRowStore {
  public:
-  // Creates `dir` (deleting what it held) and opens the store there.
-  // Internal naming the directory and RocksDB's reason on failure.
-  static absl::StatusOr<std::unique_ptr<ColdRowStore>> Open(const std::string& dir);
+  // RocksDB's own memory when no budget is given: block cache, index and
+  // filter blocks, and memtables together.
+  static constexpr uint64_t kDefaultMemoryBytes = uint64_t{64} << 20;
+
+  // Creates `dir` (deleting what it held) and opens the store there, with
+  // RocksDB's own memory held to about `memory_bytes` (at least 4 MiB): one
+  // LRU block cache of that size holds the data, index and filter blocks,
+  // and the memtables are charged to it too, up to half of it (RocksDB's
+  // WriteBufferManager), so the store's memory does not grow with the rows
+  // it holds. Internal naming the directory and RocksDB's reason on
+  // failure.
+  static absl::StatusOr<std::unique_ptr<ColdRowStore>> Open(
+      const std::string& dir, uint64_t memory_bytes = kDefaultMemoryBytes);
   // Closes the store and deletes its directory.
   ~ColdRowStore();
 
@@ -60,6 +71,17 @@ class ColdRowStore {
   // row's size is not the one asked for; Internal on RocksDB errors.
   absl::StatusOr<bool> Get(uint32_t table, Key key, bool remove, int64_t* step,
                            absl::Span<float> values, absl::Span<float> slots);
+
+  // Reads the values (not the slots) of the rows `keys` of `table`, each
+  // row `values_per_row` floats, in one batched lookup (RocksDB MultiGet):
+  // row i into values[i * values_per_row ...]. found[i] tells whether the
+  // store held keys[i]; rows not held leave their values untouched.
+  // DataLoss naming the table and key for a row of the wrong size
+  // (`slots_per_row` floats of slots are expected after the values);
+  // Internal on RocksDB errors.
+  absl::Status ReadValues(uint32_t table, absl::Span<const Key> keys, size_t values_per_row,
+                          size_t slots_per_row, absl::Span<float> values,
+                          std::vector<bool>* found) const;
 
   // Calls `row` for every stored row of `table`, in ascending key order,
   // with views valid during the call. Stops at the first error `row`

@@ -53,7 +53,8 @@ absl::StatusOr<std::unique_ptr<Incarnation>> Incarnation::Create(
     static std::atomic<int> incarnations{0};
     ASSIGN_OR_RETURN(std::unique_ptr<ColdRowStore> cold,
                      ColdRowStore::Open(absl::StrCat(context.cold_dir, "/server-", id, "-",
-                                                     incarnations.fetch_add(1))));
+                                                     incarnations.fetch_add(1)),
+                                        context.cold_memory_bytes));
     shard.SetColdStore(std::move(cold));
   }
   // Fencing: this server stops serving a quarter of a lease before the

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/v1/coordinator.pb.h"
+#include "server/shard/cold_rows.h"
 #include "server/shard/rpc/parameter_service.h"
 
 namespace cairn {
@@ -60,6 +61,8 @@ class Incarnation {
     // Where this server keeps its cold tiers (cold_rows.h): each
     // incarnation makes a store in a directory of its own below it.
     std::string cold_dir;
+    // RocksDB's memory budget for each such store (ColdRowStore::Open).
+    uint64_t cold_memory_bytes = ColdRowStore::kDefaultMemoryBytes;
   };
 
   // Builds the shard for the registration answer `registered` (server id,

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/config/job_config.h"
 #include "common/config/security_settings.h"
+#include "common/config/units.h"
 #include "common/security/transport_security.h"
 #include "common/coordinator_client.h"
 #include "common/daemon.h"
@@ -50,6 +51,7 @@ struct Flags {
   std::vector<std::string> overrides;  // --set key.path=value, in order
   std::string on_declared_dead = "rejoin";
   std::string cold_dir;  // empty: $TMPDIR/cairn-cold-<pid>
+  std::string cold_memory = "64MiB";
   SecurityFlags security;
 };
 
@@ -57,6 +59,14 @@ int Run(const Flags& flags) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config, flags.overrides);
   if (!config.ok()) {
     std::cerr << "cairn-server: " << config.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  const absl::StatusOr<int64_t> cold_memory = ParseSize(flags.cold_memory);
+  if (!cold_memory.ok() || *cold_memory < (4 << 20)) {
+    std::cerr << "cairn-server: --cold-memory " << flags.cold_memory << ": "
+              << (cold_memory.ok() ? std::string("below the least, 4MiB")
+                                   : std::string(cold_memory.status().message()))
+              << "\n";
     return kExitBadConfig;
   }
   const EnvLookup env = ProcessEnv();
@@ -151,7 +161,8 @@ int Run(const Flags& flags) {
     const char* tmp = std::getenv("TMPDIR");
     cold_dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/cairn-cold-", getpid());
   }
-  const Incarnation::Context context{&*config, &coordinator, &metrics, &service, cold_dir};
+  const Incarnation::Context context{&*config, &coordinator, &metrics,
+                                     &service,  cold_dir,     static_cast<uint64_t>(*cold_memory)};
   std::atomic<bool> must_stop{false};
   int code = kExitOk;
   for (bool first = true;; first = false) {
@@ -274,6 +285,10 @@ int main(int argc, char** argv) {
   app.add_option("--cold-dir", flags.cold_dir,
                  "where tables with cold_tier keep their evicted rows (RocksDB, one store per "
                  "incarnation, deleted when it ends; default $TMPDIR/cairn-cold-<pid>)");
+  app.add_option("--cold-memory", flags.cold_memory,
+                 "RocksDB's memory for the cold tier (block cache, index and filter blocks and "
+                 "memtables together), e.g. 64MiB or 1GiB; at least 4MiB")
+      ->capture_default_str();
   app.add_option("--set", flags.overrides,
                  "config override key.path=value, applied on top of the file (repeatable)")
       ->allow_extra_args(false);

@@ -77,26 +77,39 @@ void SparseTable::Read(const std::string& keys, size_t n, std::string* out) cons
 }
 
 void SparseTable::ReadTo(const std::string& keys, size_t n, float* out) const {
-  std::vector<float> cold_slots;  // a cold row's slots, read and not used
-  if (cold_ != nullptr) cold_slots.resize(static_cast<size_t>(width_) * slots_per_element_);
+  const bool cold = cold_ != nullptr && cold_rows_.load(std::memory_order_relaxed) > 0;
+  std::vector<size_t> missed;  // with a cold tier: rows not in memory, read in one batch
   absl::ReaderMutexLock lock(&mu_);
-  for (size_t i = 0; i < n; ++i, out += width_) {
+  for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);
+    float* row = out + i * width_;
     auto it = index_.find(k);
     if (it != index_.end()) {
-      std::memcpy(out, values_.data() + static_cast<uint64_t>(it->second) * width_,
+      std::memcpy(row, values_.data() + static_cast<uint64_t>(it->second) * width_,
                   width_ * sizeof(float));
-      continue;
+    } else if (cold) {
+      missed.push_back(i);
+    } else {
+      InitSparseRow(spec_, k, absl::MakeSpan(row, width_));
     }
-    if (cold_ != nullptr && cold_rows_.load(std::memory_order_relaxed) > 0) {
-      int64_t step = 0;
-      absl::StatusOr<bool> found = cold_->Get(spec_.id(), k, /*remove=*/false, &step,
-                                              absl::MakeSpan(out, width_),
-                                              absl::MakeSpan(cold_slots));
-      if (found.ok() && *found) continue;
-      if (!found.ok()) LOG_ERROR("pull of {}: {}", spec_.name(), found.status().message());
+  }
+  if (missed.empty()) return;
+  std::vector<Key> cold_keys(missed.size());
+  for (size_t j = 0; j < missed.size(); ++j) cold_keys[j] = KeyAt(keys, missed[j]);
+  std::vector<float> cold_values(missed.size() * width_);
+  std::vector<bool> found;
+  const absl::Status read =
+      cold_->ReadValues(spec_.id(), cold_keys, width_,
+                        static_cast<size_t>(width_) * slots_per_element_,
+                        absl::MakeSpan(cold_values), &found);
+  if (!read.ok()) LOG_ERROR("pull of {}: {}", spec_.name(), read.message());
+  for (size_t j = 0; j < missed.size(); ++j) {
+    float* row = out + missed[j] * width_;
+    if (read.ok() && found[j]) {
+      std::memcpy(row, cold_values.data() + j * width_, width_ * sizeof(float));
+    } else {
+      InitSparseRow(spec_, cold_keys[j], absl::MakeSpan(row, width_));
     }
-    InitSparseRow(spec_, k, absl::MakeSpan(out, width_));
   }
 }
 

@@ -80,6 +80,21 @@ TEST_CASE("cairn-server names file, line and column of a bad config and exits 2"
   CHECK_THAT(err, Catch::Contains("srevers"));
 }
 
+TEST_CASE("cairn-server refuses a cold-tier memory budget it cannot read or below 4MiB, "
+          "naming the flag, and exits 2",
+          "[integration][binary]") {
+  auto dir = MakeTempDir("server_cold_memory");
+  REQUIRE(dir.ok());
+  REQUIRE(WriteFile(*dir + "/job.yaml", GoodYaml(2)).ok());
+  for (const std::string bad : {"1MiB", "lots"}) {
+    std::string err;
+    testing::ExitStatus s = RunToEnd({"--config", *dir + "/job.yaml", "--cold-memory", bad},
+                                     *dir + "/server-" + bad, &err);
+    CHECK(s.code == 2);
+    CHECK_THAT(err, Catch::Contains("--cold-memory " + bad));
+  }
+}
+
 TEST_CASE("cairn-server gives up on an unreachable coordinator after startup_timeout",
           "[integration][binary]") {
   auto dir = MakeTempDir("server_unreachable");
