@@ -135,6 +135,10 @@ std::function<absl::Status()> CaseRunner::Step(const std::string& method) {
     if (group_.push) return [this] { return reference_->UnaryPush(KeyBytes(), ValueBytes()); };
     return [this, out] { return reference_->UnaryPull(KeyBytes(), out()); };
   }
+  if (method == "unary-callback") {
+    if (group_.push) return [this] { return reference_->CallbackPush(KeyBytes(), ValueBytes()); };
+    return [this, out] { return reference_->CallbackPull(KeyBytes(), out()); };
+  }
   if (group_.push) {
     return [this, piece] { return reference_->StreamPush(KeyBytes(), ValueBytes(), piece); };
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -219,6 +220,43 @@ absl::Status ReferenceClient::UnaryPull(absl::Span<const char> keys, absl::Span<
   grpc::Status s = stub_->Pull(&context, request, &reply);
   if (!s.ok()) return Annotate(FromGrpcStatus(s), "reference unary pull");
   RETURN_IF_ERROR(CheckSize("unary pull", reply.data().size(), out.size()));
+  std::memcpy(out.data(), reply.data().data(), out.size());
+  return absl::OkStatus();
+}
+
+absl::Status ReferenceClient::CallbackPush(absl::Span<const char> keys,
+                                           absl::Span<const char> values) {
+  Payload request;
+  std::string* data = request.mutable_data();
+  data->reserve(keys.size() + values.size());
+  data->append(keys.data(), keys.size());
+  data->append(values.data(), values.size());
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  Ack ack;
+  std::promise<grpc::Status> done;
+  std::future<grpc::Status> status = done.get_future();
+  stub_->async()->Push(&context, &request, &ack,
+                       [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  const grpc::Status s = status.get();
+  if (!s.ok()) return Annotate(FromGrpcStatus(s), "reference callback push");
+  return CheckSize("callback push", ack.received_bytes(), keys.size() + values.size());
+}
+
+absl::Status ReferenceClient::CallbackPull(absl::Span<const char> keys, absl::Span<char> out) {
+  PullSpec request;
+  request.set_keys(keys.data(), keys.size());
+  request.set_reply_bytes(out.size());
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  Payload reply;
+  std::promise<grpc::Status> done;
+  std::future<grpc::Status> status = done.get_future();
+  stub_->async()->Pull(&context, &request, &reply,
+                       [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  const grpc::Status s = status.get();
+  if (!s.ok()) return Annotate(FromGrpcStatus(s), "reference callback pull");
+  RETURN_IF_ERROR(CheckSize("callback pull", reply.data().size(), out.size()));
   std::memcpy(out.data(), reply.data().data(), out.size());
   return absl::OkStatus();
 }

@@ -40,6 +40,12 @@ class ReferenceClient {
   absl::Status UnaryPush(absl::Span<const char> keys, absl::Span<const char> values);
   // One unary call sending `keys`; the reply (out.size() bytes) is copied to `out`.
   absl::Status UnaryPull(absl::Span<const char> keys, absl::Span<char> out);
+  // The same two calls through gRPC's callback API, the caller waiting on a
+  // future that the completion sets from a gRPC thread: how Cairn's client
+  // completes its calls. Beside UnaryPush/UnaryPull, the difference is the
+  // cost of that hand-off alone.
+  absl::Status CallbackPush(absl::Span<const char> keys, absl::Span<const char> values);
+  absl::Status CallbackPull(absl::Span<const char> keys, absl::Span<char> out);
   // One client stream: `values` in pieces of `piece_bytes` (the first piece
   // also carries `keys`), written back to back; done when the server acks.
   absl::Status StreamPush(absl::Span<const char> keys, absl::Span<const char> values,
