@@ -103,7 +103,7 @@ TEST_CASE("counts of ids waiting for admission travel with their partition", "[s
   CHECK(PullRows(*restored, {keys[0]}) == std::vector<float>{-0.5f, -0.5f});
 }
 
-TEST_CASE("B24: with a capacity, at most capacity_rows ids wait for admission; those with the "
+TEST_CASE("B24: with a capacity, at most capacity_rows ids wait for admission, those with the "
           "fewest pushes go first, and a dropped id counts again from its next push",
           "[shard][admission][cases]") {
   v1::TableSpec spec = Spec(3);

@@ -125,7 +125,7 @@ TEST_CASE("manifest, rows and worker state encode and decode exactly") {
   CHECK(DecodeRows(truncated, "r").status().code() == absl::StatusCode::kDataLoss);
 }
 
-TEST_CASE("a dense table's partition offset is kept by a manifest; format 1 reads as offset 0") {
+TEST_CASE("a dense table's partition offset is kept by a manifest, and format 1 reads as offset 0") {
   v1::TableSpec spec = DenseAdagrad();
   spec.set_partition_offset(5);
   Manifest m;

@@ -90,7 +90,7 @@ TEST_CASE("a malformed line is refused naming the file, the line and the field",
   }
 }
 
-TEST_CASE("a file cut short mid-line is data loss; a missing file is not found", "[criteo]") {
+TEST_CASE("a file cut short mid-line is data loss, and a missing file is not found", "[criteo]") {
   auto dir = testing::MakeTempDir("criteo_cut");
   REQUIRE(dir.ok());
   const std::string whole = Line("1", {"3"}, {"ab", "cd"});
