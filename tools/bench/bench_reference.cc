@@ -195,8 +195,8 @@ absl::Status CheckSize(const char* what, uint64_t got, uint64_t want) {
 
 }  // namespace
 
-absl::Status ReferenceClient::UnaryPush(absl::Span<const char> keys,
-                                        absl::Span<const char> values) {
+absl::Status ReferenceClient::OnePush(absl::Span<const char> keys, absl::Span<const char> values,
+                                      bool callback) {
   Payload request;
   std::string* data = request.mutable_data();
   data->reserve(keys.size() + values.size());
@@ -205,58 +205,42 @@ absl::Status ReferenceClient::UnaryPush(absl::Span<const char> keys,
   grpc::ClientContext context;
   SetDeadline(&context);
   Ack ack;
-  grpc::Status s = stub_->Push(&context, request, &ack);
-  if (!s.ok()) return Annotate(FromGrpcStatus(s), "reference unary push");
-  return CheckSize("unary push", ack.received_bytes(), keys.size() + values.size());
+  grpc::Status s;
+  if (callback) {
+    std::promise<grpc::Status> done;
+    std::future<grpc::Status> status = done.get_future();
+    stub_->async()->Push(&context, &request, &ack,
+                         [&done](grpc::Status r) { done.set_value(std::move(r)); });
+    s = status.get();
+  } else {
+    s = stub_->Push(&context, request, &ack);
+  }
+  const char* what = callback ? "callback push" : "unary push";
+  if (!s.ok()) return Annotate(FromGrpcStatus(s), absl::StrCat("reference ", what));
+  return CheckSize(what, ack.received_bytes(), keys.size() + values.size());
 }
 
-absl::Status ReferenceClient::UnaryPull(absl::Span<const char> keys, absl::Span<char> out) {
+absl::Status ReferenceClient::OnePull(absl::Span<const char> keys, absl::Span<char> out,
+                                      bool callback) {
   PullSpec request;
   request.set_keys(keys.data(), keys.size());
   request.set_reply_bytes(out.size());
   grpc::ClientContext context;
   SetDeadline(&context);
   Payload reply;
-  grpc::Status s = stub_->Pull(&context, request, &reply);
-  if (!s.ok()) return Annotate(FromGrpcStatus(s), "reference unary pull");
-  RETURN_IF_ERROR(CheckSize("unary pull", reply.data().size(), out.size()));
-  std::memcpy(out.data(), reply.data().data(), out.size());
-  return absl::OkStatus();
-}
-
-absl::Status ReferenceClient::CallbackPush(absl::Span<const char> keys,
-                                           absl::Span<const char> values) {
-  Payload request;
-  std::string* data = request.mutable_data();
-  data->reserve(keys.size() + values.size());
-  data->append(keys.data(), keys.size());
-  data->append(values.data(), values.size());
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  Ack ack;
-  std::promise<grpc::Status> done;
-  std::future<grpc::Status> status = done.get_future();
-  stub_->async()->Push(&context, &request, &ack,
-                       [&done](grpc::Status s) { done.set_value(std::move(s)); });
-  const grpc::Status s = status.get();
-  if (!s.ok()) return Annotate(FromGrpcStatus(s), "reference callback push");
-  return CheckSize("callback push", ack.received_bytes(), keys.size() + values.size());
-}
-
-absl::Status ReferenceClient::CallbackPull(absl::Span<const char> keys, absl::Span<char> out) {
-  PullSpec request;
-  request.set_keys(keys.data(), keys.size());
-  request.set_reply_bytes(out.size());
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  Payload reply;
-  std::promise<grpc::Status> done;
-  std::future<grpc::Status> status = done.get_future();
-  stub_->async()->Pull(&context, &request, &reply,
-                       [&done](grpc::Status s) { done.set_value(std::move(s)); });
-  const grpc::Status s = status.get();
-  if (!s.ok()) return Annotate(FromGrpcStatus(s), "reference callback pull");
-  RETURN_IF_ERROR(CheckSize("callback pull", reply.data().size(), out.size()));
+  grpc::Status s;
+  if (callback) {
+    std::promise<grpc::Status> done;
+    std::future<grpc::Status> status = done.get_future();
+    stub_->async()->Pull(&context, &request, &reply,
+                         [&done](grpc::Status r) { done.set_value(std::move(r)); });
+    s = status.get();
+  } else {
+    s = stub_->Pull(&context, request, &reply);
+  }
+  const char* what = callback ? "callback pull" : "unary pull";
+  if (!s.ok()) return Annotate(FromGrpcStatus(s), absl::StrCat("reference ", what));
+  RETURN_IF_ERROR(CheckSize(what, reply.data().size(), out.size()));
   std::memcpy(out.data(), reply.data().data(), out.size());
   return absl::OkStatus();
 }

@@ -37,15 +37,23 @@ class ReferenceClient {
   absl::Status WaitReady(absl::Duration timeout);
 
   // One unary call carrying `keys` then `values` (bytes) in one message.
-  absl::Status UnaryPush(absl::Span<const char> keys, absl::Span<const char> values);
+  absl::Status UnaryPush(absl::Span<const char> keys, absl::Span<const char> values) {
+    return OnePush(keys, values, /*callback=*/false);
+  }
   // One unary call sending `keys`; the reply (out.size() bytes) is copied to `out`.
-  absl::Status UnaryPull(absl::Span<const char> keys, absl::Span<char> out);
+  absl::Status UnaryPull(absl::Span<const char> keys, absl::Span<char> out) {
+    return OnePull(keys, out, /*callback=*/false);
+  }
   // The same two calls through gRPC's callback API, the caller waiting on a
   // future that the completion sets from a gRPC thread: how Cairn's client
   // completes its calls. Beside UnaryPush/UnaryPull, the difference is the
   // cost of that hand-off alone.
-  absl::Status CallbackPush(absl::Span<const char> keys, absl::Span<const char> values);
-  absl::Status CallbackPull(absl::Span<const char> keys, absl::Span<char> out);
+  absl::Status CallbackPush(absl::Span<const char> keys, absl::Span<const char> values) {
+    return OnePush(keys, values, /*callback=*/true);
+  }
+  absl::Status CallbackPull(absl::Span<const char> keys, absl::Span<char> out) {
+    return OnePull(keys, out, /*callback=*/true);
+  }
   // One client stream: `values` in pieces of `piece_bytes` (the first piece
   // also carries `keys`), written back to back; done when the server acks.
   absl::Status StreamPush(absl::Span<const char> keys, absl::Span<const char> values,
@@ -56,6 +64,10 @@ class ReferenceClient {
                           uint64_t piece_bytes);
 
  private:
+  // One unary call, blocking or through the callback API.
+  absl::Status OnePush(absl::Span<const char> keys, absl::Span<const char> values, bool callback);
+  absl::Status OnePull(absl::Span<const char> keys, absl::Span<char> out, bool callback);
+
   const std::string address_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ReferenceService::Stub> stub_;
