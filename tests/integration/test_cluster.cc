@@ -151,6 +151,7 @@ absl::StatusOr<std::vector<v1::StatsResponse>> StatsOfServers(const TestCluster&
     auto stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 64 << 20));
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    context.set_wait_for_ready(true);  // a failed first connection is tried again
     v1::StatsResponse stats;
     const grpc::Status s = stub->Stats(&context, v1::StatsRequest(), &stats);
     if (!s.ok()) {

@@ -58,6 +58,10 @@ ServerStats AskServer(const v1::Member& server, absl::Duration timeout) {
   auto stub = v1::ParameterService::NewStub(MakeChannel(server.address(), kMaxMessageBytes));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  // The coordinator lists the server alive: a first connection attempt that
+  // fails (a loaded host) is tried again until the deadline, rather than
+  // reported as the server's error at once.
+  context.set_wait_for_ready(true);
   const grpc::Status s = stub->Stats(&context, v1::StatsRequest(), &out.stats);
   if (!s.ok() && !server.metrics_address().empty()) {
     // A long snapshot or load may hold every request thread: its /metrics
