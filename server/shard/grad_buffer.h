@@ -52,6 +52,14 @@ class GradBuffer {
     for (const Row& r : other.rows_) Add(r.key, other.data_.data() + r.offset, r.length);
   }
 
+  // Empties the buffer and keeps the memory of its rows and values, so a
+  // buffer refilled with rows of the same size allocates nothing.
+  void Clear() {
+    index_.clear();
+    rows_.clear();
+    data_.clear();
+  }
+
   void Scale(float factor) {
     for (float& v : data_) v *= factor;
   }

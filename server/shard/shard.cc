@@ -584,10 +584,11 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     TableGrads& g = grads.emplace_back();
     g.table = table;
     const bool ascending = KeysAscending(tv.keys(), n);
-    if (table->spec().consistency() != v1::CONSISTENCY_BSP &&
-        (ascending || table->spec().kind() == v1::TABLE_KIND_SPARSE)) {
-      // Applied from where the values are, which outlives the push; a
-      // sparse table finds repeated keys itself (ApplyNow).
+    const bool bsp = table->spec().consistency() == v1::CONSISTENCY_BSP;
+    if (ascending || (!bsp && table->spec().kind() == v1::TABLE_KIND_SPARSE)) {
+      // Applied, or summed into its iteration's buffer (BSP), from where
+      // the values are, which outlives the push; a sparse table finds
+      // repeated keys itself (ApplyNow).
       g.direct = &tv;
       g.ascending = ascending;
       g.n = n;
@@ -784,16 +785,42 @@ void Shard::ApplyBelow(int64_t clock) {
   while (!pending_.empty() && pending_.begin()->first < clock) {
     IterationBuffer& iteration = pending_.begin()->second;
     for (auto& [table_id, by_worker] : iteration) {
+      if (by_worker.empty()) continue;
       Table* table = tables_[table_id].get();
-      GradBuffer sum;
-      for (auto& [worker, buffer] : by_worker) sum.AddAll(buffer);  // worker-id order
+      // Summed in worker-id order into the lowest worker's buffer: the same
+      // floats, bit for bit, as adding every buffer to an empty one (the
+      // first is copied as it is), without a copy of the model.
+      auto lowest = by_worker.begin();
+      GradBuffer& sum = lowest->second;
+      for (auto it = std::next(lowest); it != by_worker.end(); ++it) sum.AddAll(it->second);
       if (table->spec().aggregation() != v1::AGGREGATION_SUM && by_worker.size() > 1) {
         sum.Scale(1.0f / static_cast<float>(by_worker.size()));
       }
       table->Apply(sum);
+      std::vector<GradBuffer>& spare = spare_[table_id];
+      for (auto& [worker, buffer] : by_worker) {
+        if (spare.size() >= by_worker.size()) break;
+        buffer.Clear();
+        spare.push_back(std::move(buffer));
+      }
     }
     pending_.erase(pending_.begin());
   }
+}
+
+GradBuffer& Shard::PendingLocked(int64_t iteration, const Table& table, uint32_t worker) {
+  std::map<uint32_t, GradBuffer>& by_worker = pending_[iteration][table.spec().id()];
+  auto it = by_worker.find(worker);
+  if (it != by_worker.end()) return it->second;
+  GradBuffer buffer;
+  std::vector<GradBuffer>& spare = spare_[table.spec().id()];
+  if (!spare.empty()) {
+    buffer = std::move(spare.back());
+    spare.pop_back();
+  } else if (table.spec().kind() == v1::TABLE_KIND_DENSE) {
+    buffer.Reserve(table.NumKeys(), table.NumValueBytes() / sizeof(float));
+  }
+  return by_worker.emplace(worker, std::move(buffer)).first->second;
 }
 
 int64_t Shard::ReleasedClock() const {
@@ -1290,17 +1317,26 @@ void Shard::ApplyNow(TableGrads* grads) {
 
 void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads) {
   Table* table = grads->table;
-  GradBuffer& buffer = grads->buffer;
-  if (grads->direct != nullptr || table->spec().consistency() != v1::CONSISTENCY_BSP) {
+  if (table->spec().consistency() != v1::CONSISTENCY_BSP) {
     ApplyNow(grads);
     return;
   }
+  // A push with no rows leaves no buffer: the mean divides by the workers
+  // that pushed something.
+  if (grads->direct != nullptr) {
+    if (grads->n == 0) return;
+    table->Gather(grads->direct->keys(), grads->n, grads->values(),
+                  &PendingLocked(request.clock(), *table, request.worker_id()));
+    return;
+  }
+  GradBuffer& buffer = grads->buffer;
   if (buffer.empty()) return;
-  GradBuffer& pending = pending_[request.clock()][table->spec().id()][request.worker_id()];
-  if (pending.empty()) {
-    pending = std::move(buffer);  // the worker's first piece of the iteration: no copy
+  std::map<uint32_t, GradBuffer>& by_worker = pending_[request.clock()][table->spec().id()];
+  auto it = by_worker.find(request.worker_id());
+  if (it == by_worker.end()) {
+    by_worker.emplace(request.worker_id(), std::move(buffer));  // no copy
   } else {
-    pending.AddAll(buffer);
+    it->second.AddAll(buffer);
   }
 }
 

@@ -283,10 +283,12 @@ class Shard {
   // Buffered BSP gradients of one iteration: table -> worker -> rows.
   using IterationBuffer = std::map<uint32_t, std::map<uint32_t, GradBuffer>>;
 
-  // One table's part of a push. Summed per key into `buffer`; or, when the
-  // table applies pushes at once (SSP, ASP) and the keys are strictly
-  // ascending (distinct), left in the request (`direct`, its `n` keys) and
-  // applied from there without a copy.
+  // One table's part of a push. Summed per key into `buffer`; or left in
+  // the request (`direct`, its `n` keys) when the table applies pushes at
+  // once (SSP, ASP) and the keys are strictly ascending or the table is
+  // sparse, applied from there without a copy; or when the table is BSP and the keys are
+  // strictly ascending, summed from there into the worker's iteration
+  // buffer (the same sums, bit for bit, as gathering first).
   struct TableGrads {
     Table* table = nullptr;
     GradBuffer buffer;
@@ -368,6 +370,12 @@ class Shard {
   void Advance(std::vector<Waiter>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies the buffered BSP iterations below `clock`.
   void ApplyBelow(int64_t clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Worker `worker`'s buffer of `table` for BSP iteration `iteration`:
+  // created from a spare buffer, or with room for every value the table
+  // holds here when it is dense (one push per chunk per iteration fills it
+  // without regrowing).
+  GradBuffer& PendingLocked(int64_t iteration, const Table& table, uint32_t worker)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The min clock pulls may see: the workers' minimum, capped by a hold.
   int64_t ReleasedClock() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<ShardSnapshot> SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -445,6 +453,10 @@ class Shard {
   ClockTracker clocks_ ABSL_GUARDED_BY(mu_);
   int64_t closed_before_ ABSL_GUARDED_BY(mu_) = 0;  // BSP iterations < this are applied
   std::map<int64_t, IterationBuffer> pending_ ABSL_GUARDED_BY(mu_);
+  // Emptied buffers of applied iterations, per table id, refilled by the
+  // next iterations' pushes: once a BSP job runs, a dense table's iteration
+  // allocates nothing (at most one buffer per worker is kept).
+  std::map<uint32_t, std::vector<GradBuffer>> spare_ ABSL_GUARDED_BY(mu_);
   // (group, worker, incarnation) -> applied push sequences. A worker
   // restarted under its id numbers its pushes from 1 again: its new
   // incarnation gets a window of its own.

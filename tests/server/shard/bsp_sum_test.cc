@@ -1,0 +1,135 @@
+// How a shard sums a BSP iteration: in worker-id order, bit for bit, however
+// the workers' pushes are cut, whatever order they arrive in, whether their
+// keys come ascending (summed from the request) or not (gathered first), and
+// with the iteration buffers reused from one iteration to the next.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common/bytes.h"
+#include "server/shard/shard.h"
+#include "tests/server/shard/shard_test_util.h"
+
+namespace cairn {
+namespace {
+
+constexpr int kElements = 10;
+constexpr int kChunk = 3;  // chunks 0..3; the last holds one float
+constexpr uint32_t kWorkers = 3;
+
+v1::TableSpec VectorTable() {
+  v1::TableSpec t = ScalarTable("w", v1::CONSISTENCY_BSP);
+  t.clear_shape();
+  t.add_shape(kElements);
+  t.set_chunk_size(kChunk);
+  return t;
+}
+
+// Worker `w`'s gradient at iteration `t`: magnitudes from 1e-3 to 1e7, so
+// that summing in another order rounds differently.
+float Grad(uint32_t w, int64_t t, int i) {
+  static const float kScale[] = {1e7f, 1e-3f, -1e7f, 3.0f, 0.7f};
+  return kScale[(w + static_cast<uint32_t>(t) + static_cast<uint32_t>(i)) % 5] *
+         (1.0f + 0.1f * static_cast<float>(i) + 0.01f * static_cast<float>(w));
+}
+
+// A push of `chunks` (in that order) of worker `w`'s iteration-`t` gradient.
+v1::PushRequest PushChunks(uint32_t w, uint64_t seq, int64_t t, const std::vector<Key>& chunks) {
+  v1::PushRequest r = PushScalar(w, seq, t, 0.0f);
+  v1::TableValues* tv = r.mutable_tables(0);
+  tv->clear_shape();
+  tv->add_shape(kElements);
+  std::vector<float> values;
+  for (Key c : chunks) {
+    const int begin = static_cast<int>(c) * kChunk;
+    for (int i = begin; i < std::min(kElements, begin + kChunk); ++i) {
+      values.push_back(Grad(w, t, i));
+    }
+  }
+  tv->set_keys(KeysToBytes(chunks));
+  tv->set_values(FloatsToBytes(values));
+  return r;
+}
+
+std::vector<float> PullAll(Shard& shard, uint32_t worker, int64_t clock) {
+  v1::PullRequest request;
+  request.set_map_version(1);
+  request.set_worker_id(worker);
+  request.set_incarnation(1);
+  request.set_clock(clock);
+  v1::TableKeys* tk = request.add_tables();
+  tk->set_table_id(0);
+  tk->set_table("w");
+  tk->set_keys(KeysToBytes({0, 1, 2, 3}));
+  v1::PullResponse response;
+  bool done = false;
+  absl::Status status;
+  shard.Pull(&request, &response, absl::InfiniteFuture(), [&](absl::Status s) {
+    status = s;
+    done = true;
+  });
+  REQUIRE(done);
+  REQUIRE(status.ok());
+  std::vector<float> out(kElements);
+  REQUIRE(response.tables(0).values().size() == kElements * sizeof(float));
+  std::memcpy(out.data(), response.tables(0).values().data(), kElements * sizeof(float));
+  return out;
+}
+
+TEST_CASE("BSP sums each iteration in worker-id order bit for bit, however its pushes are cut "
+          "and ordered",
+          "[shard][bsp]") {
+  Shard shard(0, Job({VectorTable()}), nullptr);
+  REQUIRE(shard.InstallMap(Map(4, {0, 1, 2})).ok());
+  uint64_t seq[kWorkers] = {0, 0, 0};
+  std::vector<float> expected(kElements, 0.0f);  // SGD, lr 1, from zeros
+
+  // Each iteration, in its arrival order, the pieces: (worker, chunks).
+  // Worker 1 cuts its push in two ascending pieces (summed from the
+  // request); worker 2 sends its chunks out of order (gathered first).
+  using Piece = std::pair<uint32_t, std::vector<Key>>;
+  const std::vector<std::vector<Piece>> iterations = {
+      {{2, {3, 1, 0, 2}}, {1, {2, 3}}, {0, {0, 1, 2, 3}}, {1, {0, 1}}},
+      {{1, {0, 1}}, {0, {0, 1, 2, 3}}, {2, {3, 1, 0, 2}}, {1, {2, 3}}},
+      {{0, {0, 1, 2, 3}}, {2, {3, 1, 0, 2}}, {1, {2, 3}}, {1, {0, 1}}},
+      // Worker 1 pushes nothing: the mean is over the two that did.
+      {{2, {3, 1, 0, 2}}, {0, {0, 1, 2, 3}}},
+  };
+  for (int64_t t = 0; t < static_cast<int64_t>(iterations.size()); ++t) {
+    std::vector<bool> pushed(kWorkers, false);
+    for (const Piece& piece : iterations[t]) {
+      REQUIRE(shard.Push(PushChunks(piece.first, ++seq[piece.first], t, piece.second)).ok());
+      pushed[piece.first] = true;
+    }
+    for (uint32_t w = 0; w < kWorkers; ++w) REQUIRE(shard.Clock(Tick(w, t + 1)).ok());
+
+    // The same float operations in the same order as the server's.
+    int pushers = 0;
+    for (bool p : pushed) pushers += p ? 1 : 0;
+    for (int i = 0; i < kElements; ++i) {
+      bool first = true;
+      float sum = 0.0f;
+      for (uint32_t w = 0; w < kWorkers; ++w) {
+        if (!pushed[w]) continue;
+        sum = first ? Grad(w, t, i) : sum + Grad(w, t, i);
+        first = false;
+      }
+      if (pushers > 1) sum *= 1.0f / static_cast<float>(pushers);
+      const float g = sum + 0.0f * expected[i];  // SGD without weight decay
+      expected[i] = expected[i] - 1.0f * g;
+    }
+    const std::vector<float> got = PullAll(shard, 0, t + 1);
+    for (int i = 0; i < kElements; ++i) {
+      INFO("iteration " << t << ", element " << i);
+      uint32_t got_bits, want_bits;
+      std::memcpy(&got_bits, &got[i], sizeof(float));
+      std::memcpy(&want_bits, &expected[i], sizeof(float));
+      CHECK(got_bits == want_bits);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cairn
