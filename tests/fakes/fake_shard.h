@@ -77,7 +77,8 @@ class FakeShard final : public ShardChannel {
   // Parses the wire bytes as the server's gRPC stack would, so tests also
   // check what the client's zero-copy serialization produced.
   void Push(grpc::ClientContext*, const std::shared_ptr<const PushPayload>& payload,
-            std::shared_ptr<void> pin, v1::PushResponse* response, Done done) override
+            std::shared_ptr<void> pin, v1::PushResponse* response, Done done,
+            grpc::CompletionQueue* /*cq: answered on the fake's thread*/) override
       ABSL_LOCKS_EXCLUDED(mu_) {
     grpc::ByteBuffer copy = SerializePush(*payload, pin);
     pin.reset();
@@ -102,7 +103,9 @@ class FakeShard final : public ShardChannel {
   }
 
   void Pull(grpc::ClientContext*, v1::PullRequest* request, uint64_t /*reply_bytes*/,
-            v1::PullResponse* response, Done done) override ABSL_LOCKS_EXCLUDED(mu_) {
+            v1::PullResponse* response, Done done,
+            grpc::CompletionQueue* /*cq: answered on the fake's thread*/) override
+      ABSL_LOCKS_EXCLUDED(mu_) {
     grpc::Status status;
     {
       absl::MutexLock lock(&mu_);

@@ -107,12 +107,13 @@ absl::Span<const char> CaseRunner::ValueBytes() const {
 }
 
 absl::Status CaseRunner::CairnStep() {
+  // The waiting forms, as a training step calls them.
   if (group_.sparse) {
-    return group_.push ? client_->PushSparse(group_.table, keys_, values_).get()
-                       : client_->PullSparse(group_.table, keys_, absl::MakeSpan(values_)).get();
+    return group_.push ? client_->PushAndWait({}, {{group_.table, keys_, values_}})
+                       : client_->PullAndWait({}, {{group_.table, keys_, absl::MakeSpan(values_)}});
   }
-  return group_.push ? client_->PushDense({{group_.table, values_}}).get()
-                     : client_->PullDense({{group_.table, absl::MakeSpan(values_)}}).get();
+  return group_.push ? client_->PushAndWait({{group_.table, values_}}, {})
+                     : client_->PullAndWait({{group_.table, absl::MakeSpan(values_)}}, {});
 }
 
 std::function<absl::Status()> CaseRunner::Step(const std::string& method) {

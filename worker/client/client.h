@@ -201,6 +201,18 @@ class Client {
   virtual std::future<absl::Status> Push(std::vector<ConstDenseBuffer> dense,
                                          std::vector<ConstSparseRows> sparse) = 0;
 
+  // Pull and Push, waiting for the result on the calling thread: the same
+  // requests, results and errors as Pull(...).get() and Push(...).get(), but
+  // the calling thread takes the servers' answers off gRPC itself, as a
+  // blocking gRPC call does, instead of being woken by one of gRPC's
+  // threads (a hand-off that costs about a quarter of a 1 MiB call over
+  // loopback; docs/benchmarks.md). For a caller that waits at once, as a
+  // training step does. Thread-safe, like the forms above.
+  virtual absl::Status PullAndWait(std::vector<DenseBuffer> dense,
+                                   std::vector<SparseRows> sparse) = 0;
+  virtual absl::Status PushAndWait(std::vector<ConstDenseBuffer> dense,
+                                   std::vector<ConstSparseRows> sparse) = 0;
+
   // Ends this worker's iteration clock() on every server; clock() + 1 after.
   // The ticks are sent without waiting for their replies (the next pull
   // carries the clock too, so no round trip sits on the step's critical

@@ -1,9 +1,11 @@
 #include "worker/client/client_impl.h"
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "cairn/v1/coordinator.pb.h"
@@ -47,6 +49,33 @@ struct Piece {
   std::shared_ptr<ShardChannel> channel;  // the call's (reads a pull's values)
 };
 
+// Nothing to do: it wakes a waiting caller's queue (Fulfil).
+class WakeTag final : public CqTag {
+ public:
+  void Complete(bool /*ok*/) override {}
+};
+WakeTag wake_tag;
+
+// Sets `op`'s result, once. A caller waiting on its own queue
+// (RunAndWait) learns of it on its own thread through `fulfilled_here`, or
+// from another thread through the alarm, set after the result so that the
+// caller, which stops driving the queue when the alarm's event arrives, finds
+// the result there.
+void Fulfil(ClientImpl::Op& op, absl::Status status) {
+  if (!op.waiter.has_value()) {
+    op.promise.set_value(std::move(status));
+    return;
+  }
+  const auto waiter = *op.waiter;  // (ClientImpl::Waiter)
+  if (std::this_thread::get_id() == waiter.thread) {
+    *waiter.fulfilled_here = true;
+    op.promise.set_value(std::move(status));
+    return;
+  }
+  op.promise.set_value(std::move(status));
+  waiter.wake->Set(waiter.cq, gpr_now(GPR_CLOCK_MONOTONIC), &wake_tag);
+}
+
 // Held by each value slice of one push attempt (push_payload.h): the op's
 // future waits until gRPC has released them all.
 struct SendPin {
@@ -67,7 +96,7 @@ struct SendPin {
         op->result.reset();
       }
     }
-    if (result.has_value()) op->promise.set_value(*std::move(result));
+    if (result.has_value()) Fulfil(*op, *std::move(result));
   }
   SendPin(const SendPin&) = delete;
   SendPin& operator=(const SendPin&) = delete;
@@ -333,7 +362,8 @@ void ClientImpl::HeartbeatLoop() {
   }
 }
 
-std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> inputs) {
+std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> inputs,
+                                          const Waiter* waiter) {
   {
     absl::MutexLock lock(&clock_mu_);
     if (!lost_.ok()) {
@@ -343,6 +373,7 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
     }
   }
   auto op = std::make_shared<Op>();
+  if (waiter != nullptr) op->waiter = *waiter;
   op->is_push = is_push;
   op->inputs = std::move(inputs);
   op->clock = clock_.load();
@@ -453,6 +484,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
   }
   const uint64_t version = servers->router.version();
   const bool resending = !resend.empty();
+  grpc::CompletionQueue* queue = op->waiter.has_value() ? op->waiter->cq : nullptr;
   for (std::unique_ptr<Piece>& owned : pieces) {
     Piece* piece = owned.release();
     piece->op = op;
@@ -578,7 +610,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       piece->push->header.set_map_version(version);
       channel->second->Push(&piece->context, piece->push,
                             std::make_shared<SendPin>(op, piece->push), &piece->push_response,
-                            finish);
+                            finish, queue);
     } else {
       v1::PullRequest& r = piece->pull;
       r.set_map_version(version);
@@ -595,7 +627,8 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         EncodeKeys(in, idx, tk->mutable_keys());
         for (uint32_t j : idx) reply_bytes += EntryBytes(in, j);
       }
-      channel->second->Pull(&piece->context, &r, reply_bytes, &piece->pull_response, finish);
+      channel->second->Pull(&piece->context, &r, reply_bytes, &piece->pull_response, finish,
+                            queue);
     }
   }
 }
@@ -608,7 +641,7 @@ void ClientImpl::CompleteOp(const std::shared_ptr<Op>& op, absl::Status status) 
       return;
     }
   }
-  op->promise.set_value(std::move(status));
+  Fulfil(*op, std::move(status));
 }
 
 void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
@@ -736,43 +769,88 @@ std::future<absl::Status> ClientImpl::PushSparse(std::vector<ConstSparseRows> gr
   return Push({}, std::move(grads));
 }
 
-std::future<absl::Status> ClientImpl::Pull(std::vector<DenseBuffer> dense,
-                                           std::vector<SparseRows> sparse) {
+absl::StatusOr<std::vector<ClientImpl::TableInput>> ClientImpl::PullInputs(
+    const std::vector<DenseBuffer>& dense, const std::vector<SparseRows>& sparse) const {
   std::vector<TableInput> inputs;
   inputs.reserve(dense.size() + sparse.size());
   for (const DenseBuffer& b : dense) {
-    absl::StatusOr<TableInput> input =
-        DenseInput(*this, "pull", "buffer", b.table, b.values.size(), b.values.data(), nullptr, {});
-    if (!input.ok()) return Failed(input.status());
-    inputs.push_back(*std::move(input));
+    ASSIGN_OR_RETURN(TableInput input, DenseInput(*this, "pull", "buffer", b.table,
+                                                  b.values.size(), b.values.data(), nullptr, {}));
+    inputs.push_back(std::move(input));
   }
   for (const SparseRows& t : sparse) {
-    absl::StatusOr<TableInput> input =
-        SparseInput(*this, "pull", t.table, t.keys, t.values.size(), t.values.data(), nullptr);
-    if (!input.ok()) return Failed(input.status());
-    inputs.push_back(*std::move(input));
+    ASSIGN_OR_RETURN(TableInput input, SparseInput(*this, "pull", t.table, t.keys,
+                                                   t.values.size(), t.values.data(), nullptr));
+    inputs.push_back(std::move(input));
   }
-  return Run(false, std::move(inputs));
+  return inputs;
+}
+
+absl::StatusOr<std::vector<ClientImpl::TableInput>> ClientImpl::PushInputs(
+    const std::vector<ConstDenseBuffer>& dense, const std::vector<ConstSparseRows>& sparse) const {
+  std::vector<TableInput> inputs;
+  inputs.reserve(dense.size() + sparse.size());
+  for (const ConstDenseBuffer& b : dense) {
+    ASSIGN_OR_RETURN(TableInput input, DenseInput(*this, "push", "gradient", b.table,
+                                                  b.values.size(), nullptr, b.values.data(),
+                                                  b.shape));
+    inputs.push_back(std::move(input));
+  }
+  for (const ConstSparseRows& t : sparse) {
+    ASSIGN_OR_RETURN(TableInput input, SparseInput(*this, "push", t.table, t.keys,
+                                                   t.values.size(), nullptr, t.values.data()));
+    inputs.push_back(std::move(input));
+  }
+  return inputs;
+}
+
+std::future<absl::Status> ClientImpl::Pull(std::vector<DenseBuffer> dense,
+                                           std::vector<SparseRows> sparse) {
+  absl::StatusOr<std::vector<TableInput>> inputs = PullInputs(dense, sparse);
+  if (!inputs.ok()) return Failed(inputs.status());
+  return Run(false, *std::move(inputs));
 }
 
 std::future<absl::Status> ClientImpl::Push(std::vector<ConstDenseBuffer> dense,
                                            std::vector<ConstSparseRows> sparse) {
-  std::vector<TableInput> inputs;
-  inputs.reserve(dense.size() + sparse.size());
-  for (const ConstDenseBuffer& b : dense) {
-    absl::StatusOr<TableInput> input = DenseInput(*this, "push", "gradient", b.table,
-                                                  b.values.size(), nullptr, b.values.data(),
-                                                  b.shape);
-    if (!input.ok()) return Failed(input.status());
-    inputs.push_back(*std::move(input));
+  absl::StatusOr<std::vector<TableInput>> inputs = PushInputs(dense, sparse);
+  if (!inputs.ok()) return Failed(inputs.status());
+  return Run(true, *std::move(inputs));
+}
+
+absl::Status ClientImpl::PullAndWait(std::vector<DenseBuffer> dense,
+                                     std::vector<SparseRows> sparse) {
+  ASSIGN_OR_RETURN(std::vector<TableInput> inputs, PullInputs(dense, sparse));
+  return RunAndWait(false, std::move(inputs));
+}
+
+absl::Status ClientImpl::PushAndWait(std::vector<ConstDenseBuffer> dense,
+                                     std::vector<ConstSparseRows> sparse) {
+  ASSIGN_OR_RETURN(std::vector<TableInput> inputs, PushInputs(dense, sparse));
+  return RunAndWait(true, std::move(inputs));
+}
+
+absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs) {
+  // Declared in this order so the alarm goes before the queue it may be set
+  // on; both outlive every call of the op (the queue is drained below).
+  grpc::CompletionQueue cq;
+  grpc::Alarm wake;
+  bool fulfilled_here = false;
+  const Waiter waiter{&cq, &wake, std::this_thread::get_id(), &fulfilled_here};
+  std::future<absl::Status> result = Run(is_push, std::move(inputs), &waiter);
+  void* tag = nullptr;
+  bool ok = false;
+  // The op's calls complete here, on this thread, until the result is set:
+  // here (a call's completion), or elsewhere (a retry on the client's
+  // executor, the last slice of a push released by gRPC), which then sets
+  // the alarm. Nothing is started on the queue after either.
+  while (!fulfilled_here && cq.Next(&tag, &ok)) {
+    if (tag == &wake_tag) break;
+    static_cast<CqTag*>(tag)->Complete(ok);
   }
-  for (const ConstSparseRows& t : sparse) {
-    absl::StatusOr<TableInput> input =
-        SparseInput(*this, "push", t.table, t.keys, t.values.size(), nullptr, t.values.data());
-    if (!input.ok()) return Failed(input.status());
-    inputs.push_back(*std::move(input));
-  }
-  return Run(true, std::move(inputs));
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
+  return result.get();
 }
 
 absl::Status ClientImpl::Clock() {

@@ -23,6 +23,11 @@
 #include "worker/client/row_cache.h"
 #include "worker/client/shard_channel.h"
 
+namespace grpc {
+class Alarm;
+class CompletionQueue;
+}  // namespace grpc
+
 namespace cairn {
 
 class ClientImpl final : public Client {
@@ -54,6 +59,10 @@ class ClientImpl final : public Client {
                                  std::vector<SparseRows> sparse) override;
   std::future<absl::Status> Push(std::vector<ConstDenseBuffer> dense,
                                  std::vector<ConstSparseRows> sparse) override;
+  absl::Status PullAndWait(std::vector<DenseBuffer> dense,
+                           std::vector<SparseRows> sparse) override;
+  absl::Status PushAndWait(std::vector<ConstDenseBuffer> dense,
+                           std::vector<ConstSparseRows> sparse) override;
   absl::Status Clock() override;
   absl::Status Finish() override;
 
@@ -78,7 +87,28 @@ class ClientImpl final : public Client {
     std::set<uint32_t> alive;  // servers the map shows ALIVE: clocks go to these
   };
 
-  std::future<absl::Status> Run(bool is_push, std::vector<TableInput> inputs);
+  // A caller that waits on its own thread (PullAndWait, PushAndWait): its
+  // completion queue, which the op's calls are started on, and the alarm
+  // that wakes it when the op completes on another thread.
+  struct Waiter {
+    grpc::CompletionQueue* cq;
+    grpc::Alarm* wake;
+    std::thread::id thread;  // the one driving `cq`
+    bool* fulfilled_here;    // set when the result is set on `thread`
+  };
+
+  // Starts a pull or push; `waiter`: null, or the thread that will wait for
+  // it, driving its queue.
+  std::future<absl::Status> Run(bool is_push, std::vector<TableInput> inputs,
+                                const Waiter* waiter = nullptr);
+  // Run, then drives the waiter's queue until the op's result is in.
+  absl::Status RunAndWait(bool is_push, std::vector<TableInput> inputs);
+  // The inputs of a pull or a push, each checked against its table.
+  absl::StatusOr<std::vector<TableInput>> PullInputs(const std::vector<DenseBuffer>& dense,
+                                                     const std::vector<SparseRows>& sparse) const;
+  absl::StatusOr<std::vector<TableInput>> PushInputs(
+      const std::vector<ConstDenseBuffer>& dense,
+      const std::vector<ConstSparseRows>& sparse) const;
   // Serves what the cache can of a pull's inputs and returns the rest, as
   // (input, indices) for Launch.
   std::vector<std::pair<size_t, std::vector<uint32_t>>> ServeFromCache(Op* op);

@@ -26,6 +26,38 @@ namespace {
 // saves less than its bookkeeping costs.
 constexpr uint64_t kMinSharedBytes = 4096;
 
+// A call started on a waiting caller's completion queue: what the queue
+// fills in, and what runs when the caller takes the call off it.
+class QueuedCall final : public CqTag {
+ public:
+  explicit QueuedCall(ShardChannel::Done finish) : finish_(std::move(finish)) {}
+
+  grpc::Status* status() { return &status_; }
+  // Keeps the call's reader until the call completes; returns it.
+  grpc::GenericClientAsyncResponseReader* Hold(
+      std::unique_ptr<grpc::GenericClientAsyncResponseReader> reader) {
+    generic_ = std::move(reader);
+    return generic_.get();
+  }
+  grpc::ClientAsyncResponseReader<v1::PullResponse>* Hold(
+      std::unique_ptr<grpc::ClientAsyncResponseReader<v1::PullResponse>> reader) {
+    pull_ = std::move(reader);
+    return pull_.get();
+  }
+
+  // `ok` is always true for a unary call's Finish.
+  void Complete(bool /*ok*/) override {
+    finish_(std::move(status_));
+    delete this;
+  }
+
+ private:
+  ShardChannel::Done finish_;
+  grpc::Status status_;
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> generic_;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<v1::PullResponse>> pull_;
+};
+
 // A region the server accepted, and the space in it.
 struct SharedLink {
   std::shared_ptr<SharedRegion> region;
@@ -54,7 +86,8 @@ class GrpcShardChannel final : public ShardChannel {
   }
 
   void Push(grpc::ClientContext* context, const std::shared_ptr<const PushPayload>& payload,
-            std::shared_ptr<void> pin, v1::PushResponse* response, Done done) override {
+            std::shared_ptr<void> pin, v1::PushResponse* response, Done done,
+            grpc::CompletionQueue* cq) override {
     std::shared_ptr<SharedLink> link = this->link();
     uint64_t value_bytes = 0;
     for (const PushTablePayload& t : payload->tables) value_bytes += t.value_bytes();
@@ -91,22 +124,31 @@ class GrpcShardChannel final : public ShardChannel {
       Count(counters_.get(), value_bytes);
     }
     auto reply = std::make_shared<grpc::ByteBuffer>();
-    raw_.UnaryCall(
-        context, kPushMethod, grpc::StubOptions(), request.get(), reply.get(),
-        [request, reply, response, link, at, done = std::move(done)](grpc::Status status) {
-          if (status.ok() &&
-              !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(), response)
-                   .ok()) {
-            status = grpc::Status(grpc::StatusCode::INTERNAL,
-                                  "cannot parse the server's PushResponse");
-          }
-          if (at.has_value()) Release(*link, *at, status.ok());
-          done(std::move(status));
-        });
+    Done finish = [request, reply, response, link, at, done = std::move(done)](grpc::Status status) {
+      if (status.ok() &&
+          !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(), response).ok()) {
+        status = grpc::Status(grpc::StatusCode::INTERNAL, "cannot parse the server's PushResponse");
+      }
+      if (at.has_value()) Release(*link, *at, status.ok());
+      done(std::move(status));
+    };
+    if (cq == nullptr) {
+      raw_.UnaryCall(context, kPushMethod, grpc::StubOptions(), request.get(), reply.get(),
+                     std::move(finish));
+      return;
+    }
+    grpc::ByteBuffer* into = reply.get();
+    auto* call = new QueuedCall(std::move(finish));
+    // The call may complete, and delete itself, on the queue's thread as
+    // soon as Finish is asked for: nothing touches it after that.
+    grpc::GenericClientAsyncResponseReader* reader =
+        call->Hold(raw_.PrepareUnaryCall(context, kPushMethod, *request, cq));
+    reader->StartCall();
+    reader->Finish(into, call->status(), call);
   }
 
   void Pull(grpc::ClientContext* context, v1::PullRequest* request, uint64_t reply_bytes,
-            v1::PullResponse* response, Done done) override {
+            v1::PullResponse* response, Done done, grpc::CompletionQueue* cq) override {
     std::shared_ptr<SharedLink> link = this->link();
     std::optional<uint64_t> at;
     if (link != nullptr && reply_bytes >= kMinSharedBytes) {
@@ -121,18 +163,26 @@ class GrpcShardChannel final : public ShardChannel {
     } else {
       request->clear_reply_to();
     }
-    stub_->async()->Pull(
-        context, request, response,
-        [counters = counters_, response, link, at, done = std::move(done)](grpc::Status status) {
-          if (at.has_value() && status.ok()) {
-            uint64_t bytes = 0;
-            for (const v1::TableValues& t : response->tables()) bytes += t.shared().length();
-            if (bytes > 0) Count(counters.get(), bytes);
-          }
-          done(status);
-          // The server may still write into a failed call's range.
-          if (at.has_value()) Release(*link, *at, status.ok());
-        });
+    Done finish = [counters = counters_, response, link, at,
+                   done = std::move(done)](grpc::Status status) {
+      if (at.has_value() && status.ok()) {
+        uint64_t bytes = 0;
+        for (const v1::TableValues& t : response->tables()) bytes += t.shared().length();
+        if (bytes > 0) Count(counters.get(), bytes);
+      }
+      done(status);
+      // The server may still write into a failed call's range.
+      if (at.has_value()) Release(*link, *at, status.ok());
+    };
+    if (cq == nullptr) {
+      stub_->async()->Pull(context, request, response, std::move(finish));
+      return;
+    }
+    auto* call = new QueuedCall(std::move(finish));
+    grpc::ClientAsyncResponseReader<v1::PullResponse>* reader =
+        call->Hold(stub_->PrepareAsyncPull(context, *request, cq));
+    reader->StartCall();
+    reader->Finish(response, call->status(), call);
   }
 
   void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,

@@ -19,12 +19,24 @@
 namespace grpc {
 class ByteBuffer;
 class ClientContext;
+class CompletionQueue;
 class Status;
 }  // namespace grpc
 
 namespace cairn {
 
 struct PushPayload;
+
+// The tag of an event on a completion queue that a waiting caller drives
+// (Client::PullAndWait, PushAndWait): each call a channel starts on such a
+// queue has one. Whoever takes the event off the queue
+// (grpc::CompletionQueue::Next) calls Complete, once, with Next's `ok`; a
+// call's tag runs the call's `done` then deletes itself.
+class CqTag {
+ public:
+  virtual ~CqTag() = default;
+  virtual void Complete(bool ok) = 0;
+};
 
 // Thread-safe: calls may start from any thread, concurrently.
 class ShardChannel {
@@ -38,16 +50,23 @@ class ShardChannel {
   // Start one call of the RPC of the same name. `context` (its deadline
   // set), `request` and `response` stay valid until `done` has run.
   //
+  // `cq`: null, and `done` runs on one of gRPC's threads; or the queue of a
+  // caller that waits for the call, which is started on it, and `done` runs
+  // on the thread that takes the call's CqTag off it (so the queue must be
+  // driven until then). A channel that answers by other means (a unit
+  // test's fake) may ignore `cq` and run `done` on any thread.
+  //
   // A push's values stay in the caller's memory (push_payload.h): the
   // channel holds `pin` for as long as it may read them (gRPC's slices
   // point at them, or until they were copied into a shared region), and
   // `payload` and that memory must live as long as `pin` does.
   virtual void Push(grpc::ClientContext* context, const std::shared_ptr<const PushPayload>& payload,
-                    std::shared_ptr<void> pin, v1::PushResponse* response, Done done) = 0;
+                    std::shared_ptr<void> pin, v1::PushResponse* response, Done done,
+                    grpc::CompletionQueue* cq) = 0;
   // `reply_bytes`: the value bytes the answer will hold (the same-host path
   // reserves them in its region); the channel may set `request->reply_to`.
   virtual void Pull(grpc::ClientContext* context, v1::PullRequest* request, uint64_t reply_bytes,
-                    v1::PullResponse* response, Done done) = 0;
+                    v1::PullResponse* response, Done done, grpc::CompletionQueue* cq) = 0;
   virtual void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
                      v1::ClockResponse* response, Done done) = 0;
 

@@ -44,7 +44,7 @@ absl::StatusOr<absl::Span<const float>> PsCtrStore::Pull(
     (*rows)[f].resize(keys[f].size() * widths_[f]);
     tables.push_back(SparseRows{fields_[f], keys[f], absl::MakeSpan((*rows)[f])});
   }
-  RETURN_IF_ERROR(client_->Pull(head_->pull_buffers(), std::move(tables)).get());
+  RETURN_IF_ERROR(client_->PullAndWait(head_->pull_buffers(), std::move(tables)));
   return head_->params();
 }
 
@@ -57,7 +57,7 @@ absl::Status PsCtrStore::Push(absl::Span<const float> head_grads,
   for (size_t f = 0; f < fields_.size(); ++f) {
     tables.push_back(ConstSparseRows{fields_[f], keys[f], row_grads[f]});
   }
-  return client_->Push(std::move(head), std::move(tables)).get();
+  return client_->PushAndWait(std::move(head), std::move(tables));
 }
 
 }  // namespace cairn

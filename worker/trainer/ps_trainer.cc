@@ -50,7 +50,7 @@ PsParameterStore::PsParameterStore(Client* client, std::vector<BoundTable> table
 }
 
 absl::StatusOr<absl::Span<const float>> PsParameterStore::Pull() {
-  RETURN_IF_ERROR(client_->PullDense(pull_buffers_).get());
+  RETURN_IF_ERROR(client_->PullAndWait(pull_buffers_, {}));
   return absl::Span<const float>(params_);
 }
 
@@ -70,7 +70,7 @@ absl::StatusOr<std::vector<ConstDenseBuffer>> PsParameterStore::PushBuffers(
 
 absl::Status PsParameterStore::Push(absl::Span<const float> grads) {
   ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> buffers, PushBuffers(grads));
-  return client_->PushDense(std::move(buffers)).get();
+  return client_->PushAndWait(std::move(buffers), {});
 }
 
 absl::Status PsParameterStore::Clock() { return client_->Clock(); }

@@ -340,3 +340,68 @@ TEST_CASE("a slow answer to the map fetch a heartbeat asks for does not hold the
 
 }  // namespace
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// The fake answers on a thread of its own, so each result reaches a caller
+// waiting on its own queue from another thread (the alarm that wakes it);
+// retries run on the client's executor.
+TEST_CASE("PushAndWait and PullAndWait give what the future forms give: values, a retried "
+          "push applied once, a stale map followed, errors named",
+          "[client][wait]") {
+  Rig rig;
+  const std::vector<Key> keys0 = KeysOfGroup(0, 3);
+  const std::vector<Key> keys1 = KeysOfGroup(1, 2);
+  const std::vector<float> dense = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+
+  // An answer lost after the push landed: sent again, applied once.
+  rig.shard(0).FailNext(FakeShard::Rpc::kPush,
+                        grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline"), 1,
+                        /*apply_first=*/true);
+  const std::vector<float> g0 = Grads(keys0), g1 = Grads(keys1);
+  REQUIRE(rig.client->PushAndWait({{"w", dense}}, {{"emb", keys0, g0}, {"emb", keys1, g1}}).ok());
+  CHECK(rig.shard(0).duplicates() == 1);
+  for (Key k : keys0) {
+    CHECK(rig.shard(0).Row(kSparse, k) ==
+          std::vector<float>{static_cast<float>(k), static_cast<float>(k) + 0.5f});
+  }
+
+  std::vector<float> rows0(keys0.size() * 2), rows1(keys1.size() * 2), w(dense.size());
+  REQUIRE(rig.client
+              ->PullAndWait({{"w", absl::MakeSpan(w)}},
+                            {{"emb", keys0, absl::MakeSpan(rows0)},
+                             {"emb", keys1, absl::MakeSpan(rows1)}})
+              .ok());
+  CHECK(rows0 == g0);
+  CHECK(rows1 == g1);
+  std::vector<float> w_future(dense.size());
+  REQUIRE(rig.client->PullDense({{"w", absl::MakeSpan(w_future)}}).get().ok());
+  CHECK(w == w_future);
+
+  // Group 0 moves to server 1: the push follows the new map.
+  rig.coordinator->SetMap(Map(2, {1, 1}));
+  rig.shard(0).set_map_version(2);
+  rig.shard(1).set_map_version(2);
+  const size_t before = rig.shard(1).pushes().size();
+  REQUIRE(rig.client->PushAndWait({}, {{"emb", keys0, g0}}).ok());
+  REQUIRE(rig.shard(1).pushes().size() == before + 1);
+  CHECK(rig.shard(1).pushes().back().group() == 0);
+  CHECK(rig.shard(1).pushes().back().map_version() == 2);
+
+  // A refusal reaches the caller with its code and the server named.
+  rig.shard(1).FailNext(FakeShard::Rpc::kPull,
+                        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "table emb: bad key"));
+  const absl::Status s = rig.client->PullAndWait({}, {{"emb", keys1, absl::MakeSpan(rows1)}});
+  REQUIRE(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("pull to server 1"));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("table emb: bad key"));
+
+  // Bad input fails before anything is sent, naming the table.
+  const absl::Status bad = rig.client->PushAndWait({{"w", absl::MakeConstSpan(g1)}}, {});
+  REQUIRE(absl::IsInvalidArgument(bad));
+  CHECK_THAT(std::string(bad.message()), Catch::Contains("table=w"));
+}
+
+}  // namespace
+}  // namespace cairn

@@ -34,6 +34,9 @@ struct ClientImpl::Op {
   bool is_push = false;
   std::vector<TableInput> inputs;
   std::promise<absl::Status> promise;
+  // Set when a caller waits on its own thread: calls go on its queue, and
+  // a result set on another thread wakes it (client_impl.h, Waiter).
+  std::optional<Waiter> waiter;
   int attempt = 0;
   int64_t clock = 0;                  // the worker's clock when the op started
   absl::Time start;                   // monotonic (common/time_source.h)
