@@ -219,6 +219,7 @@ int ConnectToCluster(Session& s, const Flags& flags) {
   options.worker_id = index->index;
   options.connect_timeout = s.config.cluster.startup_timeout;
   options.rpc_deadline = s.config.rpc.deadline;
+  options.requests_in_flight = s.config.rpc.requests_in_flight;
   if (s.metrics_server != nullptr) {
     options.metrics_address = DialableAddress(s.metrics_server->address(), OwnHost(env));
     options.metrics_registry = &s.metrics_server->registry();  // cairn_client_* metrics

@@ -82,7 +82,8 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
   ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "rpc", {"max_message_size",
                                                               "request_split_size", "deadline",
                                                               "shared_memory",
-                                                              "shared_memory_size"}));
+                                                              "shared_memory_size",
+                                                              "requests_in_flight"}));
   RETURN_IF_ERROR(r.Size("max_message_size", kMiB, kMaxInt32, &rpc->max_message_bytes));
   RETURN_IF_ERROR(r.Size("request_split_size", 1, kMaxInt32, &rpc->request_split_bytes));
   if (rpc->request_split_bytes > rpc->max_message_bytes / 2) {
@@ -94,6 +95,7 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
   RETURN_IF_ERROR(r.Duration("deadline", absl::ZeroDuration(), &rpc->deadline));
   RETURN_IF_ERROR(r.Bool("shared_memory", &rpc->shared_memory));
   RETURN_IF_ERROR(r.Size("shared_memory_size", kMiB, 1ll << 40, &rpc->shared_memory_bytes));
+  RETURN_IF_ERROR(r.Int32("requests_in_flight", 0, 1 << 20, &rpc->requests_in_flight));
   return absl::OkStatus();
 }
 

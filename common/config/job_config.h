@@ -82,6 +82,9 @@ struct RpcConfig {
   // (or one that cannot open it) refuses and values go through gRPC.
   bool shared_memory = true;
   int64_t shared_memory_bytes = 64ll << 20;
+  // Requests of one pull or push in flight to one server at a time
+  // (ClientOptions::requests_in_flight); 0: all at once.
+  int requests_in_flight = 4;
 };
 
 // Default chunk size of a dense table, in float32 elements (64 KiB).

@@ -232,6 +232,17 @@ TEST_CASE("request split size must leave room under the message limit", "[config
   CHECK(c.rpc.request_split_bytes == 2 << 20);
 }
 
+TEST_CASE("requests in flight per server: 4 by default, 0 for all at once, never negative",
+          "[config]") {
+  CHECK(ParseOk("rpc: {deadline: 5s}\n").rpc.requests_in_flight == 4);
+  CHECK(ParseOk("rpc: {requests_in_flight: 0}\n").rpc.requests_in_flight == 0);
+  CHECK(ParseOk("rpc: {requests_in_flight: 16}\n").rpc.requests_in_flight == 16);
+  CHECK_THAT(ParseError("rpc: {requests_in_flight: -1}\n"),
+             Contains("job.yaml:1:27: `rpc.requests_in_flight`"));
+  CHECK_THAT(ParseError("rpc: {requests_in_flight: four}\n"),
+             Contains("`rpc.requests_in_flight`"));
+}
+
 TEST_CASE("consistency staleness only goes with ssp", "[config]") {
   CHECK_THAT(ParseError("consistency: {mode: bsp, staleness: 2}\n"),
              Contains("`consistency.staleness` only applies to ssp; the consistency here is bsp"));

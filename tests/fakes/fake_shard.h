@@ -50,15 +50,30 @@ class FakeShard final : public ShardChannel {
   FakeShard(uint32_t server_id, v1::JobSpec job, uint64_t map_version)
       : server_id_(server_id), job_(std::move(job)), map_version_(map_version) {
     thread_ = std::thread([this] {
-      while (std::optional<std::function<void()>> answer = answers_.Pop()) (*answer)();
+      while (std::optional<std::function<void()>> answer = answers_.Pop()) {
+        {
+          absl::MutexLock lock(&mu_);
+          mu_.Await(absl::Condition(
+              +[](bool* held) { return !*held; }, &held_));
+        }
+        (*answer)();
+      }
     });
   }
   ~FakeShard() override {
+    HoldAnswers(false);
     answers_.Close();
     thread_.join();
   }
 
   uint32_t server_id() const { return server_id_; }
+
+  // While held, requests are recorded (pushes(), pulls()) and applied as
+  // usual but not answered; releasing answers them in order.
+  void HoldAnswers(bool held) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    held_ = held;
+  }
 
   void set_map_version(uint64_t version) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
@@ -283,6 +298,7 @@ class FakeShard final : public ShardChannel {
   std::map<uint32_t, int64_t> clock_of_ ABSL_GUARDED_BY(mu_);
   int applied_ ABSL_GUARDED_BY(mu_) = 0;
   int duplicates_ ABSL_GUARDED_BY(mu_) = 0;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
 
   WorkQueue<std::function<void()>> answers_;
   std::thread thread_;

@@ -57,6 +57,9 @@ absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
     client_options.worker_id = 0;
     client_options.connect_timeout = kConnectTimeout;
     client_options.shared_memory = UsesSharedMemory(options.method);
+    if (options.requests_in_flight >= 0) {
+      client_options.requests_in_flight = options.requests_in_flight;
+    }
     ASSIGN_OR_RETURN(client, Client::Connect(client_options));
     if (UsesSharedMemory(options.method)) {
       // The server accepts the region in the background: measure from then.

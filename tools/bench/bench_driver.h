@@ -29,6 +29,7 @@ struct DriverOptions {
   TimingOptions timing;
   int prime_rounds = 1;     // untimed rounds over every group before timing any
   std::string tls_dir;      // TLS methods: the job's certificates (cairn-certs), as worker
+  int requests_in_flight = -1;  // Cairn methods: ClientOptions::requests_in_flight; -1: its default
 };
 
 // Connects (Cairn: as worker 0, leaving the job at the end), primes, then

@@ -77,6 +77,7 @@ struct Flags {
   int server_pid = -1;          // driver: the serving process
   std::string rows_out;         // driver: where its rows go (raw JSON)
   std::string tls_dir;          // driver of a TLS method: the job's certificates
+  int requests_in_flight = -1;  // Cairn methods: ClientOptions::requests_in_flight; -1: its default
 };
 
 constexpr const char* kMethods[] = {kCairnShared,    kCairnGrpc, kCairnSharedTls, kCairnGrpcTls,
@@ -132,6 +133,10 @@ absl::StatusOr<std::vector<Row>> RunDriverProcess(const Flags& flags, const std:
   if (IsTlsMethod(method)) {
     args.push_back("--tls-dir");
     args.push_back(run_dir + "/certs");
+  }
+  if (flags.requests_in_flight >= 0) {
+    args.push_back("--requests-in-flight");
+    args.push_back(absl::StrCat(flags.requests_in_flight));
   }
   for (std::string& a : TimingArgs(flags)) args.push_back(std::move(a));
   ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> driver,
@@ -227,6 +232,7 @@ int Drive(const Flags& flags, const std::vector<CaseGroup>& groups) {
   options.timing = TimingFromFlags(flags);
   options.prime_rounds = flags.prime_rounds;
   options.tls_dir = flags.tls_dir;
+  options.requests_in_flight = flags.requests_in_flight;
   absl::StatusOr<std::vector<Row>> rows = RunDriver(options);
   absl::Status status = rows.status();
   if (status.ok()) {
@@ -343,6 +349,10 @@ int main(int argc, char** argv) {
   app.add_option("--methods", flags.methods, absl::StrCat("comma-separated, of: ", absl::StrJoin(cairn::bench::kMethods, ", ")))
       ->capture_default_str();
   app.add_option("--json", flags.json_path, "also write the results as JSON to this file");
+  app.add_option("--requests-in-flight", flags.requests_in_flight,
+                 "Cairn methods: requests of one push or pull in flight per server "
+                 "(ClientOptions::requests_in_flight); default: the client's")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_flag("--keep-logs", flags.keep_logs, "keep the run directory (job YAML, daemon logs)");
   // Internal: how this binary runs its own child processes.
   app.add_option("--serve-reference", flags.serve_reference)->group("");

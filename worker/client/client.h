@@ -5,7 +5,8 @@
 // tables and the partition map, and waits at the start-up barrier until every
 // expected worker and server has registered. Each Pull/Push groups the keys
 // of all tables by owning server and sends one request per server (cut into
-// pieces of rpc.request_split_bytes), all in parallel; the returned future
+// pieces of rpc.request_split_bytes), to all servers in parallel, at most
+// rpc.requests_in_flight pieces at a time to each; the returned future
 // completes when every server answered. A request rejected for a stale
 // partition map is retried once after fetching the new map.
 //
@@ -63,6 +64,12 @@ struct ClientOptions {
   // applied again (field case B26). See Client::PushDense for what each
   // error means.
   int push_attempts = 3;
+  // Requests of one pull or push in flight to one server at a time (a
+  // table above rpc.request_split_size goes in several); the next is sent
+  // as one is answered. Bounds what a step holds in flight per server, on
+  // both sides, to this many requests (4 MiB with the default split). 0:
+  // all at once. cairn-worker takes it from rpc.requests_in_flight.
+  int requests_in_flight = 4;
   // Sends heartbeats to keep this worker's lease. Off only in tests.
   bool heartbeat = true;
   std::string metrics_address;   // reported to the coordinator

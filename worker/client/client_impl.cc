@@ -485,16 +485,17 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
   const uint64_t version = servers->router.version();
   const bool resending = !resend.empty();
   grpc::CompletionQueue* queue = op->waiter.has_value() ? op->waiter->cq : nullptr;
+  const int window = options_.requests_in_flight;
   for (std::unique_ptr<Piece>& owned : pieces) {
     Piece* piece = owned.release();
     piece->op = op;
-    piece->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
     const bool known = servers->router.HasGroup(piece->group);
     piece->server = known ? servers->router.GroupPrimary(piece->group) : 0;
     auto channel = known ? servers->channels.find(piece->server) : servers->channels.end();
-    auto finish = [this, piece](grpc::Status status) {
+    auto finish = [this, piece, window](grpc::Status status) {
       std::shared_ptr<Op> op = piece->op;
       bool last;
+      std::function<void()> next;  // a piece that waited for this one's place
       {
         absl::MutexLock lock(&op->mu);
         if (status.ok() && !op->is_push) {
@@ -548,9 +549,19 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                     : absl::StrCat(op->is_push ? "push" : "pull", " to server ", piece->server));
           }
         }
+        if (window > 0 && piece->channel != nullptr) {
+          auto waiting = op->waiting.find(piece->server);
+          if (waiting != op->waiting.end() && !waiting->second.empty()) {
+            next = std::move(waiting->second.front());
+            waiting->second.pop_front();
+          } else {
+            --op->in_flight[piece->server];
+          }
+        }
         last = --op->outstanding == 0;
       }
       delete piece;
+      if (next) next();
       if (last) OnOpDone(op);
     };
     if (op->is_push && !resending) {
@@ -606,18 +617,15 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       continue;
     }
     piece->channel = channel->second;
+    uint64_t reply_bytes = 0;
     if (op->is_push) {
       piece->push->header.set_map_version(version);
-      channel->second->Push(&piece->context, piece->push,
-                            std::make_shared<SendPin>(op, piece->push), &piece->push_response,
-                            finish, queue);
     } else {
       v1::PullRequest& r = piece->pull;
       r.set_map_version(version);
       r.set_worker_id(worker_id_);
       r.set_incarnation(incarnation_);
       r.set_clock(clock_.load());
-      uint64_t reply_bytes = 0;
       for (const auto& [input, idx] : piece->entries) {
         const TableInput& in = op->inputs[input];
         v1::TableKeys* tk = r.add_tables();
@@ -627,9 +635,29 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         EncodeKeys(in, idx, tk->mutable_keys());
         for (uint32_t j : idx) reply_bytes += EntryBytes(in, j);
       }
-      channel->second->Pull(&piece->context, &r, reply_bytes, &piece->pull_response, finish,
-                            queue);
     }
+    // The deadline counts from the send: a piece may wait for its window.
+    auto send = [this, piece, reply_bytes, queue, finish = std::move(finish)]() mutable {
+      piece->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
+      if (piece->op->is_push) {
+        piece->channel->Push(&piece->context, piece->push,
+                             std::make_shared<SendPin>(piece->op, piece->push),
+                             &piece->push_response, std::move(finish), queue);
+      } else {
+        piece->channel->Pull(&piece->context, &piece->pull, reply_bytes, &piece->pull_response,
+                             std::move(finish), queue);
+      }
+    };
+    if (window > 0) {
+      absl::MutexLock lock(&op->mu);
+      int& in_flight = op->in_flight[piece->server];
+      if (in_flight >= window) {
+        op->waiting[piece->server].push_back(std::move(send));
+        continue;
+      }
+      ++in_flight;
+    }
+    send();
   }
 }
 

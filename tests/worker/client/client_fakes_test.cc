@@ -27,7 +27,7 @@ constexpr uint32_t kPartitions = 4;
 constexpr uint32_t kSparse = 0;  // table ids
 constexpr uint32_t kDense = 1;
 
-v1::JobSpec Job() {
+v1::JobSpec Job(int64_t request_split_bytes = 1 << 20) {
   v1::JobSpec job;
   v1::TableSpec* emb = job.add_tables();
   emb->set_id(kSparse);
@@ -46,7 +46,7 @@ v1::JobSpec Job() {
   job.set_num_workers(1);
   job.set_num_servers(2);
   job.set_max_message_bytes(1 << 20);
-  job.set_request_split_bytes(1 << 20);
+  job.set_request_split_bytes(request_split_bytes);
   job.set_pull_deadline_ms(5000);
   job.set_lease_timeout_ms(2000);
   job.set_heartbeat_interval_ms(500);
@@ -84,10 +84,12 @@ v1::PartitionMap Map(uint64_t version, std::vector<uint32_t> primary_of) {
 
 // One client connected to two fake servers through a fake coordinator.
 struct Rig {
-  explicit Rig(int push_attempts = 3, bool heartbeat = false) {
-    shards["server-0"] = std::make_shared<FakeShard>(0, Job(), 1);
-    shards["server-1"] = std::make_shared<FakeShard>(1, Job(), 1);
-    auto fake = std::make_unique<FakeCoordinator>(Job(), Map(1, {0, 1}));
+  explicit Rig(int push_attempts = 3, bool heartbeat = false, int requests_in_flight = 4,
+               int64_t request_split_bytes = 1 << 20) {
+    const v1::JobSpec job = Job(request_split_bytes);
+    shards["server-0"] = std::make_shared<FakeShard>(0, job, 1);
+    shards["server-1"] = std::make_shared<FakeShard>(1, job, 1);
+    auto fake = std::make_unique<FakeCoordinator>(job, Map(1, {0, 1}));
     coordinator = fake.get();
     ClientOptions options;
     options.worker_id = 0;
@@ -96,6 +98,7 @@ struct Rig {
     options.connect_timeout = absl::Seconds(5);
     options.rpc_deadline = absl::Seconds(5);
     options.push_attempts = push_attempts;
+    options.requests_in_flight = requests_in_flight;
     client = std::make_unique<ClientImpl>(
         options, std::move(fake), [this](const std::string& address) {
           std::shared_ptr<ShardChannel> channel = shards.at(address);
@@ -401,6 +404,44 @@ TEST_CASE("PushAndWait and PullAndWait give what the future forms give: values, 
   const absl::Status bad = rig.client->PushAndWait({{"w", absl::MakeConstSpan(g1)}}, {});
   REQUIRE(absl::IsInvalidArgument(bad));
   CHECK_THAT(std::string(bad.message()), Catch::Contains("table=w"));
+}
+
+}  // namespace
+}  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// 6,144 rows of width 2 at 4 KiB per request: 12 requests to server 0.
+TEST_CASE("a push cut in many requests keeps requests_in_flight of them in flight per server, "
+          "and all arrive once",
+          "[client][window]") {
+  const std::vector<Key> keys = KeysOfGroup(0, 6144);
+  const std::vector<float> grads = Grads(keys);
+  for (const auto& [window, first] : std::vector<std::pair<int, size_t>>{{4, 4}, {0, 12}}) {
+    INFO("requests_in_flight " << window);
+    Rig rig(3, false, window, /*request_split_bytes=*/4096);
+    rig.shard(0).HoldAnswers(true);
+    std::future<absl::Status> pushed = rig.client->PushSparse("emb", keys, grads);
+    // Unanswered, the server sees the window's first requests only.
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (rig.shard(0).pushes().size() < first && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+    CHECK(rig.shard(0).pushes().size() == first);
+    rig.shard(0).HoldAnswers(false);
+    REQUIRE(pushed.get().ok());
+    const std::vector<v1::PushRequest> sent = rig.shard(0).pushes();
+    CHECK(sent.size() == 12);
+    CHECK(rig.shard(0).applied() == 12);
+    CHECK(rig.shard(0).duplicates() == 0);
+    for (size_t i = 0; i < sent.size(); ++i) CHECK(sent[i].sequence() == i + 1);
+    for (Key k : {keys.front(), keys[keys.size() / 2], keys.back()}) {
+      CHECK(rig.shard(0).Row(kSparse, k) ==
+            std::vector<float>{static_cast<float>(k), static_cast<float>(k) + 0.5f});
+    }
+  }
 }
 
 }  // namespace

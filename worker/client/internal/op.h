@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
 #include <future>
 #include <memory>
 #include <optional>
@@ -56,6 +59,10 @@ struct ClientImpl::Op {
   // push_payload.h), and the result waiting for them to reach 0.
   int pinned_sends ABSL_GUARDED_BY(mu) = 0;
   std::optional<absl::Status> result ABSL_GUARDED_BY(mu);
+  // Per server: pieces sent and not yet answered, and the sends waiting for
+  // one of them to end (ClientOptions::requests_in_flight).
+  std::map<uint32_t, int> in_flight ABSL_GUARDED_BY(mu);
+  std::map<uint32_t, std::deque<std::function<void()>>> waiting ABSL_GUARDED_BY(mu);
   bool refresh ABSL_GUARDED_BY(mu) = false;
   // Pulls: per input, the oldest server min clock its values reflect.
   std::vector<int64_t> oldest_min_clock ABSL_GUARDED_BY(mu);
