@@ -71,9 +71,30 @@ class FakeCoordinator final : public CoordinatorChannel {
       ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     ++heartbeats_;
+    last_heartbeat_ = request;
+    if (!heartbeat_error_.ok()) return heartbeat_error_;
     v1::HeartbeatResponse response;
     response.set_map_version(map_.version());
+    if (!failed_reason_.empty()) {
+      response.set_job_state(v1::JOB_STATE_FAILED);
+      response.set_job_end_reason(failed_reason_);
+    }
     return response;
+  }
+
+  // Every later heartbeat answers `status` (OK: answered again).
+  void AnswerHeartbeats(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    heartbeat_error_ = std::move(status);
+  }
+  // Every later heartbeat answers that the job failed, for `reason`.
+  void FailJob(std::string reason) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    failed_reason_ = std::move(reason);
+  }
+  v1::HeartbeatRequest last_heartbeat() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return last_heartbeat_;
   }
 
   absl::StatusOr<v1::GetPartitionMapResponse> GetPartitionMap(absl::Duration) override
@@ -138,6 +159,9 @@ class FakeCoordinator final : public CoordinatorChannel {
   std::vector<absl::Status> map_failures_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, uint64_t> incarnations_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::LeaveRequest> leaves_ ABSL_GUARDED_BY(mu_);
+  absl::Status heartbeat_error_ ABSL_GUARDED_BY(mu_);
+  std::string failed_reason_ ABSL_GUARDED_BY(mu_);
+  v1::HeartbeatRequest last_heartbeat_ ABSL_GUARDED_BY(mu_);
   int heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration map_delay_ ABSL_GUARDED_BY(mu_);
   int map_reads_ ABSL_GUARDED_BY(mu_) = 0;

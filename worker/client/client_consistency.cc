@@ -50,8 +50,7 @@ absl::Status ClientImpl::JoinAtMinimum(absl::Time deadline) {
       }
       {
         // The job failed or the coordinator is gone meanwhile: no retry helps.
-        absl::MutexLock lock(&clock_mu_);
-        if (!lost_.ok()) return lost_;
+        if (absl::Status lost = Lost(); !lost.ok()) return lost;
       }
       absl::SleepFor(absl::Milliseconds(50));
     }
@@ -80,13 +79,13 @@ ClientStats ClientImpl::Stats() const {
   return s;
 }
 
-std::vector<std::pair<size_t, std::vector<uint32_t>>> ClientImpl::ServeFromCache(Op* op) {
+InputIndices ClientImpl::ServeFromCache(Op* op) {
   const size_t n_inputs = op->inputs.size();
   op->generations.assign(n_inputs, 0);
   op->hits.assign(n_inputs, 0);
   op->misses.assign(n_inputs, 0);
   std::vector<int64_t> oldest(n_inputs, kNoClock);
-  std::vector<std::pair<size_t, std::vector<uint32_t>>> misses;
+  InputIndices misses;
   std::vector<Key> keys;
   std::vector<float*> outs;
   std::vector<uint32_t> floats;

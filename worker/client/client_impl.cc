@@ -4,35 +4,20 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "cairn/v1/coordinator.pb.h"
-#include "common/backoff.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/partitioning.h"
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
 #include "common/time_source.h"
-#include "common/wire_dtype.h"
 #include "worker/client/internal/op.h"
+#include "worker/client/request_plan.h"
 
 namespace cairn {
-namespace {
-
-// A retry waits 50 ms, doubling per attempt up to 1 s.
-constexpr Backoff kBackoff(absl::Milliseconds(50), absl::Seconds(1));
-
-// Decided on codes and the stale-map detail (common/status_conversion.h),
-// never on a message's text.
-bool Retriable(const grpc::Status& s) {
-  return StaleMapVersion(s).has_value() || s.error_code() == grpc::StatusCode::UNAVAILABLE;
-}
-
-}  // namespace
-
 namespace {
 
 // One request to one replica group's primary.
@@ -40,7 +25,7 @@ struct Piece {
   std::shared_ptr<ClientImpl::Op> op;
   uint32_t group = 0;
   uint32_t server = 0;
-  std::vector<std::pair<size_t, std::vector<uint32_t>>> entries;  // input, indices
+  InputIndices entries;
   grpc::ClientContext context;
   v1::PullRequest pull;
   v1::PullResponse pull_response;
@@ -102,43 +87,6 @@ struct SendPin {
   SendPin& operator=(const SendPin&) = delete;
 };
 
-// Value bytes of one entry: what the request split counts (keys are 8 bytes
-// per 64 KiB chunk or per row; counting them would push a 1 MiB table into a
-// second request).
-uint64_t EntryBytes(const ClientImpl::TableInput& in, uint32_t index) {
-  return FloatsOf(in, index) * WireBytes(WireDtypeOrFloat32(in.spec->wire_dtype()));
-}
-
-// Writes the keys of `indices` of `in` into a message (little-endian uint64).
-void EncodeKeys(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indices,
-                std::string* keys) {
-  keys->reserve(indices.size() * sizeof(Key));
-  for (uint32_t i : indices) {
-    const Key k = in.keys == nullptr ? static_cast<Key>(i) : in.keys[i];
-    keys->append(reinterpret_cast<const char*>(&k), sizeof(k));
-  }
-}
-
-// Copies a pulled entry's values into the caller's buffer, widened to
-// float32 when they travelled as 16-bit. False on a size or dtype mismatch.
-bool Scatter(const ClientImpl::TableInput& in, const std::vector<uint32_t>& indices,
-             const v1::TableValues& tv, const ShardChannel& channel) {
-  const v1::DType dtype = WireDtypeOrFloat32(tv.dtype());
-  if (!IsWireDtype(dtype)) return false;
-  const size_t value_bytes = WireBytes(dtype);
-  absl::StatusOr<absl::Span<const char>> values = channel.PulledValues(tv);
-  if (!values.ok()) return false;
-  const char* src = values->data();
-  const char* end = src + values->size();
-  for (uint32_t j : indices) {
-    const size_t floats = FloatsOf(in, j);
-    if (static_cast<size_t>(end - src) < floats * value_bytes) return false;
-    DecodeValues(src, floats, dtype, in.out + OffsetOf(in, j));
-    src += floats * value_bytes;
-  }
-  return src == end;
-}
-
 }  // namespace
 
 ClientImpl::ClientImpl(const ClientOptions& options,
@@ -150,8 +98,7 @@ ClientImpl::ClientImpl(const ClientOptions& options,
 
 ClientImpl::~ClientImpl() {
   DrainClocks().IgnoreError();  // callbacks must not outlive the client
-  stop_.store(true);
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  if (session_ != nullptr) session_->StopAndWait();  // before the executor it posts to
   tasks_.Close();  // the executor runs what is queued, then ends
   if (executor_thread_.joinable()) executor_thread_.join();
 }
@@ -183,6 +130,23 @@ absl::Status ClientImpl::Start() {
     channel.counters = shared_memory_;
     connect_ = GrpcShardConnector(std::move(channel));
   }
+  session_ = std::make_unique<WorkerSession>(coordinator_.get(), worker_id_, incarnation_, job_);
+  ticks_ = std::make_unique<ClockTicker>(
+      ClockTicker::Hooks{
+          .route =
+              [this](uint32_t server) {
+                std::shared_ptr<const Servers> servers = this->servers();
+                auto channel = servers->channels.find(server);
+                if (channel == servers->channels.end() || !servers->alive.contains(server)) {
+                  return ClockTicker::Route{};
+                }
+                return ClockTicker::Route{channel->second, servers->router.version()};
+              },
+          .refresh_map = [this] { return RefreshMap(); },
+          .post = [this](std::function<void()> task) { Post(std::move(task)); },
+          .lost = [this] { return Lost(); },
+      },
+      worker_id_, incarnation_, options_.rpc_deadline);
   for (const v1::TableSpec& t : job_.tables()) tables_by_name_[t.name()] = &t;
   if (options_.metrics_registry != nullptr) {
     metrics_ = std::make_unique<ClientMetrics>(*options_.metrics_registry, job_);
@@ -190,7 +154,27 @@ absl::Status ClientImpl::Start() {
   // The start-up barrier had passed (or this registration completed it).
   const bool late = registered.map().ready();
   executor_thread_ = std::thread([this] { ExecutorLoop(); });
-  if (options_.heartbeat) heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  if (options_.heartbeat) {
+    session_->StartHeartbeats(WorkerSession::Hooks{
+        .clock = [this] { return clock_.load(); },
+        .map_version =
+            [this]() -> uint64_t {
+              std::shared_ptr<const Servers> s = servers();
+              return s == nullptr ? 0 : s->router.version();
+            },
+        .on_newer_map =
+            [this] {
+              // Fetched on the executor, never on the heartbeat thread.
+              if (map_refresh_posted_.exchange(true)) return;
+              Post([this] {
+                map_refresh_posted_.store(false);
+                if (absl::Status st = RefreshMap(); !st.ok()) {
+                  LOG_WARN("cannot refresh the partition map: {}", st.message());
+                }
+              });
+            },
+    });
+  }
 
   v1::PartitionMap map = registered.map();
   while (!map.ready()) {
@@ -288,89 +272,12 @@ void ClientImpl::ExecutorLoop() {
   while (std::optional<std::function<void()>> task = tasks_.Pop()) (*task)();
 }
 
-void ClientImpl::HeartbeatLoop() {
-  const absl::Duration interval = absl::Milliseconds(std::max<int64_t>(job_.heartbeat_interval_ms(), 50));
-  // As the servers: the coordinator gone this long means the job is gone.
-  const absl::Duration loss_timeout =
-      std::max(absl::Seconds(10), 4 * absl::Milliseconds(job_.lease_timeout_ms()));
-  // Timed on the monotonic clock: a step of the wall clock must not make a
-  // worker give up on a live coordinator.
-  const absl::Duration lease = absl::Milliseconds(job_.lease_timeout_ms());
-  absl::Time last_ok = MonotonicNow();
-  bool late_noted = false;  // warned once per gap
-  while (!stop_.load()) {
-    v1::HeartbeatRequest hb;
-    hb.set_role(v1::MEMBER_ROLE_WORKER);
-    hb.set_id(worker_id_);
-    hb.set_incarnation(incarnation_);
-    hb.set_clock(clock_.load());
-    std::shared_ptr<const Servers> s = servers();
-    hb.set_map_version(s == nullptr ? 0 : s->router.version());
-    absl::StatusOr<v1::HeartbeatResponse> r = coordinator_->Heartbeat(hb, interval * 2);
-    if (r.ok() && r->job_state() == v1::JOB_STATE_FAILED) {
-      // The job cannot go on (a server's data lost, another worker lost
-      // under on_worker_loss: fail): every later call fails with the cause.
-      const absl::Status failed = absl::CancelledError(
-          absl::StrCat("the coordinator ended the job as failed: ", r->job_end_reason()));
-      LOG_ERROR("{}", failed.message());
-      absl::MutexLock lock(&clock_mu_);
-      if (lost_.ok()) lost_ = failed;
-      return;
-    }
-    const absl::Time now = MonotonicNow();
-    if (r.ok()) {
-      if (now - last_ok > lease / 2) {
-        LOG_WARN("the coordinator answered a heartbeat after {} without one (lease {})",
-                 absl::FormatDuration(now - last_ok), absl::FormatDuration(lease));
-      }
-      last_ok = now;
-      late_noted = false;
-    } else if (absl::IsNotFound(r.status()) || now - last_ok > loss_timeout) {
-      // Declared dead (a zombie must not go on pushing), or the coordinator
-      // is gone: every later call fails and the worker ends (B13).
-      const absl::Status lost =
-          absl::IsNotFound(r.status())
-              ? absl::UnavailableError(absl::StrCat("the coordinator declared worker ", worker_id_,
-                                                    " dead: ", r.status().message()))
-              : absl::UnavailableError(absl::StrCat(
-                    "lost the coordinator at ", coordinator_->address(),
-                    ": no heartbeat answered for ", absl::FormatDuration(loss_timeout)));
-      LOG_ERROR("{}", lost.message());
-      absl::MutexLock lock(&clock_mu_);
-      if (lost_.ok()) lost_ = lost;
-      return;
-    } else if (!late_noted && now - last_ok > lease / 2) {
-      late_noted = true;
-      LOG_WARN("no heartbeat answered for {} (lease {}): {}",
-               absl::FormatDuration(now - last_ok), absl::FormatDuration(lease),
-               r.status().message());
-    }
-    if (r.ok() && s != nullptr && r->map_version() > s->router.version() &&
-        !map_refresh_posted_.exchange(true)) {
-      // Fetched on the executor, never here: a slow answer (a failover
-      // under load) must not hold the next heartbeat past the lease.
-      Post([this] {
-        map_refresh_posted_.store(false);
-        if (absl::Status st = RefreshMap(); !st.ok()) {
-          LOG_WARN("cannot refresh the partition map: {}", st.message());
-        }
-      });
-    }
-    for (absl::Duration slept; slept < interval && !stop_.load(); slept += absl::Milliseconds(50)) {
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-  }
-}
-
 std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> inputs,
                                           const Waiter* waiter) {
-  {
-    absl::MutexLock lock(&clock_mu_);
-    if (!lost_.ok()) {
-      std::promise<absl::Status> p;
-      p.set_value(lost_);
-      return p.get_future();
-    }
+  if (absl::Status lost = Lost(); !lost.ok()) {
+    std::promise<absl::Status> p;
+    p.set_value(std::move(lost));
+    return p.get_future();
   }
   auto op = std::make_shared<Op>();
   if (waiter != nullptr) op->waiter = *waiter;
@@ -384,7 +291,7 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
     Launch(op, nullptr);
     return result;
   }
-  std::vector<std::pair<size_t, std::vector<uint32_t>>> misses = ServeFromCache(op.get());
+  InputIndices misses = ServeFromCache(op.get());
   uint64_t hits = 0;
   for (uint64_t h : op->hits) hits += h;
   if (misses.empty()) {
@@ -397,81 +304,25 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
 
 
 void ClientImpl::Launch(const std::shared_ptr<Op>& op,
-                        const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only,
+                        const InputIndices* only,
                         std::vector<std::shared_ptr<PushPayload>> resend) {
   std::shared_ptr<const Servers> servers = this->servers();
-  // group -> list of (input, indices), in input order.
-  std::map<uint32_t, std::vector<std::pair<size_t, std::vector<uint32_t>>>> routed;
-  auto route = [&](size_t i, const std::vector<uint32_t>* subset) {
-    const TableInput& in = op->inputs[i];
-    if (in.keys == nullptr) {
-      for (auto& [server, chunks] :
-           servers->router.RouteDense(in.num_chunks, in.spec->partition_offset())) {
-        std::vector<uint32_t> idx;
-        for (Key c : chunks) {
-          if (subset == nullptr || std::binary_search(subset->begin(), subset->end(), c)) {
-            idx.push_back(static_cast<uint32_t>(c));
-          }
-        }
-        if (!idx.empty()) routed[server].emplace_back(i, std::move(idx));
-      }
-    } else if (subset == nullptr) {
-      for (auto& [server, idx] : servers->router.RouteSparse(in.keys, in.n)) {
-        routed[server].emplace_back(i, std::move(idx));
-      }
-    } else {
-      std::vector<Key> keys;
-      for (uint32_t j : *subset) keys.push_back(in.keys[j]);
-      for (auto& [server, local] : servers->router.RouteSparse(keys.data(), keys.size())) {
-        std::vector<uint32_t> idx;
-        for (uint32_t l : local) idx.push_back((*subset)[l]);
-        routed[server].emplace_back(i, std::move(idx));
-      }
-    }
-  };
-  if (!resend.empty()) {
-    // Retried pushes keep their requests: nothing to route.
-  } else if (only == nullptr) {
-    for (size_t i = 0; i < op->inputs.size(); ++i) route(i, nullptr);
-  } else {
-    for (const auto& [i, idx] : *only) {
-      std::vector<uint32_t> sorted = idx;
-      if (op->inputs[i].keys == nullptr) std::sort(sorted.begin(), sorted.end());
-      route(i, &sorted);
-    }
-  }
-
-  // Cut each group's share into pieces of about request_split_bytes.
-  const uint64_t split = std::max<int64_t>(job_.request_split_bytes(), 4096);
   std::vector<std::unique_ptr<Piece>> pieces;
   for (std::shared_ptr<PushPayload>& r : resend) {
+    // Retried pushes keep their requests: nothing to route.
     auto piece = std::make_unique<Piece>();
     piece->group = r->header.group();
     piece->push = std::move(r);
     pieces.push_back(std::move(piece));
   }
-  for (auto& [group, entries] : routed) {
-    auto piece = std::make_unique<Piece>();
-    piece->group = group;
-    uint64_t bytes = 0;
-    for (auto& [input, idx] : entries) {
-      std::vector<uint32_t> part;
-      for (uint32_t j : idx) {
-        const uint64_t b = EntryBytes(op->inputs[input], j);
-        if (bytes + b > split && bytes > 0) {
-          if (!part.empty()) piece->entries.emplace_back(input, std::move(part));
-          part.clear();
-          pieces.push_back(std::move(piece));
-          piece = std::make_unique<Piece>();
-          piece->group = group;
-          bytes = 0;
-        }
-        part.push_back(j);
-        bytes += b;
-      }
-      if (!part.empty()) piece->entries.emplace_back(input, std::move(part));
+  if (pieces.empty()) {
+    const uint64_t split = std::max<int64_t>(job_.request_split_bytes(), 4096);
+    for (PlannedRequest& request : PlanRequests(op->inputs, servers->router, only, split)) {
+      auto piece = std::make_unique<Piece>();
+      piece->group = request.group;
+      piece->entries = std::move(request.entries);
+      pieces.push_back(std::move(piece));
     }
-    if (!piece->entries.empty()) pieces.push_back(std::move(piece));
   }
 
   {
@@ -503,8 +354,12 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
           for (size_t e = 0; e < piece->entries.size(); ++e) {
             const auto& [input, idx] = piece->entries[e];
             const TableInput& in = op->inputs[input];
-            if (static_cast<int>(e) >= piece->pull_response.tables_size() ||
-                !Scatter(in, idx, piece->pull_response.tables(e), *piece->channel)) {
+            absl::StatusOr<absl::Span<const char>> values =
+                static_cast<int>(e) < piece->pull_response.tables_size()
+                    ? piece->channel->PulledValues(piece->pull_response.tables(e))
+                    : absl::InvalidArgumentError("no values");
+            if (!values.ok() ||
+                !ScatterPulled(in, idx, piece->pull_response.tables(e).dtype(), *values)) {
               status = grpc::Status(grpc::StatusCode::INTERNAL,
                                     absl::StrCat("server ", piece->server,
                                                  " answered a pull with the wrong value size"));
@@ -531,7 +386,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                                  op->attempt + 1 < attempts;
           const absl::Time give_up = op->start + attempts * options_.rpc_deadline;
           if (timed_out ||
-              (Retriable(status) && MonotonicNow() + kBackoff.Delay(op->attempt) < give_up)) {
+              (RetriableShardStatus(status) && MonotonicNow() + kShardRetryBackoff.Delay(op->attempt) < give_up)) {
             if (op->is_push) {
               op->push_retry.push_back(std::move(piece->push));
             } else {
@@ -566,50 +421,10 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     };
     if (op->is_push && !resending) {
       // Built once: a retry sends these same bytes with the same sequence.
-      piece->push = std::make_shared<PushPayload>();
-      v1::PushRequest& r = piece->push->header;
-      r.set_worker_id(worker_id_);
-      r.set_incarnation(incarnation_);
-      r.set_clock(op->clock);
-      r.set_group(piece->group);
-      r.set_sequence(NextSequence(piece->group));
-      for (const auto& [input, idx] : piece->entries) {
-        const TableInput& in = op->inputs[input];
-        PushTablePayload& table = piece->push->tables.emplace_back();
-        v1::TableValues* tv = &table.meta;
-        tv->set_table_id(in.spec->id());
-        tv->set_table(in.spec->name());
-        const v1::DType wire = WireDtypeOrFloat32(in.spec->wire_dtype());
-        tv->set_dtype(wire);
-        if (in.keys != nullptr) {
-          tv->add_shape(static_cast<int64_t>(idx.size()));
-          tv->add_shape(in.spec->width());
-        } else if (!in.shape.empty()) {
-          for (int64_t d : in.shape) tv->add_shape(d);
-        } else {
-          for (int64_t d : in.spec->shape()) tv->add_shape(d);
-        }
-        EncodeKeys(in, idx, tv->mutable_keys());
-        if (wire == v1::DTYPE_FLOAT32) {
-          for (uint32_t j : idx) {
-            PushPayload::AddRange(&table, absl::MakeConstSpan(reinterpret_cast<const char*>(
-                                                                  in.in + OffsetOf(in, j)),
-                                                              FloatsOf(in, j) * sizeof(float)));
-          }
-          PushPayload::Seal(&table);
-        } else {
-          // Narrowed to 16 bits: the conversion writes the only copy.
-          uint64_t floats = 0;
-          for (uint32_t j : idx) floats += FloatsOf(in, j);
-          table.gathered = std::make_unique<std::string>(floats * WireBytes(wire), '\0');
-          char* out = table.gathered->data();
-          for (uint32_t j : idx) {
-            EncodeValues(in.in + OffsetOf(in, j), FloatsOf(in, j), wire, out);
-            out += FloatsOf(in, j) * WireBytes(wire);
-          }
-          table.values = {absl::MakeConstSpan(table.gathered->data(), table.gathered->size())};
-        }
-      }
+      const PlannedRequest request{piece->group, std::move(piece->entries)};
+      piece->push = BuildPushRequest(op->inputs, request,
+                                     {worker_id_, incarnation_, op->clock},
+                                     NextSequence(piece->group));
     }
     if (channel == servers->channels.end()) {
       finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -621,20 +436,9 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     if (op->is_push) {
       piece->push->header.set_map_version(version);
     } else {
-      v1::PullRequest& r = piece->pull;
-      r.set_map_version(version);
-      r.set_worker_id(worker_id_);
-      r.set_incarnation(incarnation_);
-      r.set_clock(clock_.load());
-      for (const auto& [input, idx] : piece->entries) {
-        const TableInput& in = op->inputs[input];
-        v1::TableKeys* tk = r.add_tables();
-        tk->set_table_id(in.spec->id());
-        tk->set_table(in.spec->name());
-        tk->set_dtype(WireDtypeOrFloat32(in.spec->wire_dtype()));
-        EncodeKeys(in, idx, tk->mutable_keys());
-        for (uint32_t j : idx) reply_bytes += EntryBytes(in, j);
-      }
+      reply_bytes = BuildPullRequest(op->inputs, piece->entries,
+                                     {worker_id_, incarnation_, clock_.load()}, version,
+                                     &piece->pull);
     }
     // The deadline counts from the send: a piece may wait for its window.
     auto send = [this, piece, reply_bytes, queue, finish = std::move(finish)]() mutable {
@@ -673,7 +477,7 @@ void ClientImpl::CompleteOp(const std::shared_ptr<Op>& op, absl::Status status) 
 }
 
 void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
-  std::vector<std::pair<size_t, std::vector<uint32_t>>> retry;
+  InputIndices retry;
   std::vector<std::shared_ptr<PushPayload>> push_retry;
   absl::Status error;
   {
@@ -695,17 +499,14 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
   // Retry off the gRPC thread: refresh the map (a failover moves a group to
   // a new primary), back off, send again.
   Post([this, op, retry = std::move(retry), push_retry = std::move(push_retry)]() mutable {
-    absl::SleepFor(kBackoff.Delay(op->attempt));
+    absl::SleepFor(kShardRetryBackoff.Delay(op->attempt));
     ++op->attempt;
-    {
-      // The coordinator is gone, declared this worker dead or failed the
-      // job: no retry can succeed (C06: end within the grace, not after
-      // deadlines of retries).
-      absl::MutexLock lock(&clock_mu_);
-      if (!lost_.ok()) {
-        CompleteOp(op, lost_);
-        return;
-      }
+    // The coordinator is gone, declared this worker dead or failed the
+    // job: no retry can succeed (C06: end within the grace, not after
+    // deadlines of retries).
+    if (absl::Status lost = Lost(); !lost.ok()) {
+      CompleteOp(op, std::move(lost));
+      return;
     }
     if (absl::Status s = RefreshMap(); !s.ok()) {
       LOG_WARN("map refresh before retry failed: {}", s.message());
@@ -725,7 +526,7 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
 namespace {
 
 // The input of one sparse table, or an error naming it.
-absl::StatusOr<ClientImpl::TableInput> SparseInput(const ClientImpl& client, const char* verb,
+absl::StatusOr<TableInput> SparseInput(const ClientImpl& client, const char* verb,
                                                    const std::string& table,
                                                    absl::Span<const Key> keys, size_t floats,
                                                    float* out, const float* in) {
@@ -739,12 +540,12 @@ absl::StatusOr<ClientImpl::TableInput> SparseInput(const ClientImpl& client, con
                                                    " keys of width ", spec->width(), " need ",
                                                    need, " floats, got ", floats));
   }
-  return ClientImpl::TableInput{spec, keys.data(), keys.size(), 0, out, in};
+  return TableInput{spec, keys.data(), keys.size(), 0, out, in};
 }
 
 // The input of one dense table's whole tensor, or an error naming it.
 // `what`: "buffer" (pull) or "gradient" (push).
-absl::StatusOr<ClientImpl::TableInput> DenseInput(const ClientImpl& client, const char* verb,
+absl::StatusOr<TableInput> DenseInput(const ClientImpl& client, const char* verb,
                                                   const char* what, const std::string& table,
                                                   size_t floats, float* out, const float* in,
                                                   std::vector<int64_t> shape) {
@@ -758,7 +559,7 @@ absl::StatusOr<ClientImpl::TableInput> DenseInput(const ClientImpl& client, cons
                                                    DenseElements(*spec)));
   }
   const uint64_t chunks = NumChunks(DenseElements(*spec), spec->chunk_size());
-  return ClientImpl::TableInput{spec, nullptr, chunks, chunks, out, in, std::move(shape)};
+  return TableInput{spec, nullptr, chunks, chunks, out, in, std::move(shape)};
 }
 
 std::future<absl::Status> Failed(absl::Status error) {
@@ -797,7 +598,7 @@ std::future<absl::Status> ClientImpl::PushSparse(std::vector<ConstSparseRows> gr
   return Push({}, std::move(grads));
 }
 
-absl::StatusOr<std::vector<ClientImpl::TableInput>> ClientImpl::PullInputs(
+absl::StatusOr<std::vector<TableInput>> ClientImpl::PullInputs(
     const std::vector<DenseBuffer>& dense, const std::vector<SparseRows>& sparse) const {
   std::vector<TableInput> inputs;
   inputs.reserve(dense.size() + sparse.size());
@@ -814,7 +615,7 @@ absl::StatusOr<std::vector<ClientImpl::TableInput>> ClientImpl::PullInputs(
   return inputs;
 }
 
-absl::StatusOr<std::vector<ClientImpl::TableInput>> ClientImpl::PushInputs(
+absl::StatusOr<std::vector<TableInput>> ClientImpl::PushInputs(
     const std::vector<ConstDenseBuffer>& dense, const std::vector<ConstSparseRows>& sparse) const {
   std::vector<TableInput> inputs;
   inputs.reserve(dense.size() + sparse.size());
@@ -883,77 +684,22 @@ absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs
 
 absl::Status ClientImpl::Clock() {
   if (finished_.load()) return absl::FailedPreconditionError("client already finished");
-  {
-    absl::MutexLock lock(&clock_mu_);
-    if (!lost_.ok()) return lost_;
-    if (!clock_error_.ok()) return clock_error_;
-  }
+  RETURN_IF_ERROR(Lost());
+  RETURN_IF_ERROR(ticks_->error());
   std::shared_ptr<const Servers> servers = this->servers();
   const int64_t next = clock_.load() + 1;
   const absl::Time give_up = absl::Now() + options_.rpc_deadline;
-  for (uint32_t server : servers->alive) SendClock(server, next, 0, give_up);
+  for (uint32_t server : servers->alive) ticks_->Send(server, next, give_up);
   clock_.store(next);
   return absl::OkStatus();
 }
 
-void ClientImpl::SendClock(uint32_t server, int64_t clock, int attempt, absl::Time give_up) {
-  struct Call {
-    grpc::ClientContext context;
-    v1::ClockRequest request;
-    v1::ClockResponse response;
-  };
-  std::shared_ptr<const Servers> servers = this->servers();
-  auto channel = servers->channels.find(server);
-  if (channel == servers->channels.end() || !servers->alive.contains(server)) return;  // gone
-  auto* call = new Call;
-  call->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
-  call->request.set_map_version(servers->router.version());
-  call->request.set_worker_id(worker_id_);
-  call->request.set_incarnation(incarnation_);
-  call->request.set_clock(clock);
-  {
-    absl::MutexLock lock(&clock_mu_);
-    ++clocks_in_flight_;
-  }
-  channel->second->Clock(
-      &call->context, &call->request, &call->response,
-      [this, call, server, clock, attempt, give_up](grpc::Status s) {
-        delete call;
-        if (!s.ok() && Retriable(s) && absl::Now() + kBackoff.Delay(attempt) < give_up &&
-            !stop_.load()) {
-          // The server may be failing over: refresh the map and tick it
-          // again while it is alive (ticks are idempotent).
-          Post([this, server, clock, attempt, give_up] {
-            absl::SleepFor(kBackoff.Delay(attempt));
-            {
-              absl::MutexLock lock(&clock_mu_);
-              if (!lost_.ok()) {  // no retry can succeed
-                if (clock_error_.ok()) clock_error_ = lost_;
-                --clocks_in_flight_;
-                return;
-              }
-            }
-            if (absl::Status r = RefreshMap(); !r.ok()) {
-              LOG_WARN("map refresh before a clock retry failed: {}", r.message());
-            }
-            SendClock(server, clock, attempt + 1, give_up);
-            absl::MutexLock lock(&clock_mu_);
-            --clocks_in_flight_;
-          });
-          return;
-        }
-        absl::MutexLock lock(&clock_mu_);
-        if (!s.ok() && clock_error_.ok()) {
-          clock_error_ = Annotate(FromGrpcStatus(s), absl::StrCat("clock to server ", server));
-        }
-        --clocks_in_flight_;
-      });
+absl::Status ClientImpl::DrainClocks() {
+  return ticks_ == nullptr ? absl::OkStatus() : ticks_->Drain();
 }
 
-absl::Status ClientImpl::DrainClocks() {
-  absl::MutexLock lock(&clock_mu_);
-  clock_mu_.Await(absl::Condition(+[](int* n) { return *n == 0; }, &clocks_in_flight_));
-  return clock_error_;
+absl::Status ClientImpl::Lost() const {
+  return session_ == nullptr ? absl::OkStatus() : session_->Lost();
 }
 
 absl::Status ClientImpl::Finish() {
@@ -978,8 +724,8 @@ absl::Status ClientImpl::Finish() {
       context.set_deadline(absl::ToChronoTime(give_up));
       v1::ClockResponse response;
       s = ClockAndWait(*channel, &context, request, &response);
-      if (s.ok() || !Retriable(s) || absl::Now() + kBackoff.Delay(attempt) >= give_up) break;
-      absl::SleepFor(kBackoff.Delay(attempt));
+      if (s.ok() || !RetriableShardStatus(s) || absl::Now() + kShardRetryBackoff.Delay(attempt) >= give_up) break;
+      absl::SleepFor(kShardRetryBackoff.Delay(attempt));
     }
     if (!s.ok() && first.ok()) first = Annotate(FromGrpcStatus(s), absl::StrCat("leave server ", id));
   }
@@ -990,7 +736,7 @@ absl::Status ClientImpl::Finish() {
   leave.set_final_clock(clock_.load());
   absl::Status s = coordinator_->Leave(leave, options_.rpc_deadline);
   if (!s.ok() && first.ok()) first = Annotate(s, "leave coordinator");
-  stop_.store(true);
+  if (session_ != nullptr) session_->Stop();
   const ClientStats stats = Stats();
   const uint64_t keys = stats.cache_hits + stats.cache_misses;
   LOG_INFO(

@@ -1,5 +1,6 @@
-// The Client implementation (see client.h): routing, request pieces, async
-// gRPC calls with completion counting, and retry after a stale map.
+// The Client implementation (see client.h): async gRPC calls of the requests
+// a pull or push is cut into (request_plan.h), completion counting, a window
+// of requests in flight per server, and retry after a stale map.
 #ifndef CAIRN_WORKER_CLIENT_CLIENT_IMPL_H_
 #define CAIRN_WORKER_CLIENT_CLIENT_IMPL_H_
 
@@ -18,10 +19,13 @@
 #include "common/work_queue.h"
 #include "worker/client/client.h"
 #include "worker/client/client_metrics.h"
+#include "worker/client/clock_ticker.h"
 #include "worker/client/push_payload.h"
+#include "worker/client/request_plan.h"
 #include "worker/client/router.h"
 #include "worker/client/row_cache.h"
 #include "worker/client/shard_channel.h"
+#include "worker/client/worker_session.h"
 
 namespace grpc {
 class Alarm;
@@ -66,16 +70,6 @@ class ClientImpl final : public Client {
   absl::Status Clock() override;
   absl::Status Finish() override;
 
-  // One table's part of a pull or push.
-  struct TableInput {
-    const v1::TableSpec* spec;
-    const Key* keys;      // sparse keys; null for dense (keys are chunks 0..n-1)
-    size_t n;             // keys or chunks
-    uint64_t num_chunks;  // dense
-    float* out;           // pull destination (whole tensor / n rows)
-    const float* in;      // push source
-    std::vector<int64_t> shape = {};  // dense pushes: the caller's; empty: the table's
-  };
   struct Op;
 
  private:
@@ -111,7 +105,7 @@ class ClientImpl final : public Client {
       const std::vector<ConstSparseRows>& sparse) const;
   // Serves what the cache can of a pull's inputs and returns the rest, as
   // (input, indices) for Launch.
-  std::vector<std::pair<size_t, std::vector<uint32_t>>> ServeFromCache(Op* op);
+  InputIndices ServeFromCache(Op* op);
   // Drops the keys of a push's inputs from the cache.
   void InvalidatePushed(const Op& op);
   // Records a finished pull's reads in Stats() and the metrics.
@@ -123,11 +117,8 @@ class ClientImpl final : public Client {
   // them; `resend` (pushes only) are requests of an earlier attempt, sent
   // again as they are to their group's current primary.
   void Launch(const std::shared_ptr<Op>& op,
-              const std::vector<std::pair<size_t, std::vector<uint32_t>>>* only,
+              const InputIndices* only,
               std::vector<std::shared_ptr<PushPayload>> resend = {});
-  // Sends clock tick `clock` to `server`; a retriable failure tries again
-  // (after a map refresh, while the server is alive) until `give_up`.
-  void SendClock(uint32_t server, int64_t clock, int attempt, absl::Time give_up);
   void OnOpDone(const std::shared_ptr<Op>& op);
   // Sets `op`'s result. A push's future becomes ready only once gRPC holds
   // no slice of the caller's memory (push_payload.h), so the caller may free
@@ -141,9 +132,10 @@ class ClientImpl final : public Client {
   std::shared_ptr<const Servers> servers() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NextSequence(uint32_t group) ABSL_LOCKS_EXCLUDED(mu_);
   void Post(std::function<void()> task);
-  void HeartbeatLoop();
   // Waits for every clock tick in flight; returns the first failure, if any.
-  absl::Status DrainClocks() ABSL_LOCKS_EXCLUDED(clock_mu_);
+  absl::Status DrainClocks();
+  // Non-OK once this worker's registration has ended (worker_session.h).
+  absl::Status Lost() const;
   void ExecutorLoop();
 
   // Constant after Start().
@@ -170,7 +162,6 @@ class ClientImpl final : public Client {
   // What the same-host path moved (every channel's).
   const std::shared_ptr<SharedMemoryCounters> shared_memory_ =
       std::make_shared<SharedMemoryCounters>();
-  std::atomic<bool> stop_{false};
   // A map refresh the heartbeat asked for is queued on the executor.
   std::atomic<bool> map_refresh_posted_{false};
   std::atomic<bool> finished_{false};
@@ -180,18 +171,14 @@ class ClientImpl final : public Client {
   std::shared_ptr<const Servers> servers_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, uint64_t> next_sequence_ ABSL_GUARDED_BY(mu_);
 
-  // Clock ticks in flight and the first one that failed.
-  absl::Mutex clock_mu_;
-  int clocks_in_flight_ ABSL_GUARDED_BY(clock_mu_) = 0;
-  absl::Status clock_error_ ABSL_GUARDED_BY(clock_mu_);
-  // Set once the coordinator declared this worker dead or was lost: every
-  // later pull, push and clock fails with it.
-  absl::Status lost_ ABSL_GUARDED_BY(clock_mu_);
+  // Clock ticks in flight and the first one that failed; set in Start().
+  std::unique_ptr<ClockTicker> ticks_;
+  // This registration's heartbeat and end; set in Start().
+  std::unique_ptr<WorkerSession> session_;
 
   // Work that must not run on a gRPC callback thread (map refresh, retries).
   WorkQueue<std::function<void()>> tasks_;  // the executor's; closed by the destructor
 
-  std::thread heartbeat_thread_;
   std::thread executor_thread_;
 };
 

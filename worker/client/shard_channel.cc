@@ -16,6 +16,7 @@
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/shared_region.h"
+#include "common/status_conversion.h"
 #include "worker/client/push_payload.h"
 #include "worker/client/shared_arena.h"
 
@@ -299,6 +300,11 @@ ShardConnector GrpcShardConnector(ShardChannelOptions options) {
   return [options](const std::string& address) {
     return std::make_shared<GrpcShardChannel>(address, options);
   };
+}
+
+bool RetriableShardStatus(const grpc::Status& status) {
+  return StaleMapVersion(status).has_value() ||
+         status.error_code() == grpc::StatusCode::UNAVAILABLE;
 }
 
 grpc::Status ClockAndWait(ShardChannel& channel, grpc::ClientContext* context,

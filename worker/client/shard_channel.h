@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "cairn/v1/shard.pb.h"
+#include "common/backoff.h"
 
 namespace grpc {
 class ByteBuffer;
@@ -104,6 +105,16 @@ struct ShardChannelOptions {
 // The gRPC connector: one channel per address (common/grpc_util.h's
 // MakeChannel), with the same-host path when `options` turn it on.
 ShardConnector GrpcShardConnector(ShardChannelOptions options);
+
+// How the client retries a call to a server: it waits 50 ms, doubling per
+// attempt up to 1 s.
+inline constexpr Backoff kShardRetryBackoff(absl::Milliseconds(50), absl::Seconds(1));
+
+// Whether a server's answer may succeed when sent again after a map refresh:
+// UNAVAILABLE (a server down or failing over) or the stale-map answer
+// (common/status_conversion.h). Decided on codes and the stale-map detail,
+// never on a message's text.
+bool RetriableShardStatus(const grpc::Status& status);
 
 // Clock, waiting for the answer.
 grpc::Status ClockAndWait(ShardChannel& channel, grpc::ClientContext* context,

@@ -1,5 +1,4 @@
-// ClientImpl's per-request state (Op) and how a TableInput's keys map onto
-// the caller's buffer; shared by client_impl.cc (routing, RPCs) and
+// ClientImpl's per-request state (Op); shared by client_impl.cc (routing, RPCs) and
 // client_consistency.cc (cache, reads, joining). Internal to the library.
 #ifndef CAIRN_WORKER_CLIENT_INTERNAL_OP_H_
 #define CAIRN_WORKER_CLIENT_INTERNAL_OP_H_
@@ -25,13 +24,6 @@
 
 namespace cairn {
 
-// Elements of a dense table (product of its shape).
-inline uint64_t DenseElements(const v1::TableSpec& spec) {
-  uint64_t n = 1;
-  for (int64_t d : spec.shape()) n *= static_cast<uint64_t>(d);
-  return n;
-}
-
 // One pull or push across servers. Pieces complete on gRPC threads.
 struct ClientImpl::Op {
   bool is_push = false;
@@ -51,7 +43,7 @@ struct ClientImpl::Op {
   int outstanding ABSL_GUARDED_BY(mu) = 0;
   absl::Status error ABSL_GUARDED_BY(mu);
   // Pulls: (input index, indices) to send again after a map refresh.
-  std::vector<std::pair<size_t, std::vector<uint32_t>>> retry ABSL_GUARDED_BY(mu);
+  InputIndices retry ABSL_GUARDED_BY(mu);
   // Pushes: requests to send again, unchanged but for the map version, to
   // their group's primary then (same sequence: applied exactly once).
   std::vector<std::shared_ptr<PushPayload>> push_retry ABSL_GUARDED_BY(mu);
@@ -67,26 +59,6 @@ struct ClientImpl::Op {
   // Pulls: per input, the oldest server min clock its values reflect.
   std::vector<int64_t> oldest_min_clock ABSL_GUARDED_BY(mu);
 };
-
-// Floats in dense chunk `chunk` of `in` (the last chunk may be short).
-inline uint32_t ChunkLength(const ClientImpl::TableInput& in, Key chunk) {
-  const uint64_t cs = static_cast<uint64_t>(in.spec->chunk_size());
-  const uint64_t total = DenseElements(*in.spec);
-  return static_cast<uint32_t>(std::min(cs, total - chunk * cs));
-}
-
-// The key and float count of index `i` of `in` (chunk i of a dense table,
-// keys[i] of a sparse one), and where its values live in the caller's buffer.
-inline Key KeyOf(const ClientImpl::TableInput& in, uint32_t i) {
-  return in.keys == nullptr ? static_cast<Key>(i) : in.keys[i];
-}
-inline uint32_t FloatsOf(const ClientImpl::TableInput& in, uint32_t i) {
-  return in.keys == nullptr ? ChunkLength(in, i) : static_cast<uint32_t>(in.spec->width());
-}
-inline uint64_t OffsetOf(const ClientImpl::TableInput& in, uint32_t i) {
-  return in.keys == nullptr ? i * static_cast<uint64_t>(in.spec->chunk_size())
-                            : i * static_cast<uint64_t>(in.spec->width());
-}
 
 }  // namespace cairn
 

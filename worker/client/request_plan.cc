@@ -1,0 +1,186 @@
+#include "worker/client/request_plan.h"
+
+#include <map>
+#include <string>
+
+#include "common/wire_dtype.h"
+
+namespace cairn {
+namespace {
+
+// Value bytes of one index: what the split counts (keys are 8 bytes per
+// 64 KiB chunk or per row; counting them would push a 1 MiB table into a
+// second request).
+uint64_t EntryBytes(const TableInput& in, uint32_t index) {
+  return FloatsOf(in, index) * WireBytes(WireDtypeOrFloat32(in.spec->wire_dtype()));
+}
+
+// Writes the keys of `indices` of `in` into a message (little-endian uint64).
+void EncodeKeys(const TableInput& in, const std::vector<uint32_t>& indices, std::string* keys) {
+  keys->reserve(indices.size() * sizeof(Key));
+  for (uint32_t i : indices) {
+    const Key k = KeyOf(in, i);
+    keys->append(reinterpret_cast<const char*>(&k), sizeof(k));
+  }
+}
+
+// Adds input `i`'s indices (all, or those of `subset`, ascending for a dense
+// input) to their groups in `routed`.
+void Route(absl::Span<const TableInput> inputs, size_t i, const Router& router,
+           const std::vector<uint32_t>* subset, std::map<uint32_t, InputIndices>* routed) {
+  const TableInput& in = inputs[i];
+  if (in.keys == nullptr) {
+    for (auto& [group, chunks] : router.RouteDense(in.num_chunks, in.spec->partition_offset())) {
+      std::vector<uint32_t> idx;
+      for (Key c : chunks) {
+        if (subset == nullptr || std::binary_search(subset->begin(), subset->end(), c)) {
+          idx.push_back(static_cast<uint32_t>(c));
+        }
+      }
+      if (!idx.empty()) (*routed)[group].emplace_back(i, std::move(idx));
+    }
+  } else if (subset == nullptr) {
+    for (auto& [group, idx] : router.RouteSparse(in.keys, in.n)) {
+      (*routed)[group].emplace_back(i, std::move(idx));
+    }
+  } else {
+    std::vector<Key> keys;
+    keys.reserve(subset->size());
+    for (uint32_t j : *subset) keys.push_back(in.keys[j]);
+    for (auto& [group, local] : router.RouteSparse(keys.data(), keys.size())) {
+      std::vector<uint32_t> idx;
+      idx.reserve(local.size());
+      for (uint32_t l : local) idx.push_back((*subset)[l]);
+      (*routed)[group].emplace_back(i, std::move(idx));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<PlannedRequest> PlanRequests(absl::Span<const TableInput> inputs,
+                                         const Router& router, const InputIndices* only,
+                                         uint64_t split_bytes) {
+  std::map<uint32_t, InputIndices> routed;  // group -> its share, in input order
+  if (only == nullptr) {
+    for (size_t i = 0; i < inputs.size(); ++i) Route(inputs, i, router, nullptr, &routed);
+  } else {
+    for (const auto& [i, idx] : *only) {
+      std::vector<uint32_t> sorted = idx;
+      if (inputs[i].keys == nullptr) std::sort(sorted.begin(), sorted.end());
+      Route(inputs, i, router, &sorted, &routed);
+    }
+  }
+
+  std::vector<PlannedRequest> requests;
+  for (auto& [group, entries] : routed) {
+    PlannedRequest request{group, {}};
+    uint64_t bytes = 0;
+    for (auto& [input, idx] : entries) {
+      std::vector<uint32_t> part;
+      for (uint32_t j : idx) {
+        const uint64_t b = EntryBytes(inputs[input], j);
+        if (bytes + b > split_bytes && bytes > 0) {
+          if (!part.empty()) request.entries.emplace_back(input, std::move(part));
+          part.clear();
+          requests.push_back(std::move(request));
+          request = PlannedRequest{group, {}};
+          bytes = 0;
+        }
+        part.push_back(j);
+        bytes += b;
+      }
+      if (!part.empty()) request.entries.emplace_back(input, std::move(part));
+    }
+    if (!request.entries.empty()) requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
+std::shared_ptr<PushPayload> BuildPushRequest(absl::Span<const TableInput> inputs,
+                                              const PlannedRequest& request,
+                                              const RequestIdentity& identity, uint64_t sequence) {
+  auto payload = std::make_shared<PushPayload>();
+  v1::PushRequest& r = payload->header;
+  r.set_worker_id(identity.worker_id);
+  r.set_incarnation(identity.incarnation);
+  r.set_clock(identity.clock);
+  r.set_group(request.group);
+  r.set_sequence(sequence);
+  for (const auto& [input, idx] : request.entries) {
+    const TableInput& in = inputs[input];
+    PushTablePayload& table = payload->tables.emplace_back();
+    v1::TableValues* tv = &table.meta;
+    tv->set_table_id(in.spec->id());
+    tv->set_table(in.spec->name());
+    const v1::DType wire = WireDtypeOrFloat32(in.spec->wire_dtype());
+    tv->set_dtype(wire);
+    if (in.keys != nullptr) {
+      tv->add_shape(static_cast<int64_t>(idx.size()));
+      tv->add_shape(in.spec->width());
+    } else if (!in.shape.empty()) {
+      for (int64_t d : in.shape) tv->add_shape(d);
+    } else {
+      for (int64_t d : in.spec->shape()) tv->add_shape(d);
+    }
+    EncodeKeys(in, idx, tv->mutable_keys());
+    if (wire == v1::DTYPE_FLOAT32) {
+      for (uint32_t j : idx) {
+        PushPayload::AddRange(
+            &table, absl::MakeConstSpan(reinterpret_cast<const char*>(in.in + OffsetOf(in, j)),
+                                        FloatsOf(in, j) * sizeof(float)));
+      }
+      PushPayload::Seal(&table);
+    } else {
+      // Narrowed to 16 bits: the conversion writes the only copy.
+      uint64_t floats = 0;
+      for (uint32_t j : idx) floats += FloatsOf(in, j);
+      table.gathered = std::make_unique<std::string>(floats * WireBytes(wire), '\0');
+      char* out = table.gathered->data();
+      for (uint32_t j : idx) {
+        EncodeValues(in.in + OffsetOf(in, j), FloatsOf(in, j), wire, out);
+        out += FloatsOf(in, j) * WireBytes(wire);
+      }
+      table.values = {absl::MakeConstSpan(table.gathered->data(), table.gathered->size())};
+    }
+  }
+  return payload;
+}
+
+uint64_t BuildPullRequest(absl::Span<const TableInput> inputs, const InputIndices& entries,
+                          const RequestIdentity& identity, uint64_t map_version,
+                          v1::PullRequest* out) {
+  out->set_map_version(map_version);
+  out->set_worker_id(identity.worker_id);
+  out->set_incarnation(identity.incarnation);
+  out->set_clock(identity.clock);
+  uint64_t reply_bytes = 0;
+  for (const auto& [input, idx] : entries) {
+    const TableInput& in = inputs[input];
+    v1::TableKeys* tk = out->add_tables();
+    tk->set_table_id(in.spec->id());
+    tk->set_table(in.spec->name());
+    tk->set_dtype(WireDtypeOrFloat32(in.spec->wire_dtype()));
+    EncodeKeys(in, idx, tk->mutable_keys());
+    for (uint32_t j : idx) reply_bytes += EntryBytes(in, j);
+  }
+  return reply_bytes;
+}
+
+bool ScatterPulled(const TableInput& in, const std::vector<uint32_t>& indices, v1::DType dtype,
+                   absl::Span<const char> values) {
+  dtype = WireDtypeOrFloat32(dtype);
+  if (!IsWireDtype(dtype)) return false;
+  const size_t value_bytes = WireBytes(dtype);
+  const char* src = values.data();
+  const char* end = src + values.size();
+  for (uint32_t j : indices) {
+    const size_t floats = FloatsOf(in, j);
+    if (static_cast<size_t>(end - src) < floats * value_bytes) return false;
+    DecodeValues(src, floats, dtype, in.out + OffsetOf(in, j));
+    src += floats * value_bytes;
+  }
+  return src == end;
+}
+
+}  // namespace cairn
