@@ -621,13 +621,20 @@ bool Shard::ServeInto(const v1::PullRequest& request, v1::PullResponse* response
   for (int i = 0; i < request.tables_size(); ++i) {
     const v1::TableKeys& tk = request.tables(i);
     const size_t n = tk.keys().size() / sizeof(Key);
-    absl::StatusOr<uint64_t> f = tables_[tk.table_id()]->CheckKeys(tk.keys(), n);
+    const Table& table = *tables_[tk.table_id()];
+    // Pull checked the keys on arrival; a sparse table's answer is n rows
+    // (not hashed again), a dense one's the chunks' lengths.
+    absl::StatusOr<uint64_t> f =
+        table.spec().kind() == v1::TABLE_KIND_SPARSE
+            ? absl::StatusOr<uint64_t>(static_cast<uint64_t>(n) * table.spec().width())
+            : table.CheckKeys(tk.keys(), n);
     if (!f.ok()) return false;
     floats[i] = *f;
     total += *f * WireBytes(WireDtypeOrFloat32(tk.dtype()));
   }
-  if (total > area.bytes.size()) return false;
-  char* out = area.bytes.data();
+  const absl::Span<char> room = area.allocate ? area.allocate(total) : area.bytes;
+  if (total > room.size()) return false;
+  char* out = room.data();
   std::vector<float> wide;
   for (int i = 0; i < request.tables_size(); ++i) {
     const v1::TableKeys& tk = request.tables(i);
@@ -650,7 +657,7 @@ bool Shard::ServeInto(const v1::PullRequest& request, v1::PullResponse* response
     }
     v1::SharedRange* range = tv->mutable_shared();
     range->set_region(area.region);
-    range->set_offset(area.offset + static_cast<uint64_t>(out - area.bytes.data()));
+    range->set_offset(area.offset + static_cast<uint64_t>(out - room.data()));
     range->set_length(bytes);
     out += bytes;
   }
@@ -659,7 +666,7 @@ bool Shard::ServeInto(const v1::PullRequest& request, v1::PullResponse* response
 
 void Shard::Serve(const v1::PullRequest& request, v1::PullResponse* response,
                   int64_t min_clock, const PullReplyArea& area) const {
-  if (!area.bytes.empty() && ServeInto(request, response, area)) {
+  if ((!area.bytes.empty() || area.allocate) && ServeInto(request, response, area)) {
     response->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);
     return;
   }

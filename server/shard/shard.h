@@ -89,13 +89,19 @@ using RestoreLoader = std::function<absl::StatusOr<RestoredRows>(
 using JoinerSink = std::function<void(uint32_t group, uint32_t server)>;
 
 // Where a pull's answer may go instead of each TableValues.values: the
-// range of the worker's shared region its request reserved (reply_to).
-// When every value of the answer fits, Serve writes them there and names
-// each table's part in TableValues.shared; otherwise they go inline.
+// range of the worker's shared region its request reserved (reply_to), or
+// a buffer the caller allocates once the answer's size is known (the gRPC
+// reply's slice, rpc/pull_reply.h). When every value of the answer fits,
+// Serve writes them there and names each table's part in
+// TableValues.shared; otherwise they go inline.
 struct PullReplyArea {
-  absl::Span<char> bytes;  // empty: inline
+  absl::Span<char> bytes;  // empty (and no `allocate`): inline
   uint64_t region = 0;     // SharedRange.region
   uint64_t offset = 0;     // SharedRange.offset of bytes.data()
+  // When set, `bytes` is ignored: called once, with the answer's value
+  // bytes, on the thread that serves the pull; its span must stay valid
+  // until the pull's `done` has run.
+  std::function<absl::Span<char>(uint64_t bytes)> allocate;
 };
 
 class Shard {

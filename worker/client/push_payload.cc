@@ -1,33 +1,19 @@
 #include "worker/client/push_payload.h"
 
-#include <google/protobuf/io/coded_stream.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
 #include <cstring>
 #include <utility>
 
+#include "common/wire_format.h"
+
 namespace cairn {
 namespace {
-
-using google::protobuf::io::CodedOutputStream;
 
 // Field numbers of proto/cairn/v1/shard.proto.
 constexpr uint32_t kPushRequestTables = 5;
 constexpr uint32_t kTableValuesValues = 4;
-
-// Appends the key of a length-delimited field and its length.
-void AppendLengthPrefix(uint32_t field, uint64_t length, std::string* out) {
-  uint8_t buf[2 * 10];
-  uint8_t* p = CodedOutputStream::WriteVarint32ToArray((field << 3) | 2, buf);
-  p = CodedOutputStream::WriteVarint64ToArray(length, p);
-  out->append(reinterpret_cast<const char*>(buf), static_cast<size_t>(p - buf));
-}
-
-uint64_t LengthPrefixSize(uint32_t field, uint64_t length) {
-  return CodedOutputStream::VarintSize32((field << 3) | 2) +
-         CodedOutputStream::VarintSize64(length);
-}
 
 void DropPin(void* pin) { delete static_cast<std::shared_ptr<void>*>(pin); }
 

@@ -1,5 +1,7 @@
 #include "server/shard/rpc/parameter_service.h"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
+
 #include <algorithm>
 
 #include "absl/status/status.h"
@@ -10,6 +12,7 @@
 #include "common/security/transport_security.h"
 #include "common/status_conversion.h"
 #include "common/time_source.h"
+#include "server/shard/rpc/pull_reply.h"
 #include "server/shard/rpc/replica_forwarder.h"
 #include "server/shard/shard.h"
 #include "server/shard/shard_metrics.h"
@@ -60,9 +63,24 @@ std::shared_ptr<const ParameterService::Attached> ParameterService::CurrentOrFin
 }
 
 grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* context,
-                                                 const v1::PullRequest* request,
-                                                 v1::PullResponse* response) {
+                                                 const grpc::ByteBuffer* request_bytes,
+                                                 grpc::ByteBuffer* reply_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // What the shard reads and fills until the pull is answered (maybe later,
+  // on the thread that releases a waiting pull).
+  struct Call {
+    v1::PullRequest request;
+    v1::PullResponse response;
+    PullReplyBuffer values;
+  };
+  auto call = std::make_shared<Call>();
+  grpc::ByteBuffer copy(*request_bytes);  // Deserialize takes the buffer's slices
+  if (!grpc::SerializationTraits<v1::PullRequest>::Deserialize(&copy, &call->request).ok()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "pull: the request is not a cairn.v1.PullRequest"));
+    return reactor;
+  }
+  const v1::PullRequest* request = &call->request;
   std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
   if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
@@ -75,28 +93,38 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
   const absl::Time deadline = MonotonicNow() + wait;
   ShardMetrics* metrics = metrics_;
   // The answer's values go straight into the worker's shared region when
-  // its request reserved room there.
+  // its request reserved room there, else into the reply's own slice.
   std::optional<SharedRegions::Reply> reply = regions_.ResolveReply(*request);
   PullReplyArea area;
   std::shared_ptr<SharedRegion> held;
   if (reply.has_value()) {
     area = PullReplyArea{reply->bytes, request->reply_to().region(),
-                            request->reply_to().offset()};
+                         request->reply_to().offset()};
     held = std::move(reply->region);
+  } else {
+    area.allocate = [values = &call->values](uint64_t bytes) { return values->Allocate(bytes); };
   }
-  shard->Pull(request, response, deadline,
-               [reactor, request, response, start, metrics, attached,
-                held](absl::Status status) {
-                 if (metrics != nullptr) {
-                   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-                   if (status.ok()) metrics->PullWait(seconds);
-                   metrics->Request(ShardMetrics::kPull, absl::StatusCodeToString(status.code()),
-                                    KeyBytes(*request), status.ok() ? ValueBytes(*response) : 0,
-                                    seconds);
-                 }
-                 reactor->Finish(ToGrpcStatus(status));
-               },
-               area);
+  shard->Pull(request, &call->response, deadline,
+              [reactor, call, reply_bytes, start, metrics, attached, held](absl::Status status) {
+                if (status.ok()) {
+                  if (call->values.allocated()) {
+                    *reply_bytes = call->values.Serialize(call->response);
+                  } else {
+                    bool own = false;
+                    status = FromGrpcStatus(grpc::SerializationTraits<v1::PullResponse>::Serialize(
+                        call->response, reply_bytes, &own));
+                  }
+                }
+                if (metrics != nullptr) {
+                  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+                  if (status.ok()) metrics->PullWait(seconds);
+                  metrics->Request(ShardMetrics::kPull, absl::StatusCodeToString(status.code()),
+                                   KeyBytes(call->request),
+                                   status.ok() ? ValueBytes(call->response) : 0, seconds);
+                }
+                reactor->Finish(ToGrpcStatus(status));
+              },
+              area);
   return reactor;
 }
 

@@ -21,7 +21,12 @@ class Shard;
 class ShardMetrics;
 
 // Thread-safe. `metrics` (may be null) must outlive the service.
-class ParameterService final : public v1::ParameterService::CallbackService {
+// Pull is served raw (its answer's values go out as a slice of their own,
+// pull_reply.h); its bytes are cairn.v1.PullRequest and PullResponse as in
+// the .proto.
+class ParameterService final
+    : public v1::ParameterService::WithRawCallbackMethod_Pull<
+          v1::ParameterService::CallbackService> {
  public:
   // `max_wait` caps a pull's wait when the caller set no earlier deadline.
   // Until Attach() is called every request gets UNAVAILABLE (the server
@@ -46,9 +51,10 @@ class ParameterService final : public v1::ParameterService::CallbackService {
   // applied here. Call before serving.
   void SetForwarder(ReplicaForwarder* forwarder) { forwarder_ = forwarder; }
 
+  // `request`: a PullRequest's bytes; `reply`: its PullResponse's.
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
-                                 const v1::PullRequest* request,
-                                 v1::PullResponse* response) override;
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* reply) override;
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
                                  const v1::PushRequest* request,
                                  v1::PushResponse* response) override;
