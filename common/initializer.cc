@@ -1,5 +1,6 @@
 #include "common/initializer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -23,33 +24,47 @@ double FanIn(const v1::TableSpec& t) {
   return 1.0;
 }
 
-float Value(const v1::TableSpec& t, uint64_t seed, uint64_t index) {
+// Writes the values of indices first .. first + out.size() - 1 of the stream
+// `seed` into `out`. The kind and its constants are looked up once, not per
+// value: a pull of rows never pushed fills them here (a zero or constant
+// initializer is then a plain fill).
+void FillValues(const v1::TableSpec& t, uint64_t seed, uint64_t first, absl::Span<float> out) {
   const v1::InitSpec& init = t.init();
   switch (init.kind()) {
-    case v1::INIT_KIND_UNSPECIFIED:
-    case v1::INIT_KIND_ZEROS:
-      return 0.0f;
     case v1::INIT_KIND_CONSTANT:
-      return init.value();
+      std::fill(out.begin(), out.end(), init.value());
+      return;
     case v1::INIT_KIND_UNIFORM: {
-      const double u = Unit(SplitMix64(seed ^ SplitMix64(index)));
-      return static_cast<float>((2.0 * u - 1.0) * init.scale());
+      const double scale = init.scale();
+      for (size_t i = 0; i < out.size(); ++i) {
+        const double u = Unit(SplitMix64(seed ^ SplitMix64(first + i)));
+        out[i] = static_cast<float>((2.0 * u - 1.0) * scale);
+      }
+      return;
     }
     case v1::INIT_KIND_NORMAL: {
-      // Box-Muller over two independent counters.
-      const uint64_t base = SplitMix64(seed ^ SplitMix64(index));
-      const double u1 = 1.0 - Unit(SplitMix64(base));       // (0, 1]
-      const double u2 = Unit(SplitMix64(base + 1));
-      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-      return static_cast<float>(z * init.scale());
+      const double scale = init.scale();
+      for (size_t i = 0; i < out.size(); ++i) {
+        // Box-Muller over two independent counters.
+        const uint64_t base = SplitMix64(seed ^ SplitMix64(first + i));
+        const double u1 = 1.0 - Unit(SplitMix64(base));  // (0, 1]
+        const double u2 = Unit(SplitMix64(base + 1));
+        const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+        out[i] = static_cast<float>(z * scale);
+      }
+      return;
     }
     case v1::INIT_KIND_HE_UNIFORM: {
       const double limit = std::sqrt(6.0 / FanIn(t));
-      const double u = Unit(SplitMix64(seed ^ SplitMix64(index)));
-      return static_cast<float>((2.0 * u - 1.0) * limit);
+      for (size_t i = 0; i < out.size(); ++i) {
+        const double u = Unit(SplitMix64(seed ^ SplitMix64(first + i)));
+        out[i] = static_cast<float>((2.0 * u - 1.0) * limit);
+      }
+      return;
     }
-    default:
-      return 0.0f;
+    default:  // zeros, unspecified
+      std::fill(out.begin(), out.end(), 0.0f);
+      return;
   }
 }
 
@@ -57,14 +72,12 @@ float Value(const v1::TableSpec& t, uint64_t seed, uint64_t index) {
 
 void InitDenseElements(const v1::TableSpec& table, uint64_t first_element,
                        absl::Span<float> out) {
-  const uint64_t seed = TableSeed(table);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = Value(table, seed, first_element + i);
+  FillValues(table, TableSeed(table), first_element, out);
 }
 
 void InitSparseRow(const v1::TableSpec& table, Key key, absl::Span<float> row) {
   // Rows draw from a stream of their own: index = hash(key) mixed with column.
-  const uint64_t seed = TableSeed(table) ^ SplitMix64(key ^ 0x5bd1e995ULL);
-  for (size_t c = 0; c < row.size(); ++c) row[c] = Value(table, seed, c);
+  FillValues(table, TableSeed(table) ^ SplitMix64(key ^ 0x5bd1e995ULL), 0, row);
 }
 
 absl::Status ValidateInitSpec(const v1::TableSpec& table) {
