@@ -21,7 +21,8 @@ namespace {
 
 constexpr absl::Duration kConnectTimeout = absl::Seconds(30);
 
-// Times one group; page faults counted here and in `server_pid`.
+// Times one group; page faults counted here and in `server_pid`, and the
+// server's CPU time.
 absl::StatusOr<Row> TimeRow(const DriverOptions& options, const CaseGroup& group,
                             CaseRunner* runner) {
   Row row{options.method, group.operation, runner->value_bytes(), group.rows, {}};
@@ -30,6 +31,7 @@ absl::StatusOr<Row> TimeRow(const DriverOptions& options, const CaseGroup& group
     Counters c;
     ASSIGN_OR_RETURN(c.caller_faults, MinorFaults(getpid()));
     ASSIGN_OR_RETURN(c.server_faults, MinorFaults(server));
+    ASSIGN_OR_RETURN(c.server_cpu_seconds, CpuSeconds(server));
     return c;
   };
   absl::StatusOr<Timing> timed = TimeCase(runner->Step(options.method), options.timing, sample);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/spawn.h"
+#include "common/status_macros.h"
 
 namespace cairn::bench {
 namespace {
@@ -193,21 +194,40 @@ absl::Status WriteTextFile(const std::string& path, const std::string& content) 
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> MinorFaults(pid_t pid) {
+namespace {
+
+// The fields of /proc/<pid>/stat after "pid (comm)": comm may hold spaces,
+// so they are counted after its closing parenthesis (field 0 is the state).
+absl::StatusOr<std::vector<std::string>> StatFields(pid_t pid) {
   const std::string path = absl::StrCat("/proc/", pid, "/stat");
   const std::string stat = ReadWholeFile(path);
   if (stat.empty()) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  // "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt ...": comm
-  // may hold spaces, so count fields after its closing parenthesis.
   const size_t close = stat.rfind(')');
-  std::vector<absl::string_view> fields =
-      absl::StrSplit(absl::string_view(stat).substr(close == std::string::npos ? 0 : close + 1),
-                     ' ', absl::SkipEmpty());
-  int64_t minflt = 0;
-  if (close == std::string::npos || fields.size() < 8 || !absl::SimpleAtoi(fields[7], &minflt)) {
-    return absl::InternalError(absl::StrCat(path, ": no minflt field in \"", stat, "\""));
+  if (close == std::string::npos) {
+    return absl::InternalError(absl::StrCat(path, ": no \"(comm)\" in \"", stat, "\""));
   }
-  return minflt;
+  return std::vector<std::string>(
+      absl::StrSplit(absl::string_view(stat).substr(close + 1), ' ', absl::SkipEmpty()));
+}
+
+// Field `index` (after comm) of process `pid`'s stat, named `name` in errors.
+absl::StatusOr<int64_t> StatField(pid_t pid, size_t index, const char* name) {
+  ASSIGN_OR_RETURN(std::vector<std::string> fields, StatFields(pid));
+  int64_t value = 0;
+  if (fields.size() <= index || !absl::SimpleAtoi(fields[index], &value)) {
+    return absl::InternalError(absl::StrCat("/proc/", pid, "/stat: no ", name, " field"));
+  }
+  return value;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> MinorFaults(pid_t pid) { return StatField(pid, 7, "minflt"); }
+
+absl::StatusOr<double> CpuSeconds(pid_t pid) {
+  ASSIGN_OR_RETURN(const int64_t utime, StatField(pid, 11, "utime"));
+  ASSIGN_OR_RETURN(const int64_t stime, StatField(pid, 12, "stime"));
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 absl::StatusOr<std::string> ExecutableDir() {

@@ -90,6 +90,11 @@ absl::Status WriteTextFile(const std::string& path, const std::string& content);
 // NotFound when the process is gone; Internal when the file does not parse.
 absl::StatusOr<int64_t> MinorFaults(pid_t pid);
 
+// CPU seconds (user + system, all threads) of process `pid` so far (utime
+// and stime of /proc/<pid>/stat, in clock ticks of 1 / sysconf(_SC_CLK_TCK)
+// s). Errors as MinorFaults.
+absl::StatusOr<double> CpuSeconds(pid_t pid);
+
 // The directory holding the running executable (from /proc/self/exe).
 absl::StatusOr<std::string> ExecutableDir();
 

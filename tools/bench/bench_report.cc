@@ -73,6 +73,7 @@ absl::StatusOr<Timing> TimeCase(const std::function<absl::Status()>& step,
     ASSIGN_OR_RETURN(Counters after, sample());
     timing.counters.caller_faults = after.caller_faults - before.caller_faults;
     timing.counters.server_faults = after.server_faults - before.server_faults;
+    timing.counters.server_cpu_seconds = after.server_cpu_seconds - before.server_cpu_seconds;
   }
   std::sort(timing.seconds.begin(), timing.seconds.end());
   return timing;
@@ -84,6 +85,11 @@ double Row::MegabytesPerSecond() const {
          timing.total_seconds / 1e6;
 }
 
+double Row::ServerCpuMsPerIteration() const {
+  if (timing.iterations <= 0) return 0;
+  return timing.counters.server_cpu_seconds * 1e3 / static_cast<double>(timing.iterations);
+}
+
 double Row::FaultsPerIteration(int64_t faults) const {
   if (timing.iterations <= 0) return 0;
   return static_cast<double>(faults) / static_cast<double>(timing.iterations);
@@ -92,8 +98,8 @@ double Row::FaultsPerIteration(int64_t faults) const {
 std::string MarkdownTable(const std::vector<Row>& rows) {
   std::string out =
       "| case | iterations | MB/s | rows/s | p50 ms | p99 ms | Cairn/unary | Cairn/stream "
-      "| Cairn/memcpy | faults/iter |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| Cairn/memcpy | faults/iter | server CPU ms/iter |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Row& row : rows) {
     const bool cairn = IsCairnMethod(row.method);
     const std::string rows_per_s =
@@ -102,7 +108,7 @@ std::string MarkdownTable(const std::vector<Row>& rows) {
                                                    row.timing.total_seconds)
                      : "";
     absl::StrAppendFormat(&out,
-                          "| %s | %d | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f / %.0f |\n",
+                          "| %s | %d | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f / %.0f | %.3f |\n",
                           row.Name(), row.timing.iterations, row.MegabytesPerSecond(),
                           rows_per_s, row.timing.Quantile(0.5) * 1e3,
                           row.timing.Quantile(0.99) * 1e3,
@@ -110,7 +116,8 @@ std::string MarkdownTable(const std::vector<Row>& rows) {
                           cairn ? Ratio(row, FindReference(rows, row, "stream")) : "",
                           cairn ? Ratio(row, FindReference(rows, row, "memcpy")) : "",
                           row.FaultsPerIteration(row.timing.counters.caller_faults),
-                          row.FaultsPerIteration(row.timing.counters.server_faults));
+                          row.FaultsPerIteration(row.timing.counters.server_faults),
+                          row.ServerCpuMsPerIteration());
   }
   return out;
 }
@@ -135,6 +142,7 @@ nlohmann::json RowsToJson(const std::vector<Row>& rows) {
         row.FaultsPerIteration(row.timing.counters.caller_faults);
     j["server_minor_faults_per_iteration"] =
         row.FaultsPerIteration(row.timing.counters.server_faults);
+    j["server_cpu_ms_per_iteration"] = row.ServerCpuMsPerIteration();
     if (IsCairnMethod(row.method)) {
       for (const char* ref : {"unary", "stream", "memcpy"}) {
         const Row* r = FindReference(rows, row, ref);
@@ -183,7 +191,8 @@ nlohmann::json RowsToRawJson(const std::vector<Row>& rows) {
                    {"total_seconds", row.timing.total_seconds},
                    {"seconds", row.timing.seconds},
                    {"caller_faults", row.timing.counters.caller_faults},
-                   {"server_faults", row.timing.counters.server_faults}});
+                   {"server_faults", row.timing.counters.server_faults},
+                   {"server_cpu_seconds", row.timing.counters.server_cpu_seconds}});
   }
   return out;
 }
@@ -202,6 +211,7 @@ absl::StatusOr<std::vector<Row>> RowsFromRawJson(const nlohmann::json& json) {
       row.timing.seconds = j.at("seconds").get<std::vector<double>>();
       row.timing.counters.caller_faults = j.at("caller_faults").get<int64_t>();
       row.timing.counters.server_faults = j.at("server_faults").get<int64_t>();
+      row.timing.counters.server_cpu_seconds = j.at("server_cpu_seconds").get<double>();
       rows.push_back(std::move(row));
     }
   } catch (const nlohmann::json::exception& e) {

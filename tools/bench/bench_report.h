@@ -10,6 +10,9 @@
 //   faults  minor page faults per iteration in the calling process (the
 //           worker: client library or reference client) / in the serving
 //           process (cairn-server or the reference server).
+//   server CPU  ms of CPU (user + system, all threads) the serving process
+//           spent per iteration: less noisy than MB/s on a shared machine,
+//           and comparable between Cairn's server and the reference's.
 //   ratios  a Cairn row's MB/s divided by the unary / stream reference's MB/s
 //           for the same operation and bytes.
 #ifndef CAIRN_TOOLS_BENCH_BENCH_REPORT_H_
@@ -37,6 +40,7 @@ struct TimingOptions {
 struct Counters {
   int64_t caller_faults = 0;
   int64_t server_faults = 0;
+  double server_cpu_seconds = 0;
 };
 
 struct Timing {
@@ -69,6 +73,8 @@ struct Row {
   double MegabytesPerSecond() const;
   // `faults` (a Counters field) divided by the iterations.
   double FaultsPerIteration(int64_t faults) const;
+  // The serving process's CPU ms per iteration.
+  double ServerCpuMsPerIteration() const;
   std::string Name() const { return method + " " + operation; }
 };
 
