@@ -88,10 +88,15 @@ absl::StatusOr<uint64_t> DenseTable::CheckKeys(const std::string& keys, size_t n
   return floats;
 }
 
+uint64_t DenseTable::ValueFloats(const std::string& keys, size_t n) const {
+  uint64_t floats = 0;
+  for (size_t i = 0; i < n; ++i) floats += ChunkLength(KeyAt(keys, i));
+  return floats;
+}
+
 void DenseTable::Read(const std::string& keys, size_t n, std::string* out) const {
-  uint64_t bytes = 0;
-  for (size_t i = 0; i < n; ++i) bytes += ChunkLength(KeyAt(keys, i)) * sizeof(float);
-  out->reserve(out->size() + bytes);  // one allocation, not one per 64 KiB chunk
+  // One allocation, not one per 64 KiB chunk.
+  out->reserve(out->size() + ValueFloats(keys, n) * sizeof(float));
   absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);

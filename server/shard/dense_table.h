@@ -20,6 +20,7 @@ class DenseTable final : public Table {
              const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer);
 
   absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const override;
+  uint64_t ValueFloats(const std::string& keys, size_t n) const override;
   void Read(const std::string& keys, size_t n, std::string* out) const override
       ABSL_LOCKS_EXCLUDED(mu_);
   void ReadTo(const std::string& keys, size_t n, float* out) const override

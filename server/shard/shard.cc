@@ -616,21 +616,13 @@ int64_t Shard::RequiredClock(const v1::PullRequest& request) const {
 
 bool Shard::ServeInto(const v1::PullRequest& request, v1::PullResponse* response,
                       const PullReplyArea& area) const {
+  // Pull checked the keys on arrival.
   std::vector<uint64_t> floats(request.tables_size());
   uint64_t total = 0;
   for (int i = 0; i < request.tables_size(); ++i) {
     const v1::TableKeys& tk = request.tables(i);
-    const size_t n = tk.keys().size() / sizeof(Key);
-    const Table& table = *tables_[tk.table_id()];
-    // Pull checked the keys on arrival; a sparse table's answer is n rows
-    // (not hashed again), a dense one's the chunks' lengths.
-    absl::StatusOr<uint64_t> f =
-        table.spec().kind() == v1::TABLE_KIND_SPARSE
-            ? absl::StatusOr<uint64_t>(static_cast<uint64_t>(n) * table.spec().width())
-            : table.CheckKeys(tk.keys(), n);
-    if (!f.ok()) return false;
-    floats[i] = *f;
-    total += *f * WireBytes(WireDtypeOrFloat32(tk.dtype()));
+    floats[i] = tables_[tk.table_id()]->ValueFloats(tk.keys(), tk.keys().size() / sizeof(Key));
+    total += floats[i] * WireBytes(WireDtypeOrFloat32(tk.dtype()));
   }
   const absl::Span<char> room = area.allocate ? area.allocate(total) : area.bytes;
   if (total > room.size()) return false;

@@ -24,6 +24,9 @@ class SparseTable final : public Table {
               ColdRowStore* cold = nullptr);
 
   absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const override;
+  uint64_t ValueFloats(const std::string& /*keys*/, size_t n) const override {
+    return static_cast<uint64_t>(n) * width_;
+  }
   void Read(const std::string& keys, size_t n, std::string* out) const override
       ABSL_LOCKS_EXCLUDED(mu_);
   void ReadTo(const std::string& keys, size_t n, float* out) const override

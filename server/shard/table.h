@@ -54,6 +54,9 @@ class Table {
   // ("partition P of table T is not held by this server") for a key routed here
   // under another map.
   virtual absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const = 0;
+  // The floats the values of `keys` (count n, already checked) take, as
+  // CheckKeys counts them, without checking again.
+  virtual uint64_t ValueFloats(const std::string& keys, size_t n) const = 0;
 
   // Appends the current values of `keys` (already checked) to `out`.
   virtual void Read(const std::string& keys, size_t n, std::string* out) const = 0;

@@ -23,9 +23,8 @@ namespace {
 // One request to one replica group's primary.
 struct Piece {
   std::shared_ptr<ClientImpl::Op> op;
-  uint32_t group = 0;
+  PlannedRequest request;  // its group and (input, indices); a resent push: the group only
   uint32_t server = 0;
-  InputIndices entries;
   grpc::ClientContext context;
   v1::PullRequest pull;
   v1::PullResponse pull_response;
@@ -311,7 +310,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
   for (std::shared_ptr<PushPayload>& r : resend) {
     // Retried pushes keep their requests: nothing to route.
     auto piece = std::make_unique<Piece>();
-    piece->group = r->header.group();
+    piece->request.group = r->header.group();
     piece->push = std::move(r);
     pieces.push_back(std::move(piece));
   }
@@ -319,8 +318,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     const uint64_t split = std::max<int64_t>(job_.request_split_bytes(), 4096);
     for (PlannedRequest& request : PlanRequests(op->inputs, servers->router, only, split)) {
       auto piece = std::make_unique<Piece>();
-      piece->group = request.group;
-      piece->entries = std::move(request.entries);
+      piece->request = std::move(request);
       pieces.push_back(std::move(piece));
     }
   }
@@ -340,8 +338,8 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
   for (std::unique_ptr<Piece>& owned : pieces) {
     Piece* piece = owned.release();
     piece->op = op;
-    const bool known = servers->router.HasGroup(piece->group);
-    piece->server = known ? servers->router.GroupPrimary(piece->group) : 0;
+    const bool known = servers->router.HasGroup(piece->request.group);
+    piece->server = known ? servers->router.GroupPrimary(piece->request.group) : 0;
     auto channel = known ? servers->channels.find(piece->server) : servers->channels.end();
     auto finish = [this, piece, window](grpc::Status status) {
       std::shared_ptr<Op> op = piece->op;
@@ -351,8 +349,8 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         absl::MutexLock lock(&op->mu);
         if (status.ok() && !op->is_push) {
           const int64_t min_clock = piece->pull_response.min_clock();
-          for (size_t e = 0; e < piece->entries.size(); ++e) {
-            const auto& [input, idx] = piece->entries[e];
+          for (size_t e = 0; e < piece->request.entries.size(); ++e) {
+            const auto& [input, idx] = piece->request.entries[e];
             const TableInput& in = op->inputs[input];
             absl::StatusOr<absl::Span<const char>> values =
                 static_cast<int>(e) < piece->pull_response.tables_size()
@@ -390,7 +388,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
             if (op->is_push) {
               op->push_retry.push_back(std::move(piece->push));
             } else {
-              for (auto& entry : piece->entries) op->retry.push_back(std::move(entry));
+              for (auto& entry : piece->request.entries) op->retry.push_back(std::move(entry));
             }
             op->refresh = true;
           } else if (op->error.ok()) {
@@ -398,7 +396,8 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                 FromGrpcStatus(status),
                 op->is_push && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
                     ? absl::StrCat("push to server ", piece->server, " (replica group ",
-                                   piece->group, ", sequence ", piece->push->header.sequence(), "): ",
+                                   piece->request.group, ", sequence ",
+                                   piece->push->header.sequence(), "): ",
                                    op->attempt + 1, " attempts timed out; it may have been "
                                    "applied (once) or not: pull to see")
                     : absl::StrCat(op->is_push ? "push" : "pull", " to server ", piece->server));
@@ -421,14 +420,14 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     };
     if (op->is_push && !resending) {
       // Built once: a retry sends these same bytes with the same sequence.
-      const PlannedRequest request{piece->group, std::move(piece->entries)};
-      piece->push = BuildPushRequest(op->inputs, request,
+      piece->push = BuildPushRequest(op->inputs, piece->request,
                                      {worker_id_, incarnation_, op->clock},
-                                     NextSequence(piece->group));
+                                     NextSequence(piece->request.group));
     }
     if (channel == servers->channels.end()) {
       finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          absl::StrCat("no primary known for replica group ", piece->group)));
+                          absl::StrCat("no primary known for replica group ",
+                                       piece->request.group)));
       continue;
     }
     piece->channel = channel->second;
@@ -436,7 +435,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     if (op->is_push) {
       piece->push->header.set_map_version(version);
     } else {
-      reply_bytes = BuildPullRequest(op->inputs, piece->entries,
+      reply_bytes = BuildPullRequest(op->inputs, piece->request.entries,
                                      {worker_id_, incarnation_, clock_.load()}, version,
                                      &piece->pull);
     }
