@@ -5,9 +5,8 @@
 #include <time.h>
 
 #include <cstdio>
-#include <fstream>
-
 #include <cstdlib>
+#include <fstream>
 
 #include <spdlog/spdlog.h>
 
@@ -28,6 +27,11 @@ void BlockTerminationSignals() {
 void TuneAllocator() {
   mallopt(M_MMAP_THRESHOLD, 512 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+void ShareFreedMemoryAcrossThreads() {
+  if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
+  mallopt(M_ARENA_MAX, 1);
 }
 
 void DisableMutexDeadlockDetection() {

@@ -385,6 +385,7 @@ int Run(const Flags& flags) {
 
 int main(int argc, char** argv) {
   cairn::TuneAllocator();
+  cairn::ShareFreedMemoryAcrossThreads();
   cairn::DisableMutexDeadlockDetection();
   cairn::Flags flags;
   CLI::App app{

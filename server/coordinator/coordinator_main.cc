@@ -284,6 +284,7 @@ int Run(const Flags& flags) {
 
 int main(int argc, char** argv) {
   cairn::TuneAllocator();
+  cairn::ShareFreedMemoryAcrossThreads();
   cairn::DisableMutexDeadlockDetection();
   // Before any thread starts, so every thread inherits the mask;
   // WaitForTermination takes the signals.

@@ -255,6 +255,7 @@ int Run(const Flags& flags) {
 
 int main(int argc, char** argv) {
   cairn::TuneAllocator();
+  cairn::ShareFreedMemoryAcrossThreads();
   cairn::DisableMutexDeadlockDetection();
   cairn::BlockTerminationSignals();
   cairn::Flags flags;
