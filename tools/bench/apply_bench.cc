@@ -10,8 +10,11 @@
 //   2 threads    each worker's pushes on a thread of its own, at once
 //   y += x       a plain loop over the same bytes per push (the bound an
 //                in-place SGD update has: read x and y, write y)
+//   y += x, two pairs   the same loop over two pairs of buffers in turn, as
+//                the pushes of 1 thread alternate between two requests'
+//                values and two partitions' tables: the same memory in use
 // and prints pushes/s, apply bandwidth (value bytes applied per second) and
-// the ratios: 2 threads over 1, and 1 thread's bandwidth over y += x's.
+// the ratios: 2 threads over 1, and 1 thread's bandwidth over each y += x's.
 // Medians of --reps rounds of --pushes pushes per worker.
 #include <algorithm>
 #include <chrono>
@@ -120,8 +123,15 @@ int Run(int mib, int pushes, int reps) {
     body();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  std::vector<double> one, two, add;
+  std::vector<double> one, two, add, add_pairs;
   std::vector<float> x(chunks * kChunk, 0.001f), y(chunks * kChunk, 0.0f);
+  std::vector<float> x1(chunks * kChunk, 0.001f), y1(chunks * kChunk, 0.0f);
+  auto add_to = [](std::vector<float>& to, const std::vector<float>& from) {
+    float* __restrict yp = to.data();
+    const float* __restrict xp = from.data();
+    for (size_t j = 0; j < to.size(); ++j) yp[j] += xp[j];
+    asm volatile("" ::: "memory");
+  };
   for (int r = 0; r < reps + 1; ++r) {  // the first round warms up
     const double t1 = seconds_of([&] {
       for (int i = 0; i < pushes; ++i) {
@@ -136,21 +146,23 @@ int Run(int mib, int pushes, int reps) {
       b.join();
     });
     const double t3 = seconds_of([&] {
-      for (int i = 0; i < 2 * pushes; ++i) {
-        float* __restrict yp = y.data();
-        const float* __restrict xp = x.data();
-        for (size_t j = 0; j < y.size(); ++j) yp[j] += xp[j];
-        asm volatile("" ::: "memory");
+      for (int i = 0; i < 2 * pushes; ++i) add_to(y, x);
+    });
+    const double t4 = seconds_of([&] {
+      for (int i = 0; i < pushes; ++i) {
+        add_to(y, x);
+        add_to(y1, x1);
       }
     });
     if (r == 0) continue;
     one.push_back(t1);
     two.push_back(t2);
     add.push_back(t3);
+    add_pairs.push_back(t4);
   }
   const double bytes = 2.0 * pushes * chunks * kChunk * sizeof(float);
   const double n = 2.0 * pushes;
-  const double m1 = Median(one), m2 = Median(two), m3 = Median(add);
+  const double m1 = Median(one), m2 = Median(two), m3 = Median(add), m4 = Median(add_pairs);
   std::printf("%d MiB per push, 2 partitions, %d pushes per worker per round, median of %d "
               "rounds; %u hardware threads\n\n",
               mib, pushes, reps, std::thread::hardware_concurrency());
@@ -160,6 +172,9 @@ int Run(int mib, int pushes, int reps) {
               m1 / m2);
   std::printf("| y += x, same bytes, 1 thread | %.0f | %.2f | %.2f (1 thread apply / y += x) |\n",
               n / m3, bytes / m3 / 1e9, m3 / m1);
+  std::printf("| y += x, same bytes, two pairs in turn, 1 thread | %.0f | %.2f | %.2f (1 thread "
+              "apply / y += x) |\n",
+              n / m4, bytes / m4 / 1e9, m4 / m1);
   return 0;
 }
 
