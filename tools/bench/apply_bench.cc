@@ -26,6 +26,7 @@
 #include "CLI/CLI.hpp"
 #include "cairn/v1/types.pb.h"
 #include "common/bytes.h"
+#include "common/daemon.h"
 #include "server/shard/shard.h"
 
 namespace cairn {
@@ -182,6 +183,7 @@ int Run(int mib, int pushes, int reps) {
 }  // namespace cairn
 
 int main(int argc, char** argv) {
+  cairn::DisableMutexDeadlockDetection();  // as cairn-server does
   CLI::App app{"cairn-apply-bench: a server's push apply on 1 and 2 threads, next to y += x"};
   int mib = 4, pushes = 50, reps = 5;
   app.add_option("--mib", mib, "MiB of gradient per push")->check(CLI::Range(1, 1024));
