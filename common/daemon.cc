@@ -29,7 +29,8 @@ void TuneAllocator() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-void ShareFreedMemoryAcrossThreads() {
+void TuneDaemonAllocator() {
+  TuneAllocator();
   if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
   mallopt(M_ARENA_MAX, 1);
 }

@@ -42,19 +42,19 @@ void BlockTerminationSignals();
 // with munmap. Call first thing in main() of processes on the data path.
 void TuneAllocator();
 
-// Keeps the freed memory of every thread in one pool (one glibc malloc
-// arena, where glibc's default is up to 8 per core): a Cairn daemon's gRPC
-// threads each handle large messages, and with an arena per thread each
-// kept its own messages' freed memory (TuneAllocator keeps it), so the
-// process's resident memory grew with its threads. A server training the
-// 23 MB example peaked at 4.6x its tables and slots through gRPC, 3.3x with
+// TuneAllocator, and the freed memory of every thread kept in one pool (one
+// glibc malloc arena, where glibc's default is up to 8 per core): a Cairn
+// daemon's gRPC threads each handle large messages, and with an arena per
+// thread each kept its own messages' freed memory, so the process's
+// resident memory grew with its threads. A server training the 23 MB
+// example peaked at 4.6-4.8x its tables and slots through gRPC, 3.3x with
 // one arena, at the same or lower CPU per request (docs/benchmarks.md).
-// Small allocations stay per thread (glibc's tcache). Leaves malloc as it is
-// when MALLOC_ARENA_MAX is set, so an operator may choose more arenas. For
-// Cairn's own daemons, not for a process that embeds the client (its other
-// threads may allocate at a rate one pool would slow). Call first thing in
-// main(), before any thread starts.
-void ShareFreedMemoryAcrossThreads();
+// Small allocations stay per thread (glibc's tcache). Leaves the number of
+// arenas as it is when MALLOC_ARENA_MAX is set, so an operator may choose
+// more. For Cairn's own daemons; a process that embeds the client calls
+// TuneAllocator alone (its other threads may allocate at a rate one pool
+// would slow). Call first thing in main(), before any thread starts.
+void TuneDaemonAllocator();
 
 // Turns off absl::Mutex's deadlock detection for this process. A build of
 // Abseil without NDEBUG (Debian's) records every lock order in one global

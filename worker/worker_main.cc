@@ -384,8 +384,7 @@ int Run(const Flags& flags) {
 }  // namespace cairn
 
 int main(int argc, char** argv) {
-  cairn::TuneAllocator();
-  cairn::ShareFreedMemoryAcrossThreads();
+  cairn::TuneDaemonAllocator();
   cairn::DisableMutexDeadlockDetection();
   cairn::Flags flags;
   CLI::App app{

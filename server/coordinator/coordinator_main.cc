@@ -283,8 +283,7 @@ int Run(const Flags& flags) {
 }  // namespace cairn
 
 int main(int argc, char** argv) {
-  cairn::TuneAllocator();
-  cairn::ShareFreedMemoryAcrossThreads();
+  cairn::TuneDaemonAllocator();
   cairn::DisableMutexDeadlockDetection();
   // Before any thread starts, so every thread inherits the mask;
   // WaitForTermination takes the signals.

@@ -254,8 +254,7 @@ int Run(const Flags& flags) {
 }  // namespace cairn
 
 int main(int argc, char** argv) {
-  cairn::TuneAllocator();
-  cairn::ShareFreedMemoryAcrossThreads();
+  cairn::TuneDaemonAllocator();
   cairn::DisableMutexDeadlockDetection();
   cairn::BlockTerminationSignals();
   cairn::Flags flags;

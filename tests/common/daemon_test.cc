@@ -1,6 +1,5 @@
-// ShareFreedMemoryAcrossThreads (common/daemon.h): the threads of a Cairn
-// daemon allocate from one malloc arena, unless the operator set
-// MALLOC_ARENA_MAX. Each test case runs in a process of its own (ctest), so
+// TuneDaemonAllocator (common/daemon.h): the threads of a Cairn daemon
+// allocate from one malloc arena, unless the operator set MALLOC_ARENA_MAX. Each test case runs in a process of its own (ctest), so
 // no earlier test's threads made arenas.
 #include <malloc.h>
 
@@ -58,19 +57,19 @@ void AllocateAtOnce(int threads) {
   for (std::thread& t : pool) t.join();
 }
 
-TEST_CASE("ShareFreedMemoryAcrossThreads keeps every thread's allocations in one arena",
+TEST_CASE("TuneDaemonAllocator keeps every thread's allocations in one arena",
           "[daemon]") {
   REQUIRE(std::getenv("MALLOC_ARENA_MAX") == nullptr);
-  ShareFreedMemoryAcrossThreads();
+  TuneDaemonAllocator();
   AllocateAtOnce(4);
   CHECK(Arenas() == 1);
 }
 
-TEST_CASE("ShareFreedMemoryAcrossThreads leaves malloc as it is when MALLOC_ARENA_MAX is set",
+TEST_CASE("TuneDaemonAllocator leaves malloc as it is when MALLOC_ARENA_MAX is set",
           "[daemon]") {
   // glibc read its settings at start, without it: its default stays.
   REQUIRE(setenv("MALLOC_ARENA_MAX", "8", 1) == 0);
-  ShareFreedMemoryAcrossThreads();
+  TuneDaemonAllocator();
   AllocateAtOnce(4);
   CHECK(Arenas() > 1);
 }

@@ -318,8 +318,7 @@ int Main(int argc, char** argv, const Flags& flags) {
 }  // namespace cairn::bench
 
 int main(int argc, char** argv) {
-  cairn::TuneAllocator();  // as cairn-worker does: the bench is a worker process
-  cairn::ShareFreedMemoryAcrossThreads();
+  cairn::TuneDaemonAllocator();  // as cairn-worker does: the bench is a worker process
   cairn::DisableMutexDeadlockDetection();
   cairn::bench::Flags flags;
   CLI::App app{"cairn-bench: Cairn push/pull throughput and latency next to raw gRPC "
