@@ -111,6 +111,12 @@ class FakeShard final : public ShardChannel {
       status = CheckMapLocked(request->map_version());
       if (status.ok() && (!failure.has_value() || failure->apply_first)) {
         response->set_duplicate(!ApplyLocked(*request));
+        // A tick carried by the push, recorded as the server does once the
+        // push is applied (PushRequest.end_clock).
+        if (request->end_clock() > 0 && !failure.has_value()) {
+          clock_of_[request->worker_id()] = request->end_clock();
+          response->set_ticked(true);
+        }
       }
       if (failure.has_value()) status = failure->status;
     }

@@ -7,7 +7,9 @@
 // exactly which (worker, iteration) updates it contains. Workers run T
 // iterations with random delays (a random straggler per run, random pauses),
 // reading the table once or twice per iteration and sometimes again right
-// after their push. At every read by worker w at iteration t:
+// after their push; the other iterations end with the push itself
+// (Client::PushAndClock, the tick carried by the push). At every read by
+// worker w at iteration t:
 //   - every update of iterations < t - s is in (s: 0 for BSP, the bound for
 //     SSP; nothing for ASP), and so is every earlier update of w itself;
 //   - a read after w's own push of iteration t contains it (SSP, ASP) - the
@@ -97,15 +99,20 @@ absl::Status Read(Client& client, const Run& run, int workers, std::vector<float
   return client.PullDense({{run.table, absl::MakeSpan(*values)}}).get();
 }
 
-absl::Status Write(Client& client, const Run& run, int workers, int worker, int t) {
+// Worker w's push of iteration t; with `and_clock`, through PushAndClock,
+// which also ends the iteration (its ticks ride on the push).
+absl::Status Write(Client& client, const Run& run, int workers, int worker, int t,
+                   bool and_clock) {
   const Key key = static_cast<Key>(worker * kIterations + t);
   if (run.sparse) {
     const std::vector<Key> keys = {key};
     const std::vector<float> grad = {-1.0f};
+    if (and_clock) return client.PushAndClock({}, {ConstSparseRows{run.table, keys, grad}});
     return client.PushSparse(run.table, keys, grad).get();
   }
   std::vector<float> grad(workers * kIterations, 0.0f);
   grad[key] = -1.0f;
+  if (and_clock) return client.PushAndClock({{run.table, grad}}, {});
   return client.PushDense({{run.table, grad}}).get();
 }
 
@@ -129,13 +136,17 @@ void Work(Client& client, const std::vector<Run>& runs, int workers, int worker,
         failures->Check(s, "pull " + where);
         if (s.ok()) CheckRead(run, workers, worker, t, false, values, failures);
       }
-      failures->Check(Write(client, run, workers, worker, t), "push " + where);
+      // Read again after the push, then end the iteration; or end it with
+      // the push (PushAndClock).
       if (coin(rng) < 0.3) {
+        failures->Check(Write(client, run, workers, worker, t, false), "push " + where);
         absl::Status s = Read(client, run, workers, &values);
         failures->Check(s, "pull after push " + where);
         if (s.ok()) CheckRead(run, workers, worker, t, true, values, failures);
+        failures->Check(client.Clock(), "clock " + where);
+      } else {
+        failures->Check(Write(client, run, workers, worker, t, true), "push and clock " + where);
       }
-      failures->Check(client.Clock(), "clock " + where);
     }
   }
 }

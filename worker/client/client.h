@@ -220,6 +220,26 @@ class Client {
   virtual absl::Status PushAndWait(std::vector<ConstDenseBuffer> dense,
                                    std::vector<ConstSparseRows> sparse) = 0;
 
+  // PushAndWait, then Clock(), in fewer round trips: when the push is one
+  // request (one server, under rpc.request_split_bytes), that server's tick
+  // rides on it (PushRequest.end_clock) and is recorded once the push is
+  // applied there and on its backups; the other live servers get theirs as
+  // Clock() sends them, after the push was acknowledged. The same ordering
+  // as the two calls (DESIGN.md, Consistency). A push of several requests
+  // carries no tick: a server's tick must follow every push of the
+  // iteration it holds, and a backup receives its copies from other
+  // primaries, by maps this client may not have seen yet.
+  //
+  // Every other push of this iteration must have completed before the call.
+  // Errors: as PushAndWait. Inputs refused before anything is sent (NotFound,
+  // InvalidArgument from the checks on this side), a lost registration or an
+  // earlier tick's failure return at once, and the iteration does not end;
+  // otherwise it ends, whatever the push's result, and clock() is clock() + 1
+  // after (a failed push means what PushDense says: some of its requests may
+  // have been applied).
+  virtual absl::Status PushAndClock(std::vector<ConstDenseBuffer> dense,
+                                    std::vector<ConstSparseRows> sparse) = 0;
+
   // Ends this worker's iteration clock() on every server; clock() + 1 after.
   // The ticks are sent without waiting for their replies (the next pull
   // carries the clock too, so no round trip sits on the step's critical

@@ -272,7 +272,8 @@ void ClientImpl::ExecutorLoop() {
 }
 
 std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> inputs,
-                                          const Waiter* waiter) {
+                                          const Waiter* waiter, int64_t end_clock,
+                                          std::shared_ptr<Op>* op_out) {
   if (absl::Status lost = Lost(); !lost.ok()) {
     std::promise<absl::Status> p;
     p.set_value(std::move(lost));
@@ -283,7 +284,9 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
   op->is_push = is_push;
   op->inputs = std::move(inputs);
   op->clock = clock_.load();
+  op->end_clock = end_clock;
   op->start = MonotonicNow();
+  if (op_out != nullptr) *op_out = op;
   std::future<absl::Status> result = op->promise.get_future();
   if (is_push) {
     InvalidatePushed(*op);
@@ -333,6 +336,15 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
   }
   const uint64_t version = servers->router.version();
   const bool resending = !resend.empty();
+  // The tick rides on the push only when the op is one request, on its
+  // first send. A server's tick must follow every push of the iteration it
+  // holds, as primary or as a backup (a backup's copies come from the other
+  // primaries, by their maps, which may be newer than this client's): with
+  // a second request in the op, one of its copies could reach the server
+  // after the tick and miss the barrier. The server records the tick once
+  // the request's backups acknowledged it; every other server gets its tick
+  // after the op.
+  const bool carry_tick = op->is_push && op->end_clock > 0 && !resending && pieces.size() == 1;
   grpc::CompletionQueue* queue = op->waiter.has_value() ? op->waiter->cq : nullptr;
   const int window = options_.requests_in_flight;
   for (std::unique_ptr<Piece>& owned : pieces) {
@@ -347,6 +359,9 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       std::function<void()> next;  // a piece that waited for this one's place
       {
         absl::MutexLock lock(&op->mu);
+        if (status.ok() && op->is_push && piece->push_response.ticked()) {
+          op->ticked.insert(piece->server);
+        }
         if (status.ok() && !op->is_push) {
           const int64_t min_clock = piece->pull_response.min_clock();
           for (size_t e = 0; e < piece->request.entries.size(); ++e) {
@@ -434,6 +449,11 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     uint64_t reply_bytes = 0;
     if (op->is_push) {
       piece->push->header.set_map_version(version);
+      if (resending) {
+        piece->push->header.clear_end_clock();  // it may now go to another server
+      } else if (carry_tick) {
+        piece->push->header.set_end_clock(op->end_clock);
+      }
     } else {
       reply_bytes = BuildPullRequest(op->inputs, piece->request.entries,
                                      {worker_id_, incarnation_, clock_.load()}, version,
@@ -658,14 +678,28 @@ absl::Status ClientImpl::PushAndWait(std::vector<ConstDenseBuffer> dense,
   return RunAndWait(true, std::move(inputs));
 }
 
-absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs) {
+absl::Status ClientImpl::PushAndClock(std::vector<ConstDenseBuffer> dense,
+                                      std::vector<ConstSparseRows> sparse) {
+  if (finished_.load()) return absl::FailedPreconditionError("client already finished");
+  RETURN_IF_ERROR(Lost());
+  RETURN_IF_ERROR(ticks_->error());
+  ASSIGN_OR_RETURN(std::vector<TableInput> inputs, PushInputs(dense, sparse));
+  std::set<uint32_t> ticked;
+  absl::Status pushed = RunAndWait(true, std::move(inputs), clock_.load() + 1, &ticked);
+  EndIteration(ticked);
+  return pushed;
+}
+
+absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs,
+                                    int64_t end_clock, std::set<uint32_t>* ticked) {
   // Declared in this order so the alarm goes before the queue it may be set
   // on; both outlive every call of the op (the queue is drained below).
   grpc::CompletionQueue cq;
   grpc::Alarm wake;
   bool fulfilled_here = false;
   const Waiter waiter{&cq, &wake, std::this_thread::get_id(), &fulfilled_here};
-  std::future<absl::Status> result = Run(is_push, std::move(inputs), &waiter);
+  std::shared_ptr<Op> op;
+  std::future<absl::Status> result = Run(is_push, std::move(inputs), &waiter, end_clock, &op);
   void* tag = nullptr;
   bool ok = false;
   // The op's calls complete here, on this thread, until the result is set:
@@ -678,19 +712,30 @@ absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs
   }
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
-  return result.get();
+  absl::Status status = result.get();
+  if (ticked != nullptr) {
+    absl::MutexLock lock(&op->mu);
+    *ticked = op->ticked;
+  }
+  return status;
 }
 
 absl::Status ClientImpl::Clock() {
   if (finished_.load()) return absl::FailedPreconditionError("client already finished");
   RETURN_IF_ERROR(Lost());
   RETURN_IF_ERROR(ticks_->error());
+  EndIteration({});
+  return absl::OkStatus();
+}
+
+void ClientImpl::EndIteration(const std::set<uint32_t>& ticked) {
   std::shared_ptr<const Servers> servers = this->servers();
   const int64_t next = clock_.load() + 1;
   const absl::Time give_up = absl::Now() + options_.rpc_deadline;
-  for (uint32_t server : servers->alive) ticks_->Send(server, next, give_up);
+  for (uint32_t server : servers->alive) {
+    if (!ticked.contains(server)) ticks_->Send(server, next, give_up);
+  }
   clock_.store(next);
-  return absl::OkStatus();
 }
 
 absl::Status ClientImpl::DrainClocks() {

@@ -67,6 +67,8 @@ class ClientImpl final : public Client {
                            std::vector<SparseRows> sparse) override;
   absl::Status PushAndWait(std::vector<ConstDenseBuffer> dense,
                            std::vector<ConstSparseRows> sparse) override;
+  absl::Status PushAndClock(std::vector<ConstDenseBuffer> dense,
+                            std::vector<ConstSparseRows> sparse) override;
   absl::Status Clock() override;
   absl::Status Finish() override;
 
@@ -92,11 +94,20 @@ class ClientImpl final : public Client {
   };
 
   // Starts a pull or push; `waiter`: null, or the thread that will wait for
-  // it, driving its queue.
+  // it, driving its queue. `end_clock` (pushes): the tick its requests may
+  // carry (Op::end_clock); `op_out`: when not null, receives the op.
   std::future<absl::Status> Run(bool is_push, std::vector<TableInput> inputs,
-                                const Waiter* waiter = nullptr);
+                                const Waiter* waiter = nullptr, int64_t end_clock = 0,
+                                std::shared_ptr<Op>* op_out = nullptr);
   // Run, then drives the waiter's queue until the op's result is in.
-  absl::Status RunAndWait(bool is_push, std::vector<TableInput> inputs);
+  // `ticked` (pushes with an end_clock): receives the servers that recorded
+  // it.
+  absl::Status RunAndWait(bool is_push, std::vector<TableInput> inputs, int64_t end_clock = 0,
+                          std::set<uint32_t>* ticked = nullptr);
+  // Ends iteration clock() on every live server but those in `ticked`
+  // (their tick rode on a push): sends the ticks without waiting, then
+  // advances clock().
+  void EndIteration(const std::set<uint32_t>& ticked);
   // The inputs of a pull or a push, each checked against its table.
   absl::StatusOr<std::vector<TableInput>> PullInputs(const std::vector<DenseBuffer>& dense,
                                                      const std::vector<SparseRows>& sparse) const;

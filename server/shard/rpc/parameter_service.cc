@@ -37,6 +37,23 @@ uint64_t PushBytes(const v1::PushRequest& r) {
   return n;
 }
 
+// Records a push's end_clock as the worker's clock (PushRequest.end_clock);
+// sets response->ticked when it was. A failure is logged at debug level
+// only: the worker sends the tick again as a ClockRequest, which reports it.
+void RecordTick(Shard* shard, const v1::PushRequest& push, v1::PushResponse* response) {
+  v1::ClockRequest clock;
+  clock.set_map_version(push.map_version());
+  clock.set_worker_id(push.worker_id());
+  clock.set_incarnation(push.incarnation());
+  clock.set_clock(push.end_clock());
+  absl::StatusOr<int64_t> min_clock = shard->Clock(clock);
+  if (!min_clock.ok()) {
+    LOG_DEBUG("tick {} carried by a push of worker {} not recorded: {}", push.end_clock(),
+              push.worker_id(), min_clock.status().message());
+  }
+  response->set_ticked(min_clock.ok());
+}
+
 }  // namespace
 
 ParameterService::ParameterService(ShardMetrics* metrics, absl::Duration max_wait)
@@ -169,7 +186,12 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
     request = inlined.get();
   }
   ShardMetrics* metrics = metrics_;
-  auto finish = [reactor, request, inlined, start, metrics](absl::Status status) {
+  // A tick carried by the push is recorded once the push is applied here
+  // and on every backup, as a ClockRequest after the acknowledgement would.
+  const bool tick = request->end_clock() > 0 && !request->forwarded();
+  auto finish = [reactor, request, response, inlined, start, metrics, tick,
+                 attached](absl::Status status) {
+    if (status.ok() && tick) RecordTick(attached->shard.get(), *request, response);
     if (metrics != nullptr) {
       metrics->Request(ShardMetrics::kPush, absl::StatusCodeToString(status.code()),
                        PushBytes(*request), 0, absl::ToDoubleSeconds(absl::Now() - start));

@@ -76,6 +76,7 @@ void ReplicaForwarder::Forward(const v1::PushRequest& request, uint64_t map_vers
     auto* copy = new Copy;
     copy->request = request;
     copy->request.set_forwarded(true);
+    copy->request.clear_end_clock();  // a tick is for the server it was sent to
     copy->request.set_map_version(map_version);
     copy->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
     const uint32_t id = r.server_id;

@@ -444,5 +444,103 @@ TEST_CASE("a push cut in many requests keeps requests_in_flight of them in fligh
   }
 }
 
+// The ticks each server was sent after the join (ClockRequest.clock, the
+// leave as -1), and the end_clock of each push it was sent.
+std::vector<int64_t> Ticks(FakeShard& shard) {
+  std::vector<int64_t> ticks;
+  const std::vector<v1::ClockRequest> clocks = shard.clocks();
+  for (size_t i = 1; i < clocks.size(); ++i) {
+    ticks.push_back(clocks[i].leaving() ? -1 : clocks[i].clock());
+  }
+  return ticks;
+}
+std::vector<int64_t> EndClocks(FakeShard& shard) {
+  std::vector<int64_t> ends;
+  for (const v1::PushRequest& r : shard.pushes()) ends.push_back(r.end_clock());
+  return ends;
+}
+
+TEST_CASE("PushAndClock carries the tick on a push of one request, and the other servers get "
+          "it as a ClockRequest",
+          "[client][clock]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfGroup(0, 8);  // all on server 0
+  const std::vector<float> grads = Grads(keys);
+  REQUIRE(rig.client->PushAndClock({}, {ConstSparseRows{"emb", keys, grads}}).ok());
+  CHECK(rig.client->clock() == 1);
+  REQUIRE(rig.client->PushAndClock({}, {ConstSparseRows{"emb", keys, grads}}).ok());
+  CHECK(rig.client->clock() == 2);
+  REQUIRE(rig.client->Finish().ok());
+
+  CHECK(EndClocks(rig.shard(0)) == std::vector<int64_t>{1, 2});
+  CHECK(Ticks(rig.shard(0)) == std::vector<int64_t>{-1});  // no ClockRequest but the leave
+  CHECK(EndClocks(rig.shard(1)).empty());
+  CHECK(Ticks(rig.shard(1)) == std::vector<int64_t>{1, 2, -1});
+  CHECK(rig.shard(0).Row(kSparse, keys[0]) ==
+        std::vector<float>{2.0f * static_cast<float>(keys[0]),
+                           2.0f * (static_cast<float>(keys[0]) + 0.5f)});
+}
+
+TEST_CASE("PushAndClock sends no tick on a push of several requests", "[client][clock]") {
+  // A tick recorded with one request could let a server's barrier pass
+  // before another request, or a backup's copy of it, is applied there.
+  SECTION("cut in two requests to one server") {
+    Rig rig(3, false, 4, /*request_split_bytes=*/4096);
+    const std::vector<Key> keys = KeysOfGroup(0, 1024);  // 8 KiB of rows
+    const std::vector<float> grads = Grads(keys);
+    REQUIRE(rig.client->PushAndClock({}, {ConstSparseRows{"emb", keys, grads}}).ok());
+    REQUIRE(rig.client->Finish().ok());
+    CHECK(EndClocks(rig.shard(0)) == std::vector<int64_t>{0, 0});
+    CHECK(Ticks(rig.shard(0)) == std::vector<int64_t>{1, -1});
+    CHECK(Ticks(rig.shard(1)) == std::vector<int64_t>{1, -1});
+  }
+  SECTION("one request to each of two servers") {
+    Rig rig;
+    std::vector<Key> keys = KeysOfGroup(0, 2);
+    for (Key k : KeysOfGroup(1, 2)) keys.push_back(k);
+    const std::vector<float> grads = Grads(keys);
+    REQUIRE(rig.client->PushAndClock({}, {ConstSparseRows{"emb", keys, grads}}).ok());
+    REQUIRE(rig.client->Finish().ok());
+    for (uint32_t s = 0; s < 2; ++s) {
+      INFO("server " << s);
+      CHECK(EndClocks(rig.shard(s)) == std::vector<int64_t>{0});
+      CHECK(Ticks(rig.shard(s)) == std::vector<int64_t>{1, -1});
+    }
+  }
+}
+
+TEST_CASE("a PushAndClock request sent again goes without its tick, which follows as a "
+          "ClockRequest",
+          "[client][clock]") {
+  Rig rig;
+  // The first send is applied, its answer lost: it is resent, maybe to
+  // another server after a failover, so without the tick.
+  rig.shard(0).FailNext(FakeShard::Rpc::kPush,
+                        grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "answer lost"), 1,
+                        /*apply_first=*/true);
+  const std::vector<Key> keys = KeysOfGroup(0, 4);
+  const std::vector<float> grads = Grads(keys);
+  REQUIRE(rig.client->PushAndClock({}, {ConstSparseRows{"emb", keys, grads}}).ok());
+  REQUIRE(rig.client->Finish().ok());
+  CHECK(EndClocks(rig.shard(0)) == std::vector<int64_t>{1, 0});
+  CHECK(rig.shard(0).applied() == 1);
+  CHECK(rig.shard(0).duplicates() == 1);
+  CHECK(Ticks(rig.shard(0)) == std::vector<int64_t>{1, -1});
+  CHECK(Ticks(rig.shard(1)) == std::vector<int64_t>{1, -1});
+}
+
+TEST_CASE("a PushAndClock refused on this side sends nothing and does not end the iteration",
+          "[client][clock]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfGroup(0, 4);
+  const std::vector<float> short_grads(3);
+  const absl::Status s = rig.client->PushAndClock({}, {ConstSparseRows{"emb", keys, short_grads}});
+  REQUIRE(absl::IsInvalidArgument(s));
+  CHECK(rig.client->clock() == 0);
+  REQUIRE(rig.client->Finish().ok());
+  CHECK(rig.shard(0).pushes().empty());
+  CHECK(Ticks(rig.shard(0)) == std::vector<int64_t>{-1});
+}
+
 }  // namespace
 }  // namespace cairn

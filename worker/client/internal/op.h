@@ -11,6 +11,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct ClientImpl::Op {
   std::optional<Waiter> waiter;
   int attempt = 0;
   int64_t clock = 0;                  // the worker's clock when the op started
+  // Pushes of PushAndClock: the tick the first send of the op's request
+  // carries when the op is that one request (PushRequest.end_clock); 0:
+  // none.
+  int64_t end_clock = 0;
   absl::Time start;                   // monotonic (common/time_source.h)
   std::vector<uint64_t> generations;  // pulls: each input's cache generation at start
   std::vector<uint64_t> hits;         // pulls: keys of each input served from the cache
@@ -56,6 +61,8 @@ struct ClientImpl::Op {
   std::map<uint32_t, int> in_flight ABSL_GUARDED_BY(mu);
   std::map<uint32_t, std::deque<std::function<void()>>> waiting ABSL_GUARDED_BY(mu);
   bool refresh ABSL_GUARDED_BY(mu) = false;
+  // Pushes: servers that recorded the op's end_clock (PushResponse.ticked).
+  std::set<uint32_t> ticked ABSL_GUARDED_BY(mu);
   // Pulls: per input, the oldest server min clock its values reflect.
   std::vector<int64_t> oldest_min_clock ABSL_GUARDED_BY(mu);
 };
