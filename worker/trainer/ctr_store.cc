@@ -76,10 +76,10 @@ absl::StatusOr<absl::Span<const float>> LocalCtrStore::Pull(
   return head_->Pull();
 }
 
-absl::Status LocalCtrStore::Push(absl::Span<const float> head_grads,
-                                 const std::vector<std::vector<Key>>& keys,
-                                 const FieldRows& row_grads) {
-  RETURN_IF_ERROR(head_->Push(head_grads));
+absl::Status LocalCtrStore::PushAndClock(absl::Span<const float> head_grads,
+                                         const std::vector<std::vector<Key>>& keys,
+                                         const FieldRows& row_grads) {
+  RETURN_IF_ERROR(head_->PushAndClock(head_grads));
   for (size_t f = 0; f < fields_.size(); ++f) fields_[f].Apply(keys[f], row_grads[f]);
   return absl::OkStatus();
 }

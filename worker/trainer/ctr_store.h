@@ -2,7 +2,7 @@
 // head's dense tables and one sparse table of embedding rows per field.
 // LocalCtrStore keeps them in this process (`cairn-worker --local`),
 // PsCtrStore (ps_ctr_store.h) on Cairn's servers. A step is
-//   Pull(keys) -> TrainStep -> Push(head grads, row grads) -> Clock().
+//   Pull(keys) -> TrainStep -> PushAndClock(head grads, row grads).
 #ifndef CAIRN_WORKER_TRAINER_CTR_STORE_H_
 #define CAIRN_WORKER_TRAINER_CTR_STORE_H_
 
@@ -33,12 +33,11 @@ class CtrParameterStore {
   // head's view stays valid until the next call.
   virtual absl::StatusOr<absl::Span<const float>> Pull(const std::vector<std::vector<Key>>& keys,
                                                        FieldRows* rows) = 0;
-  // The head's gradients and, per field, the rows' (keys distinct).
-  virtual absl::Status Push(absl::Span<const float> head_grads,
-                            const std::vector<std::vector<Key>>& keys,
-                            const FieldRows& row_grads) = 0;
-  // Ends the iteration.
-  virtual absl::Status Clock() = 0;
+  // The head's gradients and, per field, the rows' (keys distinct); ends
+  // the iteration.
+  virtual absl::Status PushAndClock(absl::Span<const float> head_grads,
+                                    const std::vector<std::vector<Key>>& keys,
+                                    const FieldRows& row_grads) = 0;
   // As ParameterStore::StartStep.
   virtual int64_t StartStep() const { return 0; }
 };
@@ -83,9 +82,9 @@ class LocalCtrStore final : public CtrParameterStore {
 
   absl::StatusOr<absl::Span<const float>> Pull(const std::vector<std::vector<Key>>& keys,
                                                FieldRows* rows) override;
-  absl::Status Push(absl::Span<const float> head_grads, const std::vector<std::vector<Key>>& keys,
-                    const FieldRows& row_grads) override;
-  absl::Status Clock() override { return absl::OkStatus(); }
+  absl::Status PushAndClock(absl::Span<const float> head_grads,
+                            const std::vector<std::vector<Key>>& keys,
+                            const FieldRows& row_grads) override;
 
  private:
   LocalCtrStore() = default;

@@ -37,8 +37,9 @@ class CtrTask final : public TrainingTask {
     return model_.TrainStep(batch_, head_, rows_, absl::MakeSpan(head_grads_), &row_grads_,
                             row_scale_);
   }
-  absl::Status Push() override { return store_.Push(head_grads_, batch_.keys, row_grads_); }
-  absl::Status Clock() override { return store_.Clock(); }
+  absl::Status PushAndClock() override {
+    return store_.PushAndClock(head_grads_, batch_.keys, row_grads_);
+  }
 
   absl::Status Evaluate(EpochStats* stats) override {
     const int64_t n = test_.size;

@@ -33,7 +33,7 @@ absl::StatusOr<absl::Span<const float>> LocalParameterStore::Pull() {
   return absl::Span<const float>(params_);
 }
 
-absl::Status LocalParameterStore::Push(absl::Span<const float> grads) {
+absl::Status LocalParameterStore::PushAndClock(absl::Span<const float> grads) {
   if (grads.size() != params_.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "local push of ", grads.size(), " gradient floats; the model has ", params_.size()));

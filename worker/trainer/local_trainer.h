@@ -31,9 +31,9 @@ class LocalParameterStore final : public ParameterStore {
 
   // The parameters themselves (no copy).
   absl::StatusOr<absl::Span<const float>> Pull() override;
-  // Applies each table's optimizer to its slice. InvalidArgument on a wrong size.
-  absl::Status Push(absl::Span<const float> grads) override;
-  absl::Status Clock() override { return absl::OkStatus(); }
+  // Applies each table's optimizer to its slice (nothing else ends an
+  // iteration here). InvalidArgument on a wrong size.
+  absl::Status PushAndClock(absl::Span<const float> grads) override;
 
   // Updates applied so far.
   int64_t updates() const { return updates_; }

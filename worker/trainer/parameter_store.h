@@ -1,7 +1,7 @@
 // Where the training loop's parameters live between steps: in this process
 // (LocalParameterStore, `cairn-worker --local`) or on Cairn's servers
 // (PsParameterStore). The loop is the same for both:
-//   Pull() -> forward/backward -> Push(grads) -> Clock().
+//   Pull() -> forward/backward -> PushAndClock(grads).
 //
 // Parameters and gradients use the Mlp's flat layout (mlp.h).
 #ifndef CAIRN_WORKER_TRAINER_PARAMETER_STORE_H_
@@ -22,11 +22,10 @@ class ParameterStore {
   // and unchanged until the next call on this store.
   virtual absl::StatusOr<absl::Span<const float>> Pull() = 0;
 
-  // The current iteration's gradients of the mean loss (flat layout).
-  virtual absl::Status Push(absl::Span<const float> grads) = 0;
-
-  // Ends the current iteration.
-  virtual absl::Status Clock() = 0;
+  // The current iteration's gradients of the mean loss (flat layout); ends
+  // the iteration (one call, so that a store on servers can carry the clock
+  // tick on the push: Client::PushAndClock).
+  virtual absl::Status PushAndClock(absl::Span<const float> grads) = 0;
 
   // The global step training starts at: 0, or the clock of the checkpoint a
   // resumed job restarts from (the step's batch is then the one a run from

@@ -48,16 +48,16 @@ absl::StatusOr<absl::Span<const float>> PsCtrStore::Pull(
   return head_->params();
 }
 
-absl::Status PsCtrStore::Push(absl::Span<const float> head_grads,
-                              const std::vector<std::vector<Key>>& keys,
-                              const FieldRows& row_grads) {
+absl::Status PsCtrStore::PushAndClock(absl::Span<const float> head_grads,
+                                      const std::vector<std::vector<Key>>& keys,
+                                      const FieldRows& row_grads) {
   ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> head, head_->PushBuffers(head_grads));
   std::vector<ConstSparseRows> tables;
   tables.reserve(fields_.size());
   for (size_t f = 0; f < fields_.size(); ++f) {
     tables.push_back(ConstSparseRows{fields_[f], keys[f], row_grads[f]});
   }
-  return client_->PushAndWait(std::move(head), std::move(tables));
+  return client_->PushAndClock(std::move(head), std::move(tables));
 }
 
 }  // namespace cairn

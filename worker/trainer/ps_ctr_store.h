@@ -1,6 +1,6 @@
 // The ctr model's parameters on Cairn's servers: the head's dense tables and
 // the 26 embedding tables pulled (pushed) in one Client operation, one
-// request per server for all 27+ tables (Client::Pull / Client::Push).
+// request per server for all 27+ tables (Client::PullAndWait / Client::PushAndClock).
 #ifndef CAIRN_WORKER_TRAINER_PS_CTR_STORE_H_
 #define CAIRN_WORKER_TRAINER_PS_CTR_STORE_H_
 
@@ -26,9 +26,9 @@ class PsCtrStore final : public CtrParameterStore {
 
   absl::StatusOr<absl::Span<const float>> Pull(const std::vector<std::vector<Key>>& keys,
                                                FieldRows* rows) override;
-  absl::Status Push(absl::Span<const float> head_grads, const std::vector<std::vector<Key>>& keys,
-                    const FieldRows& row_grads) override;
-  absl::Status Clock() override { return head_->Clock(); }
+  absl::Status PushAndClock(absl::Span<const float> head_grads,
+                            const std::vector<std::vector<Key>>& keys,
+                            const FieldRows& row_grads) override;
   int64_t StartStep() const override { return head_->StartStep(); }
 
  private:

@@ -68,11 +68,9 @@ absl::StatusOr<std::vector<ConstDenseBuffer>> PsParameterStore::PushBuffers(
   return buffers;
 }
 
-absl::Status PsParameterStore::Push(absl::Span<const float> grads) {
+absl::Status PsParameterStore::PushAndClock(absl::Span<const float> grads) {
   ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> buffers, PushBuffers(grads));
-  return client_->PushAndWait(std::move(buffers), {});
+  return client_->PushAndClock(std::move(buffers), {});
 }
-
-absl::Status PsParameterStore::Clock() { return client_->Clock(); }
 
 }  // namespace cairn

@@ -1,6 +1,6 @@
 // Training through Cairn: parameters live on the servers; each iteration
-// pulls every model table, computes, pushes the gradients and ends the
-// iteration with Clock() (worker/client/client.h).
+// pulls every model table, computes, then pushes the gradients and ends the
+// iteration in one call, Client::PushAndClock (worker/client/client.h).
 //
 // Under BSP the servers apply the mean of all W workers' gradients once per
 // iteration, so W workers with batch b train as one worker with batch W * b
@@ -31,11 +31,10 @@ class PsParameterStore final : public ParameterStore {
   // PullDense of every table into a host buffer owned by the store; waits as
   // the tables' consistency requires.
   absl::StatusOr<absl::Span<const float>> Pull() override;
-  // PushDense of every table's slice of `grads`; returns once the servers
-  // acknowledged.
-  absl::Status Push(absl::Span<const float> grads) override;
-  // Client::Clock().
-  absl::Status Clock() override;
+  // Client::PushAndClock of every table's slice of `grads`: returns once
+  // the servers acknowledged the push; the iteration's clock ticks ride on
+  // it where they can.
+  absl::Status PushAndClock(absl::Span<const float> grads) override;
   // The client's clock when the store was created (a resumed job's workers
   // start at the checkpoint's clock).
   int64_t StartStep() const override { return start_step_; }

@@ -11,7 +11,7 @@ namespace {
 
 nlohmann::json TimeSplit(const PhaseSeconds& t) {
   return {{"data", t.data},         {"pull", t.pull}, {"compute", t.compute},
-          {"slowdown", t.slowdown}, {"push", t.push}, {"clock", t.clock}};
+          {"slowdown", t.slowdown}, {"push", t.push}};
 }
 
 }  // namespace

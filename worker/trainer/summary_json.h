@@ -7,7 +7,7 @@
 //   examples_per_second (this worker's examples / step time), examples,
 //   wall_seconds (training and evaluation), train_seconds, epochs (count
 //   run), steps, loss_trace (first --trace-loss step losses),
-//   time_split {data, pull, compute, slowdown, push, clock} (totals), and
+//   time_split {data, pull, compute, slowdown, push} (totals), and
 //   per_epoch [{epoch, steps, train_loss, test_loss, test_accuracy, [test_auc,]
 //   examples_per_second, seconds, eval_seconds, time_split}].
 #ifndef CAIRN_WORKER_TRAINER_SUMMARY_JSON_H_

@@ -83,8 +83,7 @@ class MlpTask final : public TrainingTask {
   absl::StatusOr<double> Compute() override {
     return mlp_.TrainStep(params_, inputs_, labels_, absl::MakeSpan(grads_));
   }
-  absl::Status Push() override { return store_.Push(grads_); }
-  absl::Status Clock() override { return store_.Clock(); }
+  absl::Status PushAndClock() override { return store_.PushAndClock(grads_); }
 
   absl::Status Evaluate(EpochStats* stats) override {
     ASSIGN_OR_RETURN(absl::Span<const float> params, store_.Pull());
@@ -115,7 +114,6 @@ PhaseSeconds& PhaseSeconds::operator+=(const PhaseSeconds& o) {
   compute += o.compute;
   slowdown += o.slowdown;
   push += o.push;
-  clock += o.clock;
   return *this;
 }
 
@@ -184,12 +182,9 @@ absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOpt
         rec.time.slowdown = SecondsSince(&t);
       }
 
-      absl::Status pushed = task.Push();
+      absl::Status pushed = task.PushAndClock();
       if (!pushed.ok()) return Annotate(pushed, absl::StrCat("push", where()));
       rec.time.push = SecondsSince(&t);
-      absl::Status clocked = task.Clock();
-      if (!clocked.ok()) return Annotate(clocked, absl::StrCat("clock", where()));
-      rec.time.clock = SecondsSince(&t);
 
       loss_sum += rec.loss;
       ++stats.steps;
@@ -211,14 +206,14 @@ absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOpt
     LOG_INFO(
         "epoch {} steps {} (total {}) train_loss {:.4f} test_loss {:.4f} test_accuracy {:.4f}{} "
         "examples/s {:.0f} | per step ms: data {:.3f} pull {:.3f} compute {:.3f} slowdown {:.3f} "
-        "push {:.3f} clock {:.3f} | eval {:.2f}s",
+        "push {:.3f} | eval {:.2f}s",
         epoch, stats.steps, stats.global_steps, stats.train_loss, stats.test_loss,
         stats.test_accuracy,
         stats.test_auc >= 0 ? absl::StrFormat(" test_auc %.4f", stats.test_auc) : "",
         stats.examples_per_second, 1e3 * stats.time.data / stats.steps,
         1e3 * stats.time.pull / stats.steps, 1e3 * stats.time.compute / stats.steps,
         1e3 * stats.time.slowdown / stats.steps, 1e3 * stats.time.push / stats.steps,
-        1e3 * stats.time.clock / stats.steps, stats.eval_seconds);
+        stats.eval_seconds);
     summary.time += stats.time;
     summary.examples += stats.steps * batch;
     summary.train_loss = stats.train_loss;

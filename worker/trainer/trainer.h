@@ -3,7 +3,7 @@
 //
 //   per epoch: draw the shard's permutation (sharding.h); per step:
 //     gather the batch -> Pull -> forward/backward -> [straggler sleep]
-//     -> Push(grads) -> Clock
+//     -> PushAndClock(grads)
 //   after each epoch: Pull and evaluate on the test set (forward only).
 //
 // Straggler simulation: with slowdown s >= 1, each step sleeps
@@ -31,9 +31,8 @@ struct PhaseSeconds {
   double pull = 0;      // ParameterStore::Pull (a BSP barrier wait included)
   double compute = 0;   // forward + backward
   double slowdown = 0;  // straggler sleep
-  double push = 0;      // ParameterStore::Push
-  double clock = 0;     // ParameterStore::Clock
-  double total() const { return data + pull + compute + slowdown + push + clock; }
+  double push = 0;      // ParameterStore::PushAndClock: the push and the iteration's end
+  double total() const { return data + pull + compute + slowdown + push; }
   PhaseSeconds& operator+=(const PhaseSeconds& o);
 };
 
@@ -105,8 +104,8 @@ class TrainingTask {
   virtual absl::Status Pull() = 0;
   // Forward and backward on the gathered batch; the batch's mean loss.
   virtual absl::StatusOr<double> Compute() = 0;
-  virtual absl::Status Push() = 0;
-  virtual absl::Status Clock() = 0;
+  // Pushes the step's gradients and ends the iteration.
+  virtual absl::Status PushAndClock() = 0;
   // After an epoch: pulls the parameters and fills stats' test_* fields.
   virtual absl::Status Evaluate(EpochStats* stats) = 0;
 };

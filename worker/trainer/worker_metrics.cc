@@ -24,7 +24,7 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry) {
                      .Name("cairn_worker_step_phase_seconds")
                      .Help("Time of each phase of a training step")
                      .Register(registry);
-  const char* names[] = {"data", "pull", "compute", "slowdown", "push", "clock"};
+  const char* names[] = {"data", "pull", "compute", "slowdown", "push"};
   for (size_t i = 0; i < phase_.size(); ++i) {
     phase_[i] = &phases.Add({{"phase", names[i]}}, LatencyBuckets());
   }
@@ -53,8 +53,8 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry) {
 void WorkerMetrics::RecordStep(const StepRecord& step) {
   steps_->Increment();
   examples_->Increment(step.batch);
-  const double seconds[] = {step.time.data,     step.time.pull, step.time.compute,
-                            step.time.slowdown, step.time.push, step.time.clock};
+  const double seconds[] = {step.time.data, step.time.pull, step.time.compute,
+                            step.time.slowdown, step.time.push};
   for (size_t i = 0; i < phase_.size(); ++i) phase_[i]->Observe(seconds[i]);
   train_loss_->Set(step.loss);
 }

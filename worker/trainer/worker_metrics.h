@@ -3,7 +3,7 @@
 //   cairn_worker_steps_total                   counter: training steps done
 //   cairn_worker_examples_total                counter: training examples seen
 //   cairn_worker_step_phase_seconds{phase}     histogram: time of each step
-//       phase, phase in data|pull|compute|slowdown|push|clock
+//       phase, phase in data|pull|compute|slowdown|push
 //   cairn_worker_train_loss                    gauge: last step's mean loss
 //   cairn_worker_test_accuracy                 gauge: after the last epoch (0..1)
 //   cairn_worker_epoch                         gauge: epochs completed
@@ -35,8 +35,8 @@ class WorkerMetrics {
  private:
   prometheus::Counter* steps_;
   prometheus::Counter* examples_;
-  // data, pull, compute, slowdown, push, clock
-  std::array<prometheus::Histogram*, 6> phase_;
+  // data, pull, compute, slowdown, push
+  std::array<prometheus::Histogram*, 5> phase_;
   prometheus::Gauge* train_loss_;
   prometheus::Gauge* test_accuracy_;
   prometheus::Gauge* test_auc_;

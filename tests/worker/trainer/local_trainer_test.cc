@@ -89,8 +89,8 @@ TEST_CASE("the local store applies the tables' optimizer with the update count a
     auto store = *LocalParameterStore::Create(m->tables, m->mlp->num_params());
     const std::vector<float> w0((*store->Pull()).begin(), (*store->Pull()).end());
     const std::vector<float> g = {1, 2, 3, 4, -1, -2};
-    REQUIRE(store->Push(g).ok());
-    REQUIRE(store->Push(g).ok());
+    REQUIRE(store->PushAndClock(g).ok());
+    REQUIRE(store->PushAndClock(g).ok());
     absl::Span<const float> w2 = *store->Pull();
     for (size_t i = 0; i < g.size(); ++i) CHECK(w2[i] == (w0[i] - 0.5f * g[i]) - 0.5f * g[i]);
     CHECK(store->updates() == 2);
@@ -105,7 +105,7 @@ TEST_CASE("the local store applies the tables' optimizer with the update count a
     auto store = *LocalParameterStore::Create(m->tables, m->mlp->num_params());
     const std::vector<float> w0((*store->Pull()).begin(), (*store->Pull()).end());
     const std::vector<float> g = {1, -2, 3, -4, 0.5f, -0.5f};
-    REQUIRE(store->Push(g).ok());
+    REQUIRE(store->PushAndClock(g).ok());
     absl::Span<const float> w1 = *store->Pull();
     // With step = 1 the bias corrections cancel (1 - beta) exactly: a step of
     // lr * sign(g). Without them (step 0 or a wrong count) it would be 10x smaller.
@@ -116,7 +116,7 @@ TEST_CASE("the local store applies the tables' optimizer with the update count a
   SECTION("a wrongly sized push is rejected") {
     std::unique_ptr<Model> m = MakeModel(t, 1);
     auto store = *LocalParameterStore::Create(m->tables, m->mlp->num_params());
-    CHECK(store->Push(std::vector<float>(5)).code() == absl::StatusCode::kInvalidArgument);
+    CHECK(store->PushAndClock(std::vector<float>(5)).code() == absl::StatusCode::kInvalidArgument);
   }
 }
 
