@@ -174,6 +174,38 @@ def test_the_gil_is_released_while_a_call_waits(cluster_factory):
     b.finish()
 
 
+def test_push_and_clock_ends_the_iteration_with_the_push(cluster_factory):
+    # BSP with 2 workers and one server: each push_and_clock is one request
+    # that carries the worker's tick. Iteration 1's pulls see both workers'
+    # dense and row gradients, summed, exactly once.
+    c = cluster_factory(job(workers=2, mode="bsp"))
+    clients = [None, None]
+
+    def connect(i):
+        clients[i] = cairn.connect(c.address, worker_id=i)
+
+    threads = [threading.Thread(target=connect, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    keys = np.array([5, -7], dtype=np.int64)
+    rows = np.array([[1, 2], [3, 4]], dtype=np.float32)
+    for i, client in enumerate(clients):
+        client.push_and_clock(dense={"w": np.full((3, 4), i + 1, np.float32)},
+                              rows={"e": (keys, rows)})
+        assert client.iteration == 1
+    for client in clients:
+        assert np.all(client.pull("w") == -3.0)   # lr 1: -(1 + 2)
+        assert np.array_equal(client.pull_rows("e", keys), -rows)  # lr 0.5: -0.5 * 2 * rows
+    with pytest.raises(cairn.Error) as e:
+        clients[0].push_and_clock(dense={"w": np.ones((2, 2), np.float32)})
+    assert e.value.code == "INVALID_ARGUMENT"
+    assert "w" in e.value.message
+    for client in clients:
+        client.finish()
+
+
 def test_torch_model_and_embedding(cluster_factory):
     torch = pytest.importorskip("torch")
     import cairn.torch as ct

@@ -160,24 +160,32 @@ class PyClient {
     return Future(client_->PullDense(std::move(out)), std::move(keep));
   }
 
-  Future PushDense(const py::dict& grads) {
+  // {name: gradient} of dense tables, as the client takes them; `keep`
+  // holds the buffers they point into.
+  std::vector<ConstDenseBuffer> DenseGrads(const py::dict& grads,
+                                           std::vector<py::buffer_info>* keep) {
     std::vector<ConstDenseBuffer> in;
-    std::vector<py::buffer_info> keep;
     for (const auto& [key, value] : grads) {
       const std::string name = py::cast<std::string>(key);
       const v1::TableSpec& spec = Spec(name);
       RequireKind(spec, v1::TABLE_KIND_DENSE, "push_dense");
-      keep.push_back(FloatBuffer(py::reinterpret_borrow<py::object>(value), name, "the gradient",
-                                 /*writable=*/false, /*expected=*/-1));
+      keep->push_back(FloatBuffer(py::reinterpret_borrow<py::object>(value), name, "the gradient",
+                                  /*writable=*/false, /*expected=*/-1));
       // The servers check the shape against the table's (InvalidArgument
       // naming both); a 1-d gradient of the right size is taken as the table's.
-      std::vector<int64_t> shape = ShapeOf(keep.back());
+      std::vector<int64_t> shape = ShapeOf(keep->back());
       if (shape.size() == 1 && shape[0] == DenseSize(spec)) shape.clear();
       in.push_back({name,
-                    absl::MakeConstSpan(static_cast<const float*>(keep.back().ptr),
-                                        static_cast<size_t>(keep.back().size)),
+                    absl::MakeConstSpan(static_cast<const float*>(keep->back().ptr),
+                                        static_cast<size_t>(keep->back().size)),
                     std::move(shape)});
     }
+    return in;
+  }
+
+  Future PushDense(const py::dict& grads) {
+    std::vector<py::buffer_info> keep;
+    std::vector<ConstDenseBuffer> in = DenseGrads(grads, &keep);
     return Future(client_->PushDense(std::move(in)), std::move(keep));
   }
 
@@ -202,24 +210,46 @@ class PyClient {
     return Future(client_->PullSparse(std::move(out)), std::move(keep));
   }
 
-  Future PushSparse(const py::dict& grads) {
+  // {name: (keys, gradients)} of sparse tables, as the client takes them;
+  // `keep` holds the buffers they point into.
+  std::vector<ConstSparseRows> SparseGrads(const py::dict& grads,
+                                           std::vector<py::buffer_info>* keep) {
     std::vector<ConstSparseRows> in;
-    std::vector<py::buffer_info> keep;
     for (const auto& [key, value] : grads) {
       const std::string name = py::cast<std::string>(key);
       const v1::TableSpec& spec = Spec(name);
       RequireKind(spec, v1::TABLE_KIND_SPARSE, "push_sparse");
       const py::tuple pair = py::cast<py::tuple>(value);
-      keep.push_back(KeyBuffer(pair[0], name));
-      const auto* keys = static_cast<const Key*>(keep.back().ptr);
-      const auto num_keys = static_cast<size_t>(keep.back().size);
-      keep.push_back(FloatBuffer(pair[1], name, "the gradient", /*writable=*/false,
-                                 num_keys * spec.width()));
+      keep->push_back(KeyBuffer(pair[0], name));
+      const auto* keys = static_cast<const Key*>(keep->back().ptr);
+      const auto num_keys = static_cast<size_t>(keep->back().size);
+      keep->push_back(FloatBuffer(pair[1], name, "the gradient", /*writable=*/false,
+                                  num_keys * spec.width()));
       in.push_back({name, absl::MakeConstSpan(keys, num_keys),
-                    absl::MakeConstSpan(static_cast<const float*>(keep.back().ptr),
-                                        static_cast<size_t>(keep.back().size))});
+                    absl::MakeConstSpan(static_cast<const float*>(keep->back().ptr),
+                                        static_cast<size_t>(keep->back().size))});
     }
+    return in;
+  }
+
+  Future PushSparse(const py::dict& grads) {
+    std::vector<py::buffer_info> keep;
+    std::vector<ConstSparseRows> in = SparseGrads(grads, &keep);
     return Future(client_->PushSparse(std::move(in)), std::move(keep));
+  }
+
+  // Dense and sparse gradients as one push that also ends the iteration
+  // (Client::PushAndClock); waits without the GIL.
+  void PushAndClock(const py::dict& dense, const py::dict& sparse) {
+    std::vector<py::buffer_info> keep;
+    std::vector<ConstDenseBuffer> d = DenseGrads(dense, &keep);
+    std::vector<ConstSparseRows> r = SparseGrads(sparse, &keep);
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      s = client_->PushAndClock(std::move(d), std::move(r));
+    }
+    Check(s);
   }
 
   void Clock() {
@@ -322,6 +352,7 @@ class Error(RuntimeError):
       .def("push_dense_async", &PyClient::PushDense, py::arg("grads"))
       .def("pull_sparse_async", &PyClient::PullSparse, py::arg("tables"))
       .def("push_sparse_async", &PyClient::PushSparse, py::arg("grads"))
+      .def("push_and_clock", &PyClient::PushAndClock, py::arg("dense"), py::arg("sparse"))
       .def("clock", &PyClient::Clock)
       .def("finish", &PyClient::Finish)
       .def("stats", [](PyClient& c) {

@@ -83,11 +83,12 @@ class ParameterServerModel(torch.nn.Module):
         for t, p in self._params:
             g = p.grad if p.grad is not None else torch.zeros_like(p)
             grads[t] = g.detach().contiguous().numpy()
-        self.client.push_dense(grads)
+        if clock:
+            self.client.push_and_clock(dense=grads)
+        else:
+            self.client.push_dense(grads)
         for _, p in self._params:
             p.grad = None
-        if clock:
-            self.client.clock()
 
 
 class Embedding(torch.nn.Module):
