@@ -41,6 +41,21 @@ def job(workers=1, mode="asp"):
     return JOB.format(workers=workers, mode=mode)
 
 
+def connect_workers(c, n):
+    """n workers connected at once (the start-up barrier waits for all)."""
+    clients = [None] * n
+
+    def connect(i):
+        clients[i] = cairn.connect(c.address, worker_id=i)
+
+    threads = [threading.Thread(target=connect, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return clients
+
+
 def test_dense_round_trip_exact_values(cluster_factory):
     c = cluster_factory(job())
     with cairn.connect(c.address, worker_id=0) as client:
@@ -132,17 +147,7 @@ def test_the_gil_is_released_while_a_call_waits(cluster_factory):
     # clock. Another Python thread counts meanwhile; it can only run if the
     # waiting call released the GIL.
     c = cluster_factory(job(workers=2, mode="bsp"))
-    clients = [None, None]
-
-    def connect(i):
-        clients[i] = cairn.connect(c.address, worker_id=i)
-
-    threads = [threading.Thread(target=connect, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    a, b = clients
+    a, b = connect_workers(c, 2)
     a.push("w", np.ones((3, 4), np.float32))
     a.clock()
     ticks = [0]
@@ -179,16 +184,7 @@ def test_push_and_clock_ends_the_iteration_with_the_push(cluster_factory):
     # that carries the worker's tick. Iteration 1's pulls see both workers'
     # dense and row gradients, summed, exactly once.
     c = cluster_factory(job(workers=2, mode="bsp"))
-    clients = [None, None]
-
-    def connect(i):
-        clients[i] = cairn.connect(c.address, worker_id=i)
-
-    threads = [threading.Thread(target=connect, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    clients = connect_workers(c, 2)
     keys = np.array([5, -7], dtype=np.int64)
     rows = np.array([[1, 2], [3, 4]], dtype=np.float32)
     for i, client in enumerate(clients):

@@ -713,7 +713,7 @@ absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
   absl::Status status = result.get();
-  if (ticked != nullptr) {
+  if (ticked != nullptr && op != nullptr) {  // null: refused before it started (Lost)
     absl::MutexLock lock(&op->mu);
     *ticked = op->ticked;
   }
