@@ -727,16 +727,22 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
       // A pull for iteration t says the worker completed t iterations: it
       // carries the worker's clock tick (DESIGN.md, Consistency), which may
       // release other workers' pulls.
-      if (clocks_.IsLive(request->worker_id()) &&
-          request->incarnation() == clocks_.IncarnationOf(request->worker_id()) &&
+      // A pull sent ahead of that tick (after_tick) carries none: it waits
+      // for the tick instead.
+      const bool same_worker =
+          clocks_.IsLive(request->worker_id()) &&
+          request->incarnation() == clocks_.IncarnationOf(request->worker_id());
+      if (same_worker && !request->after_tick() &&
           request->clock() > clocks_.ClockOf(request->worker_id())) {
         clocks_.Tick(request->worker_id(), request->clock());
         Advance(&ready);
       }
       const int64_t required = RequiredClock(*request);
+      const int64_t own_required = same_worker && request->after_tick() ? request->clock() : 0;
       min_clock = ReleasedClock();
-      if (required != kNoWait && min_clock < required) {
-        waiters_.push_back(Waiter{request, response, required, deadline, std::move(done), area});
+      if (MustWait(request->worker_id(), required, own_required, min_clock)) {
+        waiters_.push_back(Waiter{request, response, required, deadline, std::move(done), area,
+                                  own_required});
         wait = true;
       } else {
         ++pulls_served_;
@@ -827,6 +833,12 @@ int64_t Shard::ReleasedClock() const {
   return hold_.active ? std::min(min_clock, closed_before_) : min_clock;
 }
 
+bool Shard::MustWait(uint32_t worker, int64_t required, int64_t own_required,
+                     int64_t released) const {
+  if (required != kNoWait && released < required) return true;
+  return own_required > 0 && clocks_.IsLive(worker) && clocks_.ClockOf(worker) < own_required;
+}
+
 void Shard::Advance(std::vector<Waiter>* ready) {
   const int64_t min_clock = clocks_.MinClock();
   if (min_clock == ClockTracker::kNoWorkers) {
@@ -859,8 +871,9 @@ void Shard::Advance(std::vector<Waiter>* ready) {
     metrics_->Clocks(min_clock == ClockTracker::kNoWorkers ? 0 : min_clock, clocks_.MaxClock());
   }
   const int64_t released = ReleasedClock();
-  auto it = std::partition(waiters_.begin(), waiters_.end(),
-                           [&](const Waiter& w) { return released < w.required; });
+  auto it = std::partition(waiters_.begin(), waiters_.end(), [&](const Waiter& w) {
+    return MustWait(w.request->worker_id(), w.required, w.own_required, released);
+  });
   for (auto w = it; w != waiters_.end(); ++w) ready->push_back(std::move(*w));
   waiters_.erase(it, waiters_.end());
   pulls_served_ += ready->size();
@@ -897,11 +910,19 @@ void Shard::ExpireWaiters(absl::Time now) {
       std::vector<std::string> names;
       for (const v1::TableKeys& tk : w->request->tables()) names.push_back(tk.table());
       const int64_t slowest = clocks_.SlowestWorker();
-      std::string why = absl::StrCat(
-          "pull table=", absl::StrJoin(names, ","), " at clock ", w->request->clock(),
-          " from worker ", w->request->worker_id(), ": waited for min clock >= ", w->required,
-          "; slowest worker ", slowest, " is at clock ",
-          slowest < 0 ? 0 : clocks_.ClockOf(static_cast<uint32_t>(slowest)));
+      const uint32_t worker = w->request->worker_id();
+      std::string why =
+          w->own_required > 0 && clocks_.IsLive(worker) &&
+                  clocks_.ClockOf(worker) < w->own_required
+              ? absl::StrCat("pull table=", absl::StrJoin(names, ","), " at clock ",
+                             w->request->clock(), " from worker ", worker,
+                             " sent ahead of its tick: waited for that worker's clock >= ",
+                             w->own_required, "; it is at clock ", clocks_.ClockOf(worker))
+              : absl::StrCat("pull table=", absl::StrJoin(names, ","), " at clock ",
+                             w->request->clock(), " from worker ", worker,
+                             ": waited for min clock >= ", w->required, "; slowest worker ",
+                             slowest, " is at clock ",
+                             slowest < 0 ? 0 : clocks_.ClockOf(static_cast<uint32_t>(slowest)));
       expired.emplace_back(std::move(*w), std::move(why));
     }
     waiters_.erase(it, waiters_.end());

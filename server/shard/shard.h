@@ -285,6 +285,9 @@ class Shard {
     absl::Time deadline;
     std::function<void(absl::Status)> done;
     PullReplyArea area;
+    // PullRequest.after_tick: the worker's own clock needed here as well
+    // (its tick of the iteration before); 0: none.
+    int64_t own_required = 0;
   };
   // Buffered BSP gradients of one iteration: table -> worker -> rows.
   using IterationBuffer = std::map<uint32_t, std::map<uint32_t, GradBuffer>>;
@@ -384,6 +387,12 @@ class Shard {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The min clock pulls may see: the workers' minimum, capped by a hold.
   int64_t ReleasedClock() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a pull needing `required` (kNoWait: none) and its worker's own
+  // clock at `own_required` (0: none) must still wait, `released` being
+  // ReleasedClock(). A worker no longer live here waits for no tick of its
+  // own (its pushes are refused anyway).
+  bool MustWait(uint32_t worker, int64_t required, int64_t own_required, int64_t released) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<ShardSnapshot> SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Snapshots at the current boundary into the sink (once per clock).
   void TakeCheckpointLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -78,6 +78,62 @@ TEST_CASE("ASP applies pushes on arrival and pulls never wait", "[shard][asp]") 
   CHECK(pull.value() == -1.0f);
 }
 
+TEST_CASE("a BSP pull sent ahead of its tick does not tick and is answered once the push closes "
+          "the iteration",
+          "[shard][bsp]") {
+  Shard shard(0, Job({ScalarTable("w", v1::CONSISTENCY_BSP)}), nullptr);
+  REQUIRE(shard.InstallMap(Map(4, {0})).ok());
+  // Worker 0's pull of iteration 1 arrives before its push of iteration 0.
+  PullResult ahead;
+  StartPull(shard, &ahead, 0, 1, absl::InfiniteFuture(), /*after_tick=*/true);
+  CHECK_FALSE(ahead.done);
+  // A plain pull would have ticked the worker and closed iteration 0
+  // without the push; this one did not, so the push is still accepted.
+  REQUIRE(shard.Push(PushScalar(0, 1, 0, 2.0f)).ok());
+  CHECK_FALSE(ahead.done);
+  REQUIRE(shard.Clock(Tick(0, 1)).ok());
+  REQUIRE(ahead.done);
+  REQUIRE(ahead.status.ok());
+  CHECK(ahead.value() == -2.0f);
+  CHECK(ahead.response.min_clock() == 1);
+}
+
+TEST_CASE("a pull sent ahead of its tick waits for that tick even under ASP and SSP "
+          "(read-my-writes)",
+          "[shard][asp][ssp]") {
+  const v1::Consistency mode = GENERATE(v1::CONSISTENCY_ASP, v1::CONSISTENCY_SSP);
+  v1::TableSpec table = ScalarTable("w", mode);
+  if (mode == v1::CONSISTENCY_SSP) table.set_staleness(3);
+  Shard shard(0, Job({table}), nullptr);
+  REQUIRE(shard.InstallMap(Map(4, {0, 1})).ok());
+  PullResult ahead;
+  StartPull(shard, &ahead, 0, 1, absl::InfiniteFuture(), /*after_tick=*/true);
+  CHECK_FALSE(ahead.done);  // the bound allows it; its own push is not in yet
+  REQUIRE(shard.Push(PushScalar(0, 1, 0, 1.0f)).ok());
+  REQUIRE(shard.Clock(Tick(1, 1)).ok());  // another worker's tick releases nothing
+  CHECK_FALSE(ahead.done);
+  REQUIRE(shard.Clock(Tick(0, 1)).ok());
+  REQUIRE(ahead.done);
+  REQUIRE(ahead.status.ok());
+  CHECK(ahead.value() == -1.0f);
+}
+
+TEST_CASE("a pull ahead whose tick never comes expires naming the worker it waited for",
+          "[shard][bsp]") {
+  Shard shard(0, Job({ScalarTable("w", v1::CONSISTENCY_ASP)}), nullptr);
+  REQUIRE(shard.InstallMap(Map(4, {0})).ok());
+  PullResult ahead;
+  const absl::Time deadline = absl::Now() + absl::Seconds(1);
+  StartPull(shard, &ahead, 0, 1, deadline, /*after_tick=*/true);
+  shard.ExpireWaiters(deadline + absl::Milliseconds(1));
+  REQUIRE(ahead.done);
+  CHECK(ahead.status.code() == absl::StatusCode::kDeadlineExceeded);
+  const std::string msg(ahead.status.message());
+  CHECK_THAT(msg, Catch::Contains("table=w"));
+  CHECK_THAT(msg, Catch::Contains("sent ahead of its tick"));
+  CHECK_THAT(msg, Catch::Contains("worker's clock >= 1; it is at clock 0"));
+}
+
 TEST_CASE("a retried push with the same sequence is applied once", "[shard]") {
   Shard shard(0, Job({ScalarTable("w", v1::CONSISTENCY_ASP)}), nullptr);
   REQUIRE(shard.InstallMap(Map(4, {0})).ok());

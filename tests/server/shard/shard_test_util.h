@@ -112,9 +112,11 @@ struct PullResult {
   }
 };
 
-// Starts a pull at `clock`; `out` is filled when the shard answers.
+// Starts a pull at `clock` (with `after_tick`: sent ahead of the worker's
+// tick, PullRequest.after_tick); `out` is filled when the shard answers.
 inline void StartPull(Shard& shard, PullResult* out, uint32_t worker, int64_t clock,
-               absl::Time deadline = absl::InfiniteFuture()) {
+                      absl::Time deadline = absl::InfiniteFuture(), bool after_tick = false) {
+  out->request.set_after_tick(after_tick);
   out->request.set_map_version(1);
   out->request.set_worker_id(worker);
   out->request.set_incarnation(1);
