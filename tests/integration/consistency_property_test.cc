@@ -8,8 +8,9 @@
 // iterations with random delays (a random straggler per run, random pauses),
 // reading the table once or twice per iteration and sometimes again right
 // after their push; the other iterations end with the push itself
-// (Client::PushAndClock, the tick carried by the push). At every read by
-// worker w at iteration t:
+// (Client::PushAndClock, the tick carried by the push), half of them also
+// reading the next iteration with it (Client::PushClockAndPull, the pull
+// sent ahead of the tick). At every read by worker w at iteration t:
 //   - every update of iterations < t - s is in (s: 0 for BSP, the bound for
 //     SSP; nothing for ASP), and so is every earlier update of w itself;
 //   - a read after w's own push of iteration t contains it (SSP, ASP) - the
@@ -99,20 +100,38 @@ absl::Status Read(Client& client, const Run& run, int workers, std::vector<float
   return client.PullDense({{run.table, absl::MakeSpan(*values)}}).get();
 }
 
-// Worker w's push of iteration t; with `and_clock`, through PushAndClock,
-// which also ends the iteration (its ticks ride on the push).
-absl::Status Write(Client& client, const Run& run, int workers, int worker, int t,
-                   bool and_clock) {
+// How a worker's push of an iteration goes out.
+enum class End {
+  kPush,              // a push alone; the iteration goes on
+  kPushAndClock,      // the push ends the iteration (its ticks ride on it)
+  kPushClockAndPull,  // ... and reads the next iteration into `next`
+};
+
+// Worker w's push of iteration t. With kPushClockAndPull, `next` receives
+// the next iteration's read and `pulled` its result.
+absl::Status Write(Client& client, const Run& run, int workers, int worker, int t, End end,
+                   std::vector<float>* next = nullptr, absl::Status* pulled = nullptr) {
   const Key key = static_cast<Key>(worker * kIterations + t);
+  std::vector<Key> all(workers * kIterations);
+  for (size_t k = 0; k < all.size(); ++k) all[k] = k;
   if (run.sparse) {
     const std::vector<Key> keys = {key};
     const std::vector<float> grad = {-1.0f};
-    if (and_clock) return client.PushAndClock({}, {ConstSparseRows{run.table, keys, grad}});
+    std::vector<ConstSparseRows> rows = {ConstSparseRows{run.table, keys, grad}};
+    if (end == End::kPushAndClock) return client.PushAndClock({}, std::move(rows));
+    if (end == End::kPushClockAndPull) {
+      return client.PushClockAndPull({}, std::move(rows), {},
+                                     {SparseRows{run.table, all, absl::MakeSpan(*next)}}, pulled);
+    }
     return client.PushSparse(run.table, keys, grad).get();
   }
   std::vector<float> grad(workers * kIterations, 0.0f);
   grad[key] = -1.0f;
-  if (and_clock) return client.PushAndClock({{run.table, grad}}, {});
+  if (end == End::kPushAndClock) return client.PushAndClock({{run.table, grad}}, {});
+  if (end == End::kPushClockAndPull) {
+    return client.PushClockAndPull({{run.table, grad}}, {}, {{run.table, absl::MakeSpan(*next)}},
+                                   {}, pulled);
+  }
   return client.PushDense({{run.table, grad}}).get();
 }
 
@@ -137,15 +156,25 @@ void Work(Client& client, const std::vector<Run>& runs, int workers, int worker,
         if (s.ok()) CheckRead(run, workers, worker, t, false, values, failures);
       }
       // Read again after the push, then end the iteration; or end it with
-      // the push (PushAndClock).
-      if (coin(rng) < 0.3) {
-        failures->Check(Write(client, run, workers, worker, t, false), "push " + where);
+      // the push (PushAndClock), maybe reading the next iteration with it
+      // (PushClockAndPull).
+      const double end = coin(rng);
+      if (end < 0.3) {
+        failures->Check(Write(client, run, workers, worker, t, End::kPush), "push " + where);
         absl::Status s = Read(client, run, workers, &values);
         failures->Check(s, "pull after push " + where);
         if (s.ok()) CheckRead(run, workers, worker, t, true, values, failures);
         failures->Check(client.Clock(), "clock " + where);
+      } else if (end < 0.65) {
+        failures->Check(Write(client, run, workers, worker, t, End::kPushAndClock),
+                        "push and clock " + where);
       } else {
-        failures->Check(Write(client, run, workers, worker, t, true), "push and clock " + where);
+        absl::Status pulled;
+        failures->Check(
+            Write(client, run, workers, worker, t, End::kPushClockAndPull, &values, &pulled),
+            "push, clock and pull " + where);
+        failures->Check(pulled, "pull ahead " + where);
+        if (pulled.ok()) CheckRead(run, workers, worker, t + 1, false, values, failures);
       }
     }
   }

@@ -240,6 +240,28 @@ class Client {
   virtual absl::Status PushAndClock(std::vector<ConstDenseBuffer> dense,
                                     std::vector<ConstSparseRows> sparse) = 0;
 
+  // PushAndClock, then PullAndWait of the next iteration's values into
+  // `next_dense` / `next_sparse`, in one round trip instead of two: the pull
+  // goes out with the push, not after its answer. It is marked as sent
+  // ahead of the tick (PullRequest.after_tick): it does not tick the clock
+  // as a pull does, and each server holds it, beyond the tables' bound,
+  // until it has recorded this worker's tick, so it reads this push and
+  // every earlier one (read-my-writes, under BSP, SSP and ASP alike). Under
+  // BSP the server answers it as the push closes the iteration.
+  //
+  // Returns what PushAndClock returns, and the iteration ends as it says.
+  // `pulled` (not null) receives the pull's result, as PullAndWait's; it is
+  // not run (Cancelled) when the push's inputs or the call were refused
+  // before anything was sent. A pull ahead that failed can simply be done
+  // again with PullAndWait. Inputs of the pull refused on this side return
+  // at once, with nothing sent. The buffers of both must stay valid until
+  // the call returns.
+  virtual absl::Status PushClockAndPull(std::vector<ConstDenseBuffer> dense,
+                                        std::vector<ConstSparseRows> sparse,
+                                        std::vector<DenseBuffer> next_dense,
+                                        std::vector<SparseRows> next_sparse,
+                                        absl::Status* pulled) = 0;
+
   // Ends this worker's iteration clock() on every server; clock() + 1 after.
   // The ticks are sent without waiting for their replies (the next pull
   // carries the clock too, so no round trip sits on the step's critical

@@ -33,12 +33,42 @@ struct Piece {
   std::shared_ptr<ShardChannel> channel;  // the call's (reads a pull's values)
 };
 
-// Nothing to do: it wakes a waiting caller's queue (Fulfil).
+// Wakes a waiting caller's queue (Fulfil): the op it stands for is done.
 class WakeTag final : public CqTag {
  public:
-  void Complete(bool /*ok*/) override {}
+  void Complete(bool /*ok*/) override { woken_ = true; }
+  bool woken() const { return woken_; }
+
+ private:
+  bool woken_ = false;  // only the thread driving the queue reads and writes it
 };
-WakeTag wake_tag;
+
+// One op a caller waits for on its own queue (ClientImpl::Waiter): how it
+// learns that the op is done. Declared after the queue, so the alarm goes
+// before the queue it may be set on.
+struct QueueWait {
+  grpc::Alarm wake;
+  WakeTag tag;
+  bool fulfilled_here = false;
+
+  bool done() const { return fulfilled_here || tag.woken(); }
+};
+
+// Completes `cq`'s events on this thread until `wait`'s op is done. Other
+// ops' events on the queue are completed on the way.
+void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (!wait.done() && cq->Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
+}
+
+// Shuts `cq` down once every op on it is done, and completes what is left.
+void DrainQueue(grpc::CompletionQueue* cq) {
+  cq->Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq->Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
+}
 
 // Sets `op`'s result, once. A caller waiting on its own queue
 // (RunAndWait) learns of it on its own thread through `fulfilled_here`, or
@@ -57,7 +87,7 @@ void Fulfil(ClientImpl::Op& op, absl::Status status) {
     return;
   }
   op.promise.set_value(std::move(status));
-  waiter.wake->Set(waiter.cq, gpr_now(GPR_CLOCK_MONOTONIC), &wake_tag);
+  waiter.wake->Set(waiter.cq, gpr_now(GPR_CLOCK_MONOTONIC), waiter.wake_tag);
 }
 
 // Held by each value slice of one push attempt (push_payload.h): the op's
@@ -272,21 +302,21 @@ void ClientImpl::ExecutorLoop() {
 }
 
 std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> inputs,
-                                          const Waiter* waiter, int64_t end_clock,
-                                          std::shared_ptr<Op>* op_out) {
+                                          const RunOptions& run) {
   if (absl::Status lost = Lost(); !lost.ok()) {
     std::promise<absl::Status> p;
     p.set_value(std::move(lost));
     return p.get_future();
   }
   auto op = std::make_shared<Op>();
-  if (waiter != nullptr) op->waiter = *waiter;
+  if (run.waiter != nullptr) op->waiter = *run.waiter;
   op->is_push = is_push;
   op->inputs = std::move(inputs);
-  op->clock = clock_.load();
-  op->end_clock = end_clock;
+  op->clock = run.ahead_clock.value_or(clock_.load());
+  op->after_tick = run.ahead_clock.has_value();
+  op->end_clock = run.end_clock;
   op->start = MonotonicNow();
-  if (op_out != nullptr) *op_out = op;
+  if (run.op_out != nullptr) *run.op_out = op;
   std::future<absl::Status> result = op->promise.get_future();
   if (is_push) {
     InvalidatePushed(*op);
@@ -456,8 +486,11 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       }
     } else {
       reply_bytes = BuildPullRequest(op->inputs, piece->request.entries,
-                                     {worker_id_, incarnation_, clock_.load()}, version,
+                                     {worker_id_, incarnation_, op->clock}, version,
                                      &piece->pull);
+      // Ahead of the tick only while it is: sent again after it, a pull
+      // carries the tick as any pull does.
+      piece->pull.set_after_tick(op->after_tick && clock_.load() < op->clock);
     }
     // The deadline counts from the send: a piece may wait for its window.
     auto send = [this, piece, reply_bytes, queue, finish = std::move(finish)]() mutable {
@@ -656,14 +689,14 @@ std::future<absl::Status> ClientImpl::Pull(std::vector<DenseBuffer> dense,
                                            std::vector<SparseRows> sparse) {
   absl::StatusOr<std::vector<TableInput>> inputs = PullInputs(dense, sparse);
   if (!inputs.ok()) return Failed(inputs.status());
-  return Run(false, *std::move(inputs));
+  return Run(false, *std::move(inputs), RunOptions());
 }
 
 std::future<absl::Status> ClientImpl::Push(std::vector<ConstDenseBuffer> dense,
                                            std::vector<ConstSparseRows> sparse) {
   absl::StatusOr<std::vector<TableInput>> inputs = PushInputs(dense, sparse);
   if (!inputs.ok()) return Failed(inputs.status());
-  return Run(true, *std::move(inputs));
+  return Run(true, *std::move(inputs), RunOptions());
 }
 
 absl::Status ClientImpl::PullAndWait(std::vector<DenseBuffer> dense,
@@ -690,28 +723,64 @@ absl::Status ClientImpl::PushAndClock(std::vector<ConstDenseBuffer> dense,
   return pushed;
 }
 
+absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
+                                          std::vector<ConstSparseRows> sparse,
+                                          std::vector<DenseBuffer> next_dense,
+                                          std::vector<SparseRows> next_sparse,
+                                          absl::Status* pulled) {
+  *pulled = absl::CancelledError("pull ahead not sent: the push was refused before it");
+  if (finished_.load()) return absl::FailedPreconditionError("client already finished");
+  RETURN_IF_ERROR(Lost());
+  RETURN_IF_ERROR(ticks_->error());
+  ASSIGN_OR_RETURN(std::vector<TableInput> push_inputs, PushInputs(dense, sparse));
+  ASSIGN_OR_RETURN(std::vector<TableInput> pull_inputs, PullInputs(next_dense, next_sparse));
+  grpc::CompletionQueue cq;
+  QueueWait push_wait;
+  QueueWait pull_wait;
+  const std::thread::id self = std::this_thread::get_id();
+  const Waiter push_waiter{&cq, &push_wait.wake, &push_wait.tag, self, &push_wait.fulfilled_here};
+  const Waiter pull_waiter{&cq, &pull_wait.wake, &pull_wait.tag, self, &pull_wait.fulfilled_here};
+  const int64_t next = clock_.load() + 1;
+  std::shared_ptr<Op> push_op;
+  // The push first: it drops its keys from the cache before the pull
+  // looks there.
+  std::future<absl::Status> push_result =
+      Run(true, std::move(push_inputs),
+          RunOptions{.waiter = &push_waiter, .end_clock = next, .op_out = &push_op});
+  std::future<absl::Status> pull_result =
+      Run(false, std::move(pull_inputs), RunOptions{.waiter = &pull_waiter, .ahead_clock = next});
+  DriveUntil(&cq, push_wait);
+  absl::Status pushed = push_result.get();
+  std::set<uint32_t> ticked;
+  if (push_op != nullptr) {  // null: refused before it started (Lost)
+    absl::MutexLock lock(&push_op->mu);
+    ticked = push_op->ticked;
+  }
+  EndIteration(ticked);  // the ticks the pull waits for on the other servers
+  DriveUntil(&cq, pull_wait);
+  DrainQueue(&cq);
+  *pulled = Annotate(pull_result.get(), absl::StrCat("pull of iteration ", next, " ahead"));
+  return pushed;
+}
+
 absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs,
                                     int64_t end_clock, std::set<uint32_t>* ticked) {
   // Declared in this order so the alarm goes before the queue it may be set
   // on; both outlive every call of the op (the queue is drained below).
   grpc::CompletionQueue cq;
-  grpc::Alarm wake;
-  bool fulfilled_here = false;
-  const Waiter waiter{&cq, &wake, std::this_thread::get_id(), &fulfilled_here};
+  QueueWait wait;
+  const Waiter waiter{&cq, &wait.wake, &wait.tag, std::this_thread::get_id(),
+                      &wait.fulfilled_here};
   std::shared_ptr<Op> op;
-  std::future<absl::Status> result = Run(is_push, std::move(inputs), &waiter, end_clock, &op);
-  void* tag = nullptr;
-  bool ok = false;
+  std::future<absl::Status> result =
+      Run(is_push, std::move(inputs),
+          RunOptions{.waiter = &waiter, .end_clock = end_clock, .op_out = &op});
   // The op's calls complete here, on this thread, until the result is set:
   // here (a call's completion), or elsewhere (a retry on the client's
   // executor, the last slice of a push released by gRPC), which then sets
   // the alarm. Nothing is started on the queue after either.
-  while (!fulfilled_here && cq.Next(&tag, &ok)) {
-    if (tag == &wake_tag) break;
-    static_cast<CqTag*>(tag)->Complete(ok);
-  }
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
+  DriveUntil(&cq, wait);
+  DrainQueue(&cq);
   absl::Status status = result.get();
   if (ticked != nullptr && op != nullptr) {  // null: refused before it started (Lost)
     absl::MutexLock lock(&op->mu);

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -69,6 +70,11 @@ class ClientImpl final : public Client {
                            std::vector<ConstSparseRows> sparse) override;
   absl::Status PushAndClock(std::vector<ConstDenseBuffer> dense,
                             std::vector<ConstSparseRows> sparse) override;
+  absl::Status PushClockAndPull(std::vector<ConstDenseBuffer> dense,
+                                std::vector<ConstSparseRows> sparse,
+                                std::vector<DenseBuffer> next_dense,
+                                std::vector<SparseRows> next_sparse,
+                                absl::Status* pulled) override;
   absl::Status Clock() override;
   absl::Status Finish() override;
 
@@ -89,16 +95,26 @@ class ClientImpl final : public Client {
   struct Waiter {
     grpc::CompletionQueue* cq;
     grpc::Alarm* wake;
+    void* wake_tag;          // what `wake` delivers on `cq`
     std::thread::id thread;  // the one driving `cq`
     bool* fulfilled_here;    // set when the result is set on `thread`
   };
 
-  // Starts a pull or push; `waiter`: null, or the thread that will wait for
-  // it, driving its queue. `end_clock` (pushes): the tick its requests may
-  // carry (Op::end_clock); `op_out`: when not null, receives the op.
+  // How Run starts an op.
+  struct RunOptions {
+    // Null, or the thread that will wait for the op, driving its queue.
+    const Waiter* waiter = nullptr;
+    // Pushes: the tick its requests may carry (Op::end_clock).
+    int64_t end_clock = 0;
+    // Pulls: the iteration read, when not clock() (Op::after_tick).
+    std::optional<int64_t> ahead_clock;
+    // When not null, receives the op.
+    std::shared_ptr<Op>* op_out = nullptr;
+  };
+
+  // Starts a pull or push.
   std::future<absl::Status> Run(bool is_push, std::vector<TableInput> inputs,
-                                const Waiter* waiter = nullptr, int64_t end_clock = 0,
-                                std::shared_ptr<Op>* op_out = nullptr);
+                                const RunOptions& run);
   // Run, then drives the waiter's queue until the op's result is in.
   // `ticked` (pushes with an end_clock): receives the servers that recorded
   // it.

@@ -542,5 +542,73 @@ TEST_CASE("a PushAndClock refused on this side sends nothing and does not end th
   CHECK(Ticks(rig.shard(0)) == std::vector<int64_t>{-1});
 }
 
+TEST_CASE("PushClockAndPull sends the next iteration's pull with the push, marked ahead of the "
+          "tick",
+          "[client][clock]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfGroup(0, 8);  // all on server 0
+  const std::vector<float> grads = Grads(keys);
+  std::vector<float> next(keys.size() * 2);
+  absl::Status pulled;
+  REQUIRE(rig.client
+              ->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
+                                 {SparseRows{"emb", keys, absl::MakeSpan(next)}}, &pulled)
+              .ok());
+  REQUIRE(pulled.ok());
+  CHECK(rig.client->clock() == 1);
+  REQUIRE(rig.client->Finish().ok());
+  const std::vector<v1::PullRequest> pulls = rig.shard(0).pulls();
+  REQUIRE(pulls.size() == 1);
+  CHECK(pulls[0].after_tick());  // the server holds it for the tick, which it does not give
+  CHECK(pulls[0].clock() == 1);
+  CHECK(EndClocks(rig.shard(0)) == std::vector<int64_t>{1});
+  CHECK(Ticks(rig.shard(1)) == std::vector<int64_t>{1, -1});
+  CHECK(rig.shard(1).pulls().empty());
+}
+
+TEST_CASE("a pull ahead that fails leaves the push and the new iteration, and a plain pull reads "
+          "it again",
+          "[client][clock]") {
+  Rig rig;
+  rig.shard(0).FailNext(FakeShard::Rpc::kPull,
+                        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "refused"));
+  const std::vector<Key> keys = KeysOfGroup(0, 4);
+  const std::vector<float> grads = Grads(keys);
+  std::vector<float> next(keys.size() * 2);
+  absl::Status pulled;
+  REQUIRE(rig.client
+              ->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
+                                 {SparseRows{"emb", keys, absl::MakeSpan(next)}}, &pulled)
+              .ok());
+  CHECK(absl::IsInvalidArgument(pulled));
+  CHECK_THAT(std::string(pulled.message()), Catch::Contains("pull of iteration 1 ahead"));
+  CHECK(rig.client->clock() == 1);
+  CHECK(rig.shard(0).applied() == 1);
+  REQUIRE(rig.client->PullAndWait({}, {SparseRows{"emb", keys, absl::MakeSpan(next)}}).ok());
+  CHECK(next[0] == static_cast<float>(keys[0]));
+  const std::vector<v1::PullRequest> pulls = rig.shard(0).pulls();
+  REQUIRE(pulls.size() == 2);
+  CHECK_FALSE(pulls[1].after_tick());
+  CHECK(pulls[1].clock() == 1);
+  REQUIRE(rig.client->Finish().ok());
+}
+
+TEST_CASE("a PushClockAndPull whose pull is refused on this side sends nothing", "[client][clock]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfGroup(0, 4);
+  const std::vector<float> grads = Grads(keys);
+  std::vector<float> short_next(3);
+  absl::Status pulled;
+  const absl::Status s =
+      rig.client->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
+                                   {SparseRows{"emb", keys, absl::MakeSpan(short_next)}}, &pulled);
+  REQUIRE(absl::IsInvalidArgument(s));
+  CHECK(absl::IsCancelled(pulled));
+  CHECK(rig.client->clock() == 0);
+  REQUIRE(rig.client->Finish().ok());
+  CHECK(rig.shard(0).pushes().empty());
+  CHECK(rig.shard(0).pulls().empty());
+}
+
 }  // namespace
 }  // namespace cairn

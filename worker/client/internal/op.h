@@ -39,6 +39,11 @@ struct ClientImpl::Op {
   // carries when the op is that one request (PushRequest.end_clock); 0:
   // none.
   int64_t end_clock = 0;
+  // Pulls of PushClockAndPull: the op reads iteration `clock` = clock() + 1,
+  // sent before this worker's tick of clock() is acknowledged. Its requests
+  // say so (PullRequest.after_tick) while clock() < `clock`; sent again
+  // after the tick, they are plain pulls.
+  bool after_tick = false;
   absl::Time start;                   // monotonic (common/time_source.h)
   std::vector<uint64_t> generations;  // pulls: each input's cache generation at start
   std::vector<uint64_t> hits;         // pulls: keys of each input served from the cache
