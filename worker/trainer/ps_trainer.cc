@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cairn/v1/types.pb.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 
 namespace cairn {
@@ -50,7 +51,10 @@ PsParameterStore::PsParameterStore(Client* client, std::vector<BoundTable> table
 }
 
 absl::StatusOr<absl::Span<const float>> PsParameterStore::Pull() {
-  RETURN_IF_ERROR(client_->PullAndWait(pull_buffers_, {}));
+  if (!pulled_) {
+    RETURN_IF_ERROR(client_->PullAndWait(pull_buffers_, {}));
+    pulled_ = true;
+  }
   return absl::Span<const float>(params_);
 }
 
@@ -70,7 +74,15 @@ absl::StatusOr<std::vector<ConstDenseBuffer>> PsParameterStore::PushBuffers(
 
 absl::Status PsParameterStore::PushAndClock(absl::Span<const float> grads) {
   ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> buffers, PushBuffers(grads));
-  return client_->PushAndClock(std::move(buffers), {});
+  pulled_ = false;  // the pull ahead writes into params_
+  absl::Status ahead;
+  RETURN_IF_ERROR(client_->PushClockAndPull(std::move(buffers), {}, pull_buffers_, {}, &ahead));
+  if (!ahead.ok()) {
+    LOG_WARN("{}; the next step pulls again", ahead.message());
+    return absl::OkStatus();
+  }
+  pulled_ = true;
+  return absl::OkStatus();
 }
 
 }  // namespace cairn

@@ -1,6 +1,7 @@
 // Training through Cairn: parameters live on the servers; each iteration
-// pulls every model table, computes, then pushes the gradients and ends the
-// iteration in one call, Client::PushAndClock (worker/client/client.h).
+// computes, then pushes the gradients, ends the iteration and pulls the next
+// iteration's values in one call, Client::PushClockAndPull
+// (worker/client/client.h): one round trip per step.
 //
 // Under BSP the servers apply the mean of all W workers' gradients once per
 // iteration, so W workers with batch b train as one worker with batch W * b
@@ -28,12 +29,15 @@ class PsParameterStore final : public ParameterStore {
                                                                   std::vector<BoundTable> tables,
                                                                   size_t num_params);
 
-  // PullDense of every table into a host buffer owned by the store; waits as
-  // the tables' consistency requires.
+  // Every table's values for the current iteration, in a host buffer owned
+  // by the store: those the last PushAndClock pulled ahead, or a PullDense
+  // now (the first step; after a pull ahead that failed), which waits as the
+  // tables' consistency requires.
   absl::StatusOr<absl::Span<const float>> Pull() override;
-  // Client::PushAndClock of every table's slice of `grads`: returns once
-  // the servers acknowledged the push; the iteration's clock ticks ride on
-  // it where they can.
+  // Client::PushClockAndPull of every table's slice of `grads`, pulling the
+  // next iteration's values into the store's buffer: returns once the
+  // servers acknowledged the push and answered the pull. Returns the push's
+  // error; a pull ahead that failed is logged and done again by Pull().
   absl::Status PushAndClock(absl::Span<const float> grads) override;
   // The client's clock when the store was created (a resumed job's workers
   // start at the checkpoint's clock).
@@ -55,6 +59,8 @@ class PsParameterStore final : public ParameterStore {
   const std::vector<BoundTable> tables_;
   std::vector<float> params_;
   std::vector<DenseBuffer> pull_buffers_;  // views into params_
+  // params_ holds the current iteration's values (pulled ahead).
+  bool pulled_ = false;
 };
 
 }  // namespace cairn
