@@ -202,6 +202,37 @@ def test_push_and_clock_ends_the_iteration_with_the_push(cluster_factory):
         client.finish()
 
 
+def test_push_clock_and_pull_reads_the_next_iteration_in_the_same_round_trip(cluster_factory):
+    # BSP with 2 workers: each worker's pull of iteration 1 goes out with its
+    # push and is answered once both pushes closed iteration 0, so both read
+    # the sum of both workers' gradients, whichever pushed first.
+    c = cluster_factory(job(workers=2, mode="bsp"))
+    clients = connect_workers(c, 2)
+    outs = [np.zeros((3, 4), np.float32) for _ in clients]
+    results = [None, None]
+
+    def step(i):
+        results[i] = clients[i].push_clock_and_pull(
+            dense={"w": np.full((3, 4), i + 1, np.float32)}, pull_dense={"w": outs[i]})
+
+    threads = [threading.Thread(target=step, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert results == [True, True]
+    for client, out in zip(clients, outs):
+        assert client.iteration == 1
+        assert np.all(out == -3.0)   # lr 1: -(1 + 2)
+    with pytest.raises(cairn.Error) as e:
+        clients[0].push_clock_and_pull(pull_dense={"w": np.zeros((2, 2), np.float32)})
+    assert e.value.code == "INVALID_ARGUMENT"
+    assert "w" in e.value.message
+    assert clients[0].iteration == 1  # refused before anything was sent
+    for client in clients:
+        client.finish()
+
+
 def test_torch_model_and_embedding(cluster_factory):
     torch = pytest.importorskip("torch")
     import cairn.torch as ct

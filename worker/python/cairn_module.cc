@@ -144,19 +144,26 @@ class PyClient {
     }
   }
 
-  // {name: array} for dense tables.
-  Future PullDense(const py::dict& tables) {
+  // {name: array} of dense tables to pull into, as the client takes them;
+  // `keep` holds the buffers they point into.
+  std::vector<DenseBuffer> DenseOutputs(const py::dict& tables,
+                                        std::vector<py::buffer_info>* keep) {
     std::vector<DenseBuffer> out;
-    std::vector<py::buffer_info> keep;
     for (const auto& [key, value] : tables) {
       const std::string name = py::cast<std::string>(key);
       const v1::TableSpec& spec = Spec(name);
       RequireKind(spec, v1::TABLE_KIND_DENSE, "pull_dense");
-      keep.push_back(FloatBuffer(py::reinterpret_borrow<py::object>(value), name, "the output",
-                                 /*writable=*/true, DenseSize(spec)));
-      out.push_back({name, absl::MakeSpan(static_cast<float*>(keep.back().ptr),
-                                          static_cast<size_t>(keep.back().size))});
+      keep->push_back(FloatBuffer(py::reinterpret_borrow<py::object>(value), name, "the output",
+                                  /*writable=*/true, DenseSize(spec)));
+      out.push_back({name, absl::MakeSpan(static_cast<float*>(keep->back().ptr),
+                                          static_cast<size_t>(keep->back().size))});
     }
+    return out;
+  }
+
+  Future PullDense(const py::dict& tables) {
+    std::vector<py::buffer_info> keep;
+    std::vector<DenseBuffer> out = DenseOutputs(tables, &keep);
     return Future(client_->PullDense(std::move(out)), std::move(keep));
   }
 
@@ -250,6 +257,26 @@ class PyClient {
       s = client_->PushAndClock(std::move(d), std::move(r));
     }
     Check(s);
+  }
+
+  // PushAndClock, then the next iteration's values of the dense tables in
+  // `next` pulled in the same round trip (Client::PushClockAndPull); waits
+  // without the GIL. Raises the push's error; returns the pull's error
+  // message, empty when `next` holds the values.
+  std::string PushClockAndPull(const py::dict& dense, const py::dict& sparse,
+                               const py::dict& next) {
+    std::vector<py::buffer_info> keep;
+    std::vector<ConstDenseBuffer> d = DenseGrads(dense, &keep);
+    std::vector<ConstSparseRows> r = SparseGrads(sparse, &keep);
+    std::vector<DenseBuffer> out = DenseOutputs(next, &keep);
+    absl::Status s;
+    absl::Status pulled;
+    {
+      py::gil_scoped_release release;
+      s = client_->PushClockAndPull(std::move(d), std::move(r), std::move(out), {}, &pulled);
+    }
+    Check(s);
+    return pulled.ok() ? std::string() : std::string(pulled.message());
   }
 
   void Clock() {
@@ -353,6 +380,8 @@ class Error(RuntimeError):
       .def("pull_sparse_async", &PyClient::PullSparse, py::arg("tables"))
       .def("push_sparse_async", &PyClient::PushSparse, py::arg("grads"))
       .def("push_and_clock", &PyClient::PushAndClock, py::arg("dense"), py::arg("sparse"))
+      .def("push_clock_and_pull", &PyClient::PushClockAndPull, py::arg("dense"),
+           py::arg("sparse"), py::arg("next"))
       .def("clock", &PyClient::Clock)
       .def("finish", &PyClient::Finish)
       .def("stats", [](PyClient& c) {

@@ -12,6 +12,8 @@ Python side). Every call that waits releases the GIL. A failed call raises
 cairn.Error with .code ("INVALID_ARGUMENT", "UNAVAILABLE", ...) and
 .message. docs/python.md is the guide; cairn.torch wraps PyTorch models.
 """
+import warnings
+
 import numpy as np
 
 from . import _cairn
@@ -156,6 +158,24 @@ class Client:
         row_views = {n: (_keys(k, n), _float_view(g, "the gradient", n))
                      for n, (k, g) in (rows or {}).items()}
         self._native.push_and_clock(dense_views, row_views)
+
+    def push_clock_and_pull(self, dense=None, rows=None, pull_dense=None):
+        """push_and_clock, then the next iteration's values of the dense
+        tables in `pull_dense` ({name: float32 array of the table's shape},
+        filled in place), in the same round trip: the pull goes out with the
+        push, and each server answers it once it has recorded this worker's
+        tick (so it reads this push). Raises the push's error. Returns True
+        when the arrays hold the next iteration's values; False, with a
+        warning, when the pull ahead failed (pull again with pull_dense)."""
+        dense_views = {n: _float_view(g, "the gradient", n) for n, g in (dense or {}).items()}
+        row_views = {n: (_keys(k, n), _float_view(g, "the gradient", n))
+                     for n, (k, g) in (rows or {}).items()}
+        out_views = {n: _float_view(a, "the output", n) for n, a in (pull_dense or {}).items()}
+        error = self._native.push_clock_and_pull(dense_views, row_views, out_views)
+        if error:
+            warnings.warn(f"{error}; pull again", RuntimeWarning, stacklevel=2)
+            return False
+        return True
 
     def finish(self):
         """Leaves the job cleanly."""

@@ -45,6 +45,9 @@ class ParameterServerModel(torch.nn.Module):
     pull() overwrites the parameters with the servers' values in one
     operation; push() sends every gradient in one operation, zeroes the
     gradients and ends the iteration (clock), under the job's consistency.
+    A push that ends the iteration also pulls the next iteration's values
+    into the parameters in the same round trip (Client.push_clock_and_pull),
+    so the next pull() has nothing left to do.
     """
 
     def __init__(self, module, client, prefix=""):
@@ -68,23 +71,30 @@ class ParameterServerModel(torch.nn.Module):
                             f"parameter {name}: Cairn tables hold float32 on the CPU, "
                             f"got {p.dtype} on {p.device}")
             self._params.append((table, p))
+        self._pulled = False  # the parameters hold what push() pulled ahead
 
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
 
     def pull(self):
-        """The servers' values into the parameters (one operation, in place)."""
+        """The servers' values into the parameters (one operation, in place);
+        nothing to do when the last push() pulled them ahead."""
+        if self._pulled:
+            self._pulled = False
+            return
         self.client.pull_dense({t: p.data.numpy() for t, p in self._params})
 
     def push(self, clock=True):
         """Every gradient to the servers (one operation); then zeroes the
-        gradients and, with `clock`, ends this worker's iteration."""
+        gradients and, with `clock`, ends this worker's iteration and pulls
+        the next iteration's values into the parameters with it."""
         grads = {}
         for t, p in self._params:
             g = p.grad if p.grad is not None else torch.zeros_like(p)
             grads[t] = g.detach().contiguous().numpy()
         if clock:
-            self.client.push_and_clock(dense=grads)
+            self._pulled = self.client.push_clock_and_pull(
+                dense=grads, pull_dense={t: p.data.numpy() for t, p in self._params})
         else:
             self.client.push_dense(grads)
         for _, p in self._params:
