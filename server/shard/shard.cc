@@ -871,12 +871,17 @@ void Shard::Advance(std::vector<Waiter>* ready) {
     metrics_->Clocks(min_clock == ClockTracker::kNoWorkers ? 0 : min_clock, clocks_.MaxClock());
   }
   const int64_t released = ReleasedClock();
-  auto it = std::partition(waiters_.begin(), waiters_.end(), [&](const Waiter& w) {
-    return MustWait(w.request->worker_id(), w.required, w.own_required, released);
-  });
-  for (auto w = it; w != waiters_.end(); ++w) ready->push_back(std::move(*w));
-  waiters_.erase(it, waiters_.end());
-  pulls_served_ += ready->size();
+  std::vector<Waiter> waiting;
+  const size_t before = ready->size();
+  for (Waiter& w : waiters_) {
+    if (MustWait(w.request->worker_id(), w.required, w.own_required, released)) {
+      waiting.push_back(std::move(w));
+    } else {
+      ready->push_back(std::move(w));
+    }
+  }
+  waiters_.swap(waiting);
+  pulls_served_ += ready->size() - before;
 }
 
 void Shard::CompleteReady(std::vector<Waiter>* ready, int64_t min_clock) {
