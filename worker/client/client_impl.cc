@@ -306,6 +306,9 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
   if (absl::Status lost = Lost(); !lost.ok()) {
     std::promise<absl::Status> p;
     p.set_value(std::move(lost));
+    // Set on the waiter's thread (the caller's): it must not wait on its
+    // queue for an op that never started.
+    if (run.waiter != nullptr) *run.waiter->fulfilled_here = true;
     return p.get_future();
   }
   auto op = std::make_shared<Op>();

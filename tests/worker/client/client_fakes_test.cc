@@ -610,5 +610,33 @@ TEST_CASE("a PushClockAndPull whose pull is refused on this side sends nothing",
   CHECK(rig.shard(0).pulls().empty());
 }
 
+TEST_CASE("once the registration is lost, the calls that wait on their own thread fail at once "
+          "instead of waiting for answers that never come",
+          "[client]") {
+  Rig rig(3, /*heartbeat=*/true);
+  rig.coordinator->FailJob("server 1 lost its data");
+  // The next heartbeats (every 500 ms) learn it; an empty push then fails.
+  absl::Status lost;
+  for (int i = 0; i < 100 && lost.ok(); ++i) {
+    lost = rig.client->Push({}, {}).get();
+    if (lost.ok()) absl::SleepFor(absl::Milliseconds(50));
+  }
+  REQUIRE_FALSE(lost.ok());
+  const std::vector<Key> keys = KeysOfGroup(0, 4);
+  const std::vector<float> grads = Grads(keys);
+  std::vector<float> rows(keys.size() * 2);
+  CHECK(rig.client->PullAndWait({}, {SparseRows{"emb", keys, absl::MakeSpan(rows)}}).code() ==
+        lost.code());
+  CHECK(rig.client->PushAndWait({}, {ConstSparseRows{"emb", keys, grads}}).code() ==
+        lost.code());
+  absl::Status pulled;
+  CHECK(rig.client
+            ->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
+                               {SparseRows{"emb", keys, absl::MakeSpan(rows)}}, &pulled)
+            .code() == lost.code());
+  CHECK(rig.shard(0).pushes().empty());
+  CHECK(rig.shard(0).pulls().empty());
+}
+
 }  // namespace
 }  // namespace cairn
