@@ -119,7 +119,7 @@ TEST_CASE("a pull sent ahead of its tick waits for that tick even under ASP and 
 }
 
 TEST_CASE("a pull ahead whose tick never comes expires naming the worker it waited for",
-          "[shard][bsp]") {
+          "[shard][asp]") {
   Shard shard(0, Job({ScalarTable("w", v1::CONSISTENCY_ASP)}), nullptr);
   REQUIRE(shard.InstallMap(Map(4, {0})).ok());
   PullResult ahead;

@@ -542,6 +542,15 @@ TEST_CASE("a PushAndClock refused on this side sends nothing and does not end th
   CHECK(Ticks(rig.shard(0)) == std::vector<int64_t>{-1});
 }
 
+// PushClockAndPull of `grads` for `keys` of "emb", pulling the same rows
+// of the next iteration into `next`.
+absl::Status PushClockAndPullRows(Rig& rig, const std::vector<Key>& keys,
+                                  const std::vector<float>& grads, absl::Span<float> next,
+                                  absl::Status* pulled) {
+  return rig.client->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
+                                      {SparseRows{"emb", keys, next}}, pulled);
+}
+
 TEST_CASE("PushClockAndPull sends the next iteration's pull with the push, marked ahead of the "
           "tick",
           "[client][clock]") {
@@ -550,10 +559,7 @@ TEST_CASE("PushClockAndPull sends the next iteration's pull with the push, marke
   const std::vector<float> grads = Grads(keys);
   std::vector<float> next(keys.size() * 2);
   absl::Status pulled;
-  REQUIRE(rig.client
-              ->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
-                                 {SparseRows{"emb", keys, absl::MakeSpan(next)}}, &pulled)
-              .ok());
+  REQUIRE(PushClockAndPullRows(rig, keys, grads, absl::MakeSpan(next), &pulled).ok());
   REQUIRE(pulled.ok());
   CHECK(rig.client->clock() == 1);
   REQUIRE(rig.client->Finish().ok());
@@ -576,10 +582,7 @@ TEST_CASE("a pull ahead that fails leaves the push and the new iteration, and a 
   const std::vector<float> grads = Grads(keys);
   std::vector<float> next(keys.size() * 2);
   absl::Status pulled;
-  REQUIRE(rig.client
-              ->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
-                                 {SparseRows{"emb", keys, absl::MakeSpan(next)}}, &pulled)
-              .ok());
+  REQUIRE(PushClockAndPullRows(rig, keys, grads, absl::MakeSpan(next), &pulled).ok());
   CHECK(absl::IsInvalidArgument(pulled));
   CHECK_THAT(std::string(pulled.message()), Catch::Contains("pull of iteration 1 ahead"));
   CHECK(rig.client->clock() == 1);
@@ -600,8 +603,7 @@ TEST_CASE("a PushClockAndPull whose pull is refused on this side sends nothing",
   std::vector<float> short_next(3);
   absl::Status pulled;
   const absl::Status s =
-      rig.client->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
-                                   {SparseRows{"emb", keys, absl::MakeSpan(short_next)}}, &pulled);
+      PushClockAndPullRows(rig, keys, grads, absl::MakeSpan(short_next), &pulled);
   REQUIRE(absl::IsInvalidArgument(s));
   CHECK(absl::IsCancelled(pulled));
   CHECK(rig.client->clock() == 0);
@@ -630,10 +632,8 @@ TEST_CASE("once the registration is lost, the calls that wait on their own threa
   CHECK(rig.client->PushAndWait({}, {ConstSparseRows{"emb", keys, grads}}).code() ==
         lost.code());
   absl::Status pulled;
-  CHECK(rig.client
-            ->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
-                               {SparseRows{"emb", keys, absl::MakeSpan(rows)}}, &pulled)
-            .code() == lost.code());
+  CHECK(PushClockAndPullRows(rig, keys, grads, absl::MakeSpan(rows), &pulled).code() ==
+        lost.code());
   CHECK(rig.shard(0).pushes().empty());
   CHECK(rig.shard(0).pulls().empty());
 }
