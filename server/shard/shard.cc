@@ -723,22 +723,31 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
     // Checked again: shut down since the first check, nobody would answer
     // a parked pull.
     version = CheckVersion(request->map_version());
+    const bool same_worker =
+        clocks_.IsLive(request->worker_id()) &&
+        request->incarnation() == clocks_.IncarnationOf(request->worker_id());
+    if (version.ok() && request->after_tick() && !same_worker) {
+      // A pull sent ahead of the worker's tick waits for that tick, which
+      // this server would not take as this worker's: refused, it is sent
+      // again, as a plain pull once the tick is sent.
+      version = absl::UnavailableError(absl::StrCat(
+          "pull of clock ", request->clock(), " sent ahead of its tick by worker ",
+          request->worker_id(), " incarnation ", request->incarnation(), ": server ", server_id_,
+          " does not list that worker as live (incarnation ",
+          clocks_.IncarnationOf(request->worker_id()), ")"));
+    }
     if (version.ok()) {
       // A pull for iteration t says the worker completed t iterations: it
       // carries the worker's clock tick (DESIGN.md, Consistency), which may
-      // release other workers' pulls.
-      // A pull sent ahead of that tick (after_tick) carries none: it waits
-      // for the tick instead.
-      const bool same_worker =
-          clocks_.IsLive(request->worker_id()) &&
-          request->incarnation() == clocks_.IncarnationOf(request->worker_id());
+      // release other workers' pulls. A pull sent ahead of that tick
+      // (after_tick) carries none: it waits for the tick instead.
       if (same_worker && !request->after_tick() &&
           request->clock() > clocks_.ClockOf(request->worker_id())) {
         clocks_.Tick(request->worker_id(), request->clock());
         Advance(&ready);
       }
       const int64_t required = RequiredClock(*request);
-      const int64_t own_required = same_worker && request->after_tick() ? request->clock() : 0;
+      const int64_t own_required = request->after_tick() ? request->clock() : 0;
       min_clock = ReleasedClock();
       if (MustWait(request->worker_id(), required, own_required, min_clock)) {
         waiters_.push_back(Waiter{request, response, required, deadline, std::move(done), area,

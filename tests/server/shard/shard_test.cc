@@ -134,6 +134,22 @@ TEST_CASE("a pull ahead whose tick never comes expires naming the worker it wait
   CHECK_THAT(msg, Catch::Contains("worker's clock >= 1; it is at clock 0"));
 }
 
+TEST_CASE("a pull ahead from a worker this server does not list is refused as unavailable",
+          "[shard]") {
+  Shard shard(0, Job({ScalarTable("w", v1::CONSISTENCY_ASP)}), nullptr);
+  REQUIRE(shard.InstallMap(Map(4, {0})).ok());
+  PullResult ahead;
+  StartPull(shard, &ahead, 5, 1, absl::InfiniteFuture(), /*after_tick=*/true);
+  REQUIRE(ahead.done);
+  CHECK(ahead.status.code() == absl::StatusCode::kUnavailable);
+  CHECK_THAT(std::string(ahead.status.message()),
+             Catch::Contains("does not list that worker as live"));
+  PullResult plain;  // sent again after the tick, a plain pull is served
+  StartPull(shard, &plain, 5, 1);
+  REQUIRE(plain.done);
+  CHECK(plain.status.ok());
+}
+
 TEST_CASE("a retried push with the same sequence is applied once", "[shard]") {
   Shard shard(0, Job({ScalarTable("w", v1::CONSISTENCY_ASP)}), nullptr);
   REQUIRE(shard.InstallMap(Map(4, {0})).ok());

@@ -93,6 +93,7 @@ class ParameterServerModel(torch.nn.Module):
             g = p.grad if p.grad is not None else torch.zeros_like(p)
             grads[t] = g.detach().contiguous().numpy()
         if clock:
+            self._pulled = False  # until the pull ahead has written them
             self._pulled = self.client.push_clock_and_pull(
                 dense=grads, pull_dense={t: p.data.numpy() for t, p in self._params})
         else:
