@@ -716,9 +716,7 @@ absl::Status ClientImpl::PushAndWait(std::vector<ConstDenseBuffer> dense,
 
 absl::Status ClientImpl::PushAndClock(std::vector<ConstDenseBuffer> dense,
                                       std::vector<ConstSparseRows> sparse) {
-  if (finished_.load()) return absl::FailedPreconditionError("client already finished");
-  RETURN_IF_ERROR(Lost());
-  RETURN_IF_ERROR(ticks_->error());
+  RETURN_IF_ERROR(CanEndIteration());
   ASSIGN_OR_RETURN(std::vector<TableInput> inputs, PushInputs(dense, sparse));
   std::set<uint32_t> ticked;
   absl::Status pushed = RunAndWait(true, std::move(inputs), clock_.load() + 1, &ticked);
@@ -732,9 +730,7 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
                                           std::vector<SparseRows> next_sparse,
                                           absl::Status* pulled) {
   *pulled = absl::CancelledError("pull ahead not sent: the push was refused before it");
-  if (finished_.load()) return absl::FailedPreconditionError("client already finished");
-  RETURN_IF_ERROR(Lost());
-  RETURN_IF_ERROR(ticks_->error());
+  RETURN_IF_ERROR(CanEndIteration());
   ASSIGN_OR_RETURN(std::vector<TableInput> push_inputs, PushInputs(dense, sparse));
   ASSIGN_OR_RETURN(std::vector<TableInput> pull_inputs, PullInputs(next_dense, next_sparse));
   grpc::CompletionQueue cq;
@@ -792,10 +788,14 @@ absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs
   return status;
 }
 
-absl::Status ClientImpl::Clock() {
+absl::Status ClientImpl::CanEndIteration() const {
   if (finished_.load()) return absl::FailedPreconditionError("client already finished");
   RETURN_IF_ERROR(Lost());
-  RETURN_IF_ERROR(ticks_->error());
+  return ticks_->error();
+}
+
+absl::Status ClientImpl::Clock() {
+  RETURN_IF_ERROR(CanEndIteration());
   EndIteration({});
   return absl::OkStatus();
 }

@@ -120,6 +120,9 @@ class ClientImpl final : public Client {
   // it.
   absl::Status RunAndWait(bool is_push, std::vector<TableInput> inputs, int64_t end_clock = 0,
                           std::set<uint32_t>* ticked = nullptr);
+  // OK when this worker may end an iteration: not finished, registered,
+  // and no earlier tick failed (that failure otherwise).
+  absl::Status CanEndIteration() const;
   // Ends iteration clock() on every live server but those in `ticked`
   // (their tick rode on a push): sends the ticks without waiting, then
   // advances clock().

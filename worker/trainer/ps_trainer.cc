@@ -77,11 +77,8 @@ absl::Status PsParameterStore::PushAndClock(absl::Span<const float> grads) {
   pulled_ = false;  // the pull ahead writes into params_
   absl::Status ahead;
   RETURN_IF_ERROR(client_->PushClockAndPull(std::move(buffers), {}, pull_buffers_, {}, &ahead));
-  if (!ahead.ok()) {
-    LOG_WARN("{}; the next step pulls again", ahead.message());
-    return absl::OkStatus();
-  }
-  pulled_ = true;
+  pulled_ = ahead.ok();
+  if (!pulled_) LOG_WARN("{}; the next step pulls again", ahead.message());
   return absl::OkStatus();
 }
 

@@ -49,6 +49,15 @@ def _keys(keys, name):
     return keys.reshape(-1)
 
 
+def _grad_views(dense, rows):
+    """Dense gradients ({name: array}) and row gradients ({name: (keys,
+    grads)}) as the native push calls take them."""
+    dense_views = {n: _float_view(g, "the gradient", n) for n, g in (dense or {}).items()}
+    row_views = {n: (_keys(k, n), _float_view(g, "the gradient", n))
+                 for n, (k, g) in (rows or {}).items()}
+    return dense_views, row_views
+
+
 class Client:
     """A worker of a Cairn job (worker/client/client.h). Thread-safe."""
 
@@ -154,10 +163,7 @@ class Client:
         operation, then ends the iteration, as push_dense, push_rows_many and
         clock() would, in one round trip fewer where the push is one request
         (one server): the clock tick then travels with it."""
-        dense_views = {n: _float_view(g, "the gradient", n) for n, g in (dense or {}).items()}
-        row_views = {n: (_keys(k, n), _float_view(g, "the gradient", n))
-                     for n, (k, g) in (rows or {}).items()}
-        self._native.push_and_clock(dense_views, row_views)
+        self._native.push_and_clock(*_grad_views(dense, rows))
 
     def push_clock_and_pull(self, dense=None, rows=None, pull_dense=None):
         """push_and_clock, then the next iteration's values of the dense
@@ -167,11 +173,8 @@ class Client:
         tick (so it reads this push). Raises the push's error. Returns True
         when the arrays hold the next iteration's values; False, with a
         warning, when the pull ahead failed (pull again with pull_dense)."""
-        dense_views = {n: _float_view(g, "the gradient", n) for n, g in (dense or {}).items()}
-        row_views = {n: (_keys(k, n), _float_view(g, "the gradient", n))
-                     for n, (k, g) in (rows or {}).items()}
         out_views = {n: _float_view(a, "the output", n) for n, a in (pull_dense or {}).items()}
-        error = self._native.push_clock_and_pull(dense_views, row_views, out_views)
+        error = self._native.push_clock_and_pull(*_grad_views(dense, rows), out_views)
         if error:
             warnings.warn(f"{error}; pull again", RuntimeWarning, stacklevel=2)
             return False
