@@ -9,6 +9,14 @@
 
 namespace cairn {
 
+absl::StatusOr<std::optional<absl::Span<const float>>> CtrParameterStore::PushClockAndPull(
+    absl::Span<const float> head_grads, const std::vector<std::vector<Key>>& keys,
+    const FieldRows& row_grads, const std::vector<std::vector<Key>>& /*next_keys*/,
+    FieldRows* /*next_rows*/) {
+  RETURN_IF_ERROR(PushAndClock(head_grads, keys, row_grads));
+  return std::nullopt;
+}
+
 absl::StatusOr<LocalSparseRows> LocalSparseRows::Create(const v1::TableSpec& spec) {
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(spec.optimizer());
   if (!optimizer.ok()) return Annotate(optimizer.status(), absl::StrCat("table ", spec.name()));

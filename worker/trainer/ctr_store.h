@@ -2,12 +2,15 @@
 // head's dense tables and one sparse table of embedding rows per field.
 // LocalCtrStore keeps them in this process (`cairn-worker --local`),
 // PsCtrStore (ps_ctr_store.h) on Cairn's servers. A step is
-//   Pull(keys) -> TrainStep -> PushAndClock(head grads, row grads).
+//   Pull(keys) -> TrainStep -> PushAndClock(head grads, row grads),
+// or, when the next batch's keys are known before the push,
+//   TrainStep -> PushClockAndPull(grads, next keys) -> TrainStep -> ...
 #ifndef CAIRN_WORKER_TRAINER_CTR_STORE_H_
 #define CAIRN_WORKER_TRAINER_CTR_STORE_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -38,6 +41,16 @@ class CtrParameterStore {
   virtual absl::Status PushAndClock(absl::Span<const float> head_grads,
                                     const std::vector<std::vector<Key>>& keys,
                                     const FieldRows& row_grads) = 0;
+  // PushAndClock, then the next iteration's Pull of `next_keys` into
+  // `next_rows` where the store can read ahead with the push (one round
+  // trip on Cairn's servers). Returns the head's view as Pull would, or
+  // nullopt when nothing was read ahead (this store does not, or the read
+  // ahead failed): then the caller Pulls as usual. Errors: PushAndClock's;
+  // the iteration ends as it says. The default reads nothing ahead.
+  virtual absl::StatusOr<std::optional<absl::Span<const float>>> PushClockAndPull(
+      absl::Span<const float> head_grads, const std::vector<std::vector<Key>>& keys,
+      const FieldRows& row_grads, const std::vector<std::vector<Key>>& next_keys,
+      FieldRows* next_rows);
   // As ParameterStore::StartStep.
   virtual int64_t StartStep() const { return 0; }
 };

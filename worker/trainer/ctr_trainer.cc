@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -26,10 +28,20 @@ class CtrTask final : public TrainingTask {
   int64_t StartStep() const override { return store_.StartStep(); }
 
   absl::Status Gather(absl::Span<const int32_t> examples) override {
-    GatherCtrBatch(train_, examples, &batch_);
+    read_ahead_ = ahead_.has_value() && std::equal(examples.begin(), examples.end(),
+                                                   next_examples_.begin(), next_examples_.end());
+    if (read_ahead_) {
+      std::swap(batch_, next_batch_);
+      std::swap(rows_, next_rows_);
+      head_ = *ahead_;
+    } else {
+      GatherCtrBatch(train_, examples, &batch_);
+    }
+    ahead_.reset();
     return absl::OkStatus();
   }
   absl::Status Pull() override {
+    if (read_ahead_) return absl::OkStatus();
     ASSIGN_OR_RETURN(head_, store_.Pull(batch_.keys, &rows_));
     return absl::OkStatus();
   }
@@ -37,8 +49,16 @@ class CtrTask final : public TrainingTask {
     return model_.TrainStep(batch_, head_, rows_, absl::MakeSpan(head_grads_), &row_grads_,
                             row_scale_);
   }
-  absl::Status PushAndClock() override {
-    return store_.PushAndClock(head_grads_, batch_.keys, row_grads_);
+  // With the next step's examples: that batch is gathered now and its rows
+  // read with the push (CtrParameterStore::PushClockAndPull).
+  absl::Status PushAndClock(absl::Span<const int32_t> next) override {
+    ahead_.reset();
+    if (next.empty()) return store_.PushAndClock(head_grads_, batch_.keys, row_grads_);
+    GatherCtrBatch(train_, next, &next_batch_);
+    next_examples_.assign(next.begin(), next.end());
+    ASSIGN_OR_RETURN(ahead_, store_.PushClockAndPull(head_grads_, batch_.keys, row_grads_,
+                                                     next_batch_.keys, &next_rows_));
+    return absl::OkStatus();
   }
 
   absl::Status Evaluate(EpochStats* stats) override {
@@ -83,6 +103,13 @@ class CtrTask final : public TrainingTask {
   FieldRows row_grads_;
   std::vector<float> head_grads_;
   absl::Span<const float> head_;
+  // The next step, gathered and read with the push: its examples, batch and
+  // rows, and the head's view (nullopt: not read ahead).
+  std::vector<int32_t> next_examples_;
+  CtrBatch next_batch_;
+  FieldRows next_rows_;
+  std::optional<absl::Span<const float>> ahead_;
+  bool read_ahead_ = false;  // this step's batch and rows came ahead
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 
 namespace cairn {
@@ -35,8 +36,8 @@ absl::StatusOr<std::unique_ptr<PsCtrStore>> PsCtrStore::Create(
       new PsCtrStore(client, std::move(head_store), std::move(names), std::move(widths)));
 }
 
-absl::StatusOr<absl::Span<const float>> PsCtrStore::Pull(
-    const std::vector<std::vector<Key>>& keys, FieldRows* rows) {
+std::vector<SparseRows> PsCtrStore::RowBuffers(const std::vector<std::vector<Key>>& keys,
+                                               FieldRows* rows) const {
   rows->resize(fields_.size());
   std::vector<SparseRows> tables;
   tables.reserve(fields_.size());
@@ -44,7 +45,22 @@ absl::StatusOr<absl::Span<const float>> PsCtrStore::Pull(
     (*rows)[f].resize(keys[f].size() * widths_[f]);
     tables.push_back(SparseRows{fields_[f], keys[f], absl::MakeSpan((*rows)[f])});
   }
-  RETURN_IF_ERROR(client_->PullAndWait(head_->pull_buffers(), std::move(tables)));
+  return tables;
+}
+
+std::vector<ConstSparseRows> PsCtrStore::RowGrads(const std::vector<std::vector<Key>>& keys,
+                                                  const FieldRows& grads) const {
+  std::vector<ConstSparseRows> tables;
+  tables.reserve(fields_.size());
+  for (size_t f = 0; f < fields_.size(); ++f) {
+    tables.push_back(ConstSparseRows{fields_[f], keys[f], grads[f]});
+  }
+  return tables;
+}
+
+absl::StatusOr<absl::Span<const float>> PsCtrStore::Pull(
+    const std::vector<std::vector<Key>>& keys, FieldRows* rows) {
+  RETURN_IF_ERROR(client_->PullAndWait(head_->pull_buffers(), RowBuffers(keys, rows)));
   return head_->params();
 }
 
@@ -52,12 +68,25 @@ absl::Status PsCtrStore::PushAndClock(absl::Span<const float> head_grads,
                                       const std::vector<std::vector<Key>>& keys,
                                       const FieldRows& row_grads) {
   ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> head, head_->PushBuffers(head_grads));
-  std::vector<ConstSparseRows> tables;
-  tables.reserve(fields_.size());
-  for (size_t f = 0; f < fields_.size(); ++f) {
-    tables.push_back(ConstSparseRows{fields_[f], keys[f], row_grads[f]});
+  return client_->PushAndClock(std::move(head), RowGrads(keys, row_grads));
+}
+
+absl::StatusOr<std::optional<absl::Span<const float>>> PsCtrStore::PushClockAndPull(
+    absl::Span<const float> head_grads, const std::vector<std::vector<Key>>& keys,
+    const FieldRows& row_grads, const std::vector<std::vector<Key>>& next_keys,
+    FieldRows* next_rows) {
+  ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> head, head_->PushBuffers(head_grads));
+  // The head's next values go where the current ones are: this step's
+  // compute is over.
+  absl::Status ahead;
+  RETURN_IF_ERROR(client_->PushClockAndPull(std::move(head), RowGrads(keys, row_grads),
+                                            head_->pull_buffers(), RowBuffers(next_keys, next_rows),
+                                            &ahead));
+  if (!ahead.ok()) {
+    LOG_WARN("{}; the next step pulls again", ahead.message());
+    return std::nullopt;
   }
-  return client_->PushAndClock(std::move(head), std::move(tables));
+  return head_->params();
 }
 
 }  // namespace cairn

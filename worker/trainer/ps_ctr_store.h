@@ -1,6 +1,7 @@
 // The ctr model's parameters on Cairn's servers: the head's dense tables and
 // the 26 embedding tables pulled (pushed) in one Client operation, one
-// request per server for all 27+ tables (Client::PullAndWait / Client::PushAndClock).
+// request per server for all 27+ tables (Client::PullAndWait / Client::PushAndClock),
+// or the next step's pull sent with the push (Client::PushClockAndPull).
 #ifndef CAIRN_WORKER_TRAINER_PS_CTR_STORE_H_
 #define CAIRN_WORKER_TRAINER_PS_CTR_STORE_H_
 
@@ -29,6 +30,12 @@ class PsCtrStore final : public CtrParameterStore {
   absl::Status PushAndClock(absl::Span<const float> head_grads,
                             const std::vector<std::vector<Key>>& keys,
                             const FieldRows& row_grads) override;
+  // One round trip (Client::PushClockAndPull); a failed read ahead is
+  // logged and returns nullopt, so the next step pulls again.
+  absl::StatusOr<std::optional<absl::Span<const float>>> PushClockAndPull(
+      absl::Span<const float> head_grads, const std::vector<std::vector<Key>>& keys,
+      const FieldRows& row_grads, const std::vector<std::vector<Key>>& next_keys,
+      FieldRows* next_rows) override;
   int64_t StartStep() const override { return head_->StartStep(); }
 
  private:
@@ -38,6 +45,11 @@ class PsCtrStore final : public CtrParameterStore {
         head_(std::move(head)),
         fields_(std::move(fields)),
         widths_(std::move(widths)) {}
+
+  std::vector<SparseRows> RowBuffers(const std::vector<std::vector<Key>>& keys,
+                                     FieldRows* rows) const;
+  std::vector<ConstSparseRows> RowGrads(const std::vector<std::vector<Key>>& keys,
+                                        const FieldRows& grads) const;
 
   Client* const client_;
   std::unique_ptr<PsParameterStore> head_;

@@ -83,7 +83,11 @@ class MlpTask final : public TrainingTask {
   absl::StatusOr<double> Compute() override {
     return mlp_.TrainStep(params_, inputs_, labels_, absl::MakeSpan(grads_));
   }
-  absl::Status PushAndClock() override { return store_.PushAndClock(grads_); }
+  // The store reads the next step's parameters with the push on its own
+  // (PsParameterStore): they do not depend on the batch.
+  absl::Status PushAndClock(absl::Span<const int32_t> /*next*/) override {
+    return store_.PushAndClock(grads_);
+  }
 
   absl::Status Evaluate(EpochStats* stats) override {
     ASSIGN_OR_RETURN(absl::Span<const float> params, store_.Pull());
@@ -182,7 +186,10 @@ absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOpt
         rec.time.slowdown = SecondsSince(&t);
       }
 
-      absl::Status pushed = task.PushAndClock();
+      const bool last = step + 1 >= shard.steps_per_epoch() ||
+                        (options.max_steps > 0 && summary.steps + 1 >= options.max_steps);
+      absl::Status pushed =
+          task.PushAndClock(last ? absl::Span<const int32_t>() : shard.Batch(step + 1));
       if (!pushed.ok()) return Annotate(pushed, absl::StrCat("push", where()));
       rec.time.push = SecondsSince(&t);
 

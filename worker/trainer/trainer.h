@@ -3,7 +3,9 @@
 //
 //   per epoch: draw the shard's permutation (sharding.h); per step:
 //     gather the batch -> Pull -> forward/backward -> [straggler sleep]
-//     -> PushAndClock(grads)
+//     -> PushAndClock(grads, the next step's examples)
+//   (a task may gather the next batch and read its parameters ahead with the
+//   push; its next Gather and Pull then find them ready)
 //   after each epoch: Pull and evaluate on the test set (forward only).
 //
 // Straggler simulation: with slowdown s >= 1, each step sleeps
@@ -32,6 +34,7 @@ struct PhaseSeconds {
   double compute = 0;   // forward + backward
   double slowdown = 0;  // straggler sleep
   double push = 0;      // ParameterStore::PushAndClock: the push and the iteration's end
+                        // (and what a task does ahead for the next step with it)
   double total() const { return data + pull + compute + slowdown + push; }
   PhaseSeconds& operator+=(const PhaseSeconds& o);
 };
@@ -104,8 +107,11 @@ class TrainingTask {
   virtual absl::Status Pull() = 0;
   // Forward and backward on the gathered batch; the batch's mean loss.
   virtual absl::StatusOr<double> Compute() = 0;
-  // Pushes the step's gradients and ends the iteration.
-  virtual absl::Status PushAndClock() = 0;
+  // Pushes the step's gradients and ends the iteration. `next`: the examples
+  // of the next step when it is in this epoch (empty at an epoch's last
+  // step, or the run's): a task may gather that batch and read its
+  // parameters with the push; Gather(next) and Pull() then use them.
+  virtual absl::Status PushAndClock(absl::Span<const int32_t> next) = 0;
   // After an epoch: pulls the parameters and fills stats' test_* fields.
   virtual absl::Status Evaluate(EpochStats* stats) = 0;
 };

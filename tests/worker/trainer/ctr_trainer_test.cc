@@ -1,0 +1,165 @@
+// The ctr training loop's read ahead: the batch after the current one is
+// gathered before the push and its rows read with it, and the loop trains on
+// exactly what an ordinary pull would have given it.
+#include "worker/trainer/ctr_trainer.h"
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "common/config/job_config.h"
+#include "kernels/cpu_backend.h"
+#include "worker/trainer/ctr_model.h"
+#include "worker/trainer/ctr_store.h"
+#include "worker/trainer/model_tables_binding.h"
+
+namespace cairn {
+namespace {
+
+// n examples with random labels and integers; field f's ids are drawn from
+// `distinct` values, so ids repeat within and across batches.
+CriteoData Synthetic(int n, int distinct, unsigned seed) {
+  std::mt19937 rng(seed);
+  CriteoData d;
+  d.size = n;
+  for (int i = 0; i < n; ++i) {
+    d.labels.push_back(static_cast<float>(rng() % 2));
+    for (int j = 0; j < kCriteoIntegerFeatures; ++j) {
+      d.integers.push_back(static_cast<int64_t>(rng() % 50));
+      d.integer_present.push_back(1);
+    }
+    for (int f = 0; f < kCtrFieldCount; ++f) d.ids.push_back(rng() % distinct);
+  }
+  return d;
+}
+
+// A LocalCtrStore that reads ahead as a store on servers does (the push,
+// then the next step's pull, in one call) and records what it was asked.
+// `fail_ahead`: the calls (0-based) whose read ahead fails.
+class ReadAheadStore final : public CtrParameterStore {
+ public:
+  ReadAheadStore(std::unique_ptr<LocalCtrStore> store, std::set<int> fail_ahead)
+      : store_(std::move(store)), fail_ahead_(std::move(fail_ahead)) {}
+
+  absl::StatusOr<absl::Span<const float>> Pull(const std::vector<std::vector<Key>>& keys,
+                                               FieldRows* rows) override {
+    ++pulls;
+    return store_->Pull(keys, rows);
+  }
+  absl::Status PushAndClock(absl::Span<const float> head_grads,
+                            const std::vector<std::vector<Key>>& keys,
+                            const FieldRows& row_grads) override {
+    pushed.push_back(keys);
+    read_ahead.push_back(std::nullopt);
+    return store_->PushAndClock(head_grads, keys, row_grads);
+  }
+  absl::StatusOr<std::optional<absl::Span<const float>>> PushClockAndPull(
+      absl::Span<const float> head_grads, const std::vector<std::vector<Key>>& keys,
+      const FieldRows& row_grads, const std::vector<std::vector<Key>>& next_keys,
+      FieldRows* next_rows) override {
+    const int call = ahead_calls++;
+    pushed.push_back(keys);
+    absl::Status s = store_->PushAndClock(head_grads, keys, row_grads);
+    if (!s.ok()) return s;
+    if (fail_ahead_.count(call) > 0) {
+      read_ahead.push_back(std::nullopt);
+      return std::nullopt;
+    }
+    read_ahead.push_back(next_keys);
+    return store_->Pull(next_keys, next_rows);
+  }
+
+  int pulls = 0;
+  int ahead_calls = 0;
+  // Per push, in order: its keys, and the keys read ahead with it (nullopt:
+  // none).
+  std::vector<std::vector<std::vector<Key>>> pushed;
+  std::vector<std::optional<std::vector<std::vector<Key>>>> read_ahead;
+
+ private:
+  std::unique_ptr<LocalCtrStore> store_;
+  std::set<int> fail_ahead_;
+};
+
+struct Rig {
+  CpuBackend backend;
+  std::unique_ptr<CtrModel> model;
+  std::vector<BoundTable> head;
+  std::vector<v1::TableSpec> fields;
+  CriteoData train = Synthetic(96, 40, 1);
+  CriteoData test = Synthetic(32, 40, 2);
+
+  Rig() {
+    TrainingConfig t;
+    t.model = "ctr";
+    t.embedding.width = 4;
+    t.layers = {CtrHeadInputs(t.embedding.width), 8, 1};
+    absl::StatusOr<std::unique_ptr<CtrModel>> m =
+        CtrModel::Create(&backend, t.layers, t.embedding.width, 64);
+    REQUIRE(m.ok());
+    model = *std::move(m);
+    std::vector<v1::TableSpec> dense;
+    for (v1::TableSpec& table : ModelTables(t)) {
+      (table.kind() == v1::TABLE_KIND_SPARSE ? fields : dense).push_back(std::move(table));
+    }
+    absl::StatusOr<std::vector<BoundTable>> bound = BindModelTables(model->head(), dense);
+    REQUIRE(bound.ok());
+    head = *std::move(bound);
+  }
+  std::unique_ptr<LocalCtrStore> Store() {
+    absl::StatusOr<std::unique_ptr<LocalCtrStore>> s =
+        LocalCtrStore::Create(head, model->head().num_params(), fields);
+    REQUIRE(s.ok());
+    return *std::move(s);
+  }
+};
+
+TrainerOptions Options() {
+  TrainerOptions o;
+  o.batch_size = 16;  // 6 steps an epoch
+  o.epochs = 2;
+  o.seed = 3;
+  o.trace_loss_steps = 100;
+  return o;
+}
+
+TEST_CASE("ctr training reads each next batch ahead and trains on what a pull gives",
+          "[worker][ctr]") {
+  Rig plain_rig;
+  std::unique_ptr<LocalCtrStore> plain = plain_rig.Store();
+  absl::StatusOr<TrainingSummary> want =
+      TrainCtr(*plain_rig.model, *plain, plain_rig.train, plain_rig.test, Options());
+  REQUIRE(want.ok());
+  REQUIRE(want->loss_trace.size() == 12);
+
+  // The calls whose read ahead fails: the step after each pulls again.
+  const std::set<int> fail = GENERATE(std::set<int>{}, std::set<int>{0, 3, 7});
+  Rig rig;
+  ReadAheadStore store(rig.Store(), fail);
+  absl::StatusOr<TrainingSummary> got =
+      TrainCtr(*rig.model, store, rig.train, rig.test, Options());
+  REQUIRE(got.ok());
+
+  // Every step's loss and the test AUC are those of the loop that pulls.
+  CHECK(got->loss_trace == want->loss_trace);
+  CHECK(got->test_auc == want->test_auc);
+  // Each epoch's last step reads nothing ahead (evaluation and a new
+  // permutation follow); every other step does.
+  REQUIRE(store.pushed.size() == 12);
+  CHECK(store.ahead_calls == 10);
+  for (size_t i = 0; i < store.pushed.size(); ++i) {
+    const bool last_of_epoch = i % 6 == 5;
+    if (last_of_epoch || store.read_ahead[i] == std::nullopt) continue;
+    // What was read ahead is exactly the batch the next step trained on.
+    CHECK(*store.read_ahead[i] == store.pushed[i + 1]);
+  }
+  // Pulls: each epoch's first step, each step after a failed read ahead,
+  // and the evaluation (32 test examples: one chunk) after each epoch.
+  CHECK(store.pulls == 2 + static_cast<int>(fail.size()) + 2);
+}
+
+}  // namespace
+}  // namespace cairn
