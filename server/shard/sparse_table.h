@@ -88,6 +88,20 @@ class SparseTable final : public Table {
   // One optimizer step on the row in `slot`; counts the update and, with a
   // capacity, its recency.
   void UpdateSlotLocked(uint32_t slot, const float* grad) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks the CPU to load the row in `slot` into cache: its values, and for
+  // an `update` its optimizer slots and update count too. A row is a few
+  // cache lines at a random place, so a loop over rows prefetches a few
+  // rows ahead of the one it works on.
+  void PrefetchRowLocked(uint32_t slot, bool update) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Slots of keys[0, n) into push_slots_, rows created for new keys in key
+  // order, with the hash groups of keys a few ahead prefetched. Tables
+  // without a cold tier or admission only (a row's first push decides).
+  template <typename KeyAt>
+  void FindOrCreateAllLocked(size_t n, KeyAt key_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // UpdateSlotLocked(push_slots_[i], grad_at(i)) for i in [0, n), in that
+  // order, with rows a few ahead prefetched.
+  template <typename GradAt>
+  void UpdateAllLocked(size_t n, GradAt grad_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a push: evicts the least recently updated rows when the table
   // holds more than its capacity, moving the last rows into their places,
   // and gives memory back when the arrays are far larger than needed.
