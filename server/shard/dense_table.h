@@ -21,6 +21,7 @@ class DenseTable final : public Table {
 
   absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const override;
   uint64_t ValueFloats(const std::string& keys, size_t n) const override;
+  uint32_t RowLength(Key key) const override { return ChunkLength(key); }
   void Read(const std::string& keys, size_t n, std::string* out) const override
       ABSL_LOCKS_EXCLUDED(mu_);
   void ReadTo(const std::string& keys, size_t n, float* out) const override

@@ -64,6 +64,12 @@ class GradBuffer {
     for (float& v : data_) v *= factor;
   }
 
+  // Position of `key`'s row in rows(), or -1 when it has none.
+  int64_t IndexOf(Key key) const {
+    auto it = index_.find(key);
+    return it == index_.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+
   const std::vector<Row>& rows() const { return rows_; }
   const float* RowData(const Row& r) const { return data_.data() + r.offset; }
   bool empty() const { return rows_.empty(); }

@@ -60,7 +60,9 @@ class BusyScope {
 // server's tables: an unknown table id; keys not 8 bytes each or of another
 // count than `lengths`; values of another size than the lengths add up to;
 // a key out of the table's range or in a partition not held here; a key of
-// another replica group than `group`; a length other than the key's row.
+// another replica group than `group`; a length other than the key's row; a
+// running sum of a sparse table, or whose first_of does not tag each row
+// with workers 0 and 1 only.
 absl::Status CheckPendingGradients(const v1::PendingGradients& pg, uint32_t group,
                                    const std::vector<std::unique_ptr<Table>>& tables,
                                    const std::vector<uint32_t>& group_of) {
@@ -97,6 +99,25 @@ absl::Status CheckPendingGradients(const v1::PendingGradients& pg, uint32_t grou
   if (pg.values().size() != floats * sizeof(float)) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", pg.values().size(),
                                                    " value bytes for ", floats, " floats"));
+  }
+  if (pg.running_sum()) {
+    if (table.spec().kind() != v1::TABLE_KIND_DENSE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": a running sum, which only a dense table keeps"));
+    }
+    if (pg.first_of().size() != n) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": a running sum of ", n, " keys with ",
+                                                     pg.first_of().size(), " first_of bytes"));
+    }
+    for (char c : pg.first_of()) {
+      const uint8_t bits = static_cast<uint8_t>(c);
+      if (bits == 0 || (bits & ~(BspTableSum::kWorker0 | BspTableSum::kWorker1)) != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": first_of byte ", bits, " names no worker or one other than 0 and 1"));
+      }
+    }
+  } else if (!pg.first_of().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": first_of without a running sum"));
   }
   return absl::OkStatus();
 }
@@ -798,43 +819,26 @@ absl::StatusOr<int64_t> Shard::Clock(const v1::ClockRequest& request) {
 void Shard::ApplyBelow(int64_t clock) {
   while (!pending_.empty() && pending_.begin()->first < clock) {
     IterationBuffer& iteration = pending_.begin()->second;
-    for (auto& [table_id, by_worker] : iteration) {
-      if (by_worker.empty()) continue;
+    for (auto& [table_id, sum] : iteration) {
       Table* table = tables_[table_id].get();
-      // Summed in worker-id order into the lowest worker's buffer: the same
-      // floats, bit for bit, as adding every buffer to an empty one (the
-      // first is copied as it is), without a copy of the model.
-      auto lowest = by_worker.begin();
-      GradBuffer& sum = lowest->second;
-      for (auto it = std::next(lowest); it != by_worker.end(); ++it) sum.AddAll(it->second);
-      if (table->spec().aggregation() != v1::AGGREGATION_SUM && by_worker.size() > 1) {
-        sum.Scale(1.0f / static_cast<float>(by_worker.size()));
-      }
-      table->Apply(sum);
-      std::vector<GradBuffer>& spare = spare_[table_id];
-      for (auto& [worker, buffer] : by_worker) {
-        if (spare.size() >= by_worker.size()) break;
-        buffer.Clear();
-        spare.push_back(std::move(buffer));
-      }
+      const GradBuffer& grads = sum.Close(table->spec().aggregation() != v1::AGGREGATION_SUM);
+      if (!grads.empty()) table->Apply(grads);
+      sum.Recycle();
     }
     pending_.erase(pending_.begin());
   }
 }
 
-GradBuffer& Shard::PendingLocked(int64_t iteration, const Table& table, uint32_t worker) {
-  std::map<uint32_t, GradBuffer>& by_worker = pending_[iteration][table.spec().id()];
-  auto it = by_worker.find(worker);
-  if (it != by_worker.end()) return it->second;
-  GradBuffer buffer;
-  std::vector<GradBuffer>& spare = spare_[table.spec().id()];
-  if (!spare.empty()) {
-    buffer = std::move(spare.back());
-    spare.pop_back();
-  } else if (table.spec().kind() == v1::TABLE_KIND_DENSE) {
-    buffer.Reserve(table.NumKeys(), table.NumValueBytes() / sizeof(float));
-  }
-  return by_worker.emplace(worker, std::move(buffer)).first->second;
+BspTableSum& Shard::PendingLocked(int64_t iteration, const Table& table) {
+  IterationBuffer& by_table = pending_[iteration];
+  const uint32_t id = table.spec().id();
+  auto it = by_table.find(id);
+  if (it != by_table.end()) return it->second;
+  const bool dense = table.spec().kind() == v1::TABLE_KIND_DENSE;
+  return by_table
+      .try_emplace(id, /*fold_first_two=*/dense, &spare_[id], dense ? table.NumKeys() : 0,
+                   dense ? table.NumValueBytes() / sizeof(float) : 0)
+      .first->second;
 }
 
 int64_t Shard::ReleasedClock() const {
@@ -1223,24 +1227,31 @@ absl::StatusOr<std::vector<v1::ReplicaChunk>> Shard::ExportGroup(uint32_t group,
     }
   }
   for (const auto& [iteration, by_table] : pending_) {
-    for (const auto& [table_id, by_worker] : by_table) {
+    for (const auto& [table_id, sum] : by_table) {
       const Table& table = *tables_[table_id];
-      for (const auto& [worker, buffer] : by_worker) {
+      // The group's rows of one buffer as one PendingGradients; `first_of`
+      // (the running sum's) tags each row.
+      auto add = [&](const GradBuffer& buffer, uint32_t worker, bool running_sum) {
         v1::PendingGradients* pg = nullptr;
-        for (const GradBuffer::Row& row : buffer.rows()) {
+        for (size_t i = 0; i < buffer.rows().size(); ++i) {
+          const GradBuffer::Row& row = buffer.rows()[i];
           if (group_of_[table.PartitionOf(row.key)] != group) continue;
           if (pg == nullptr) {
             pg = e->add_pending();
             pg->set_iteration(iteration);
             pg->set_table_id(table_id);
             pg->set_worker_id(worker);
+            pg->set_running_sum(running_sum);
           }
           pg->mutable_keys()->append(reinterpret_cast<const char*>(&row.key), sizeof(Key));
           pg->add_lengths(row.length);
           pg->mutable_values()->append(reinterpret_cast<const char*>(buffer.RowData(row)),
                                        row.length * sizeof(float));
+          if (running_sum) pg->mutable_first_of()->push_back(static_cast<char>(sum.FirstOf(i)));
         }
-      }
+      };
+      add(sum.running_sum(), 0, /*running_sum=*/true);
+      for (const auto& [worker, buffer] : sum.waiting()) add(buffer, worker, false);
     }
   }
   chunks.push_back(std::move(end));
@@ -1303,11 +1314,17 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
       }
     }
     for (const v1::PendingGradients& pg : e.pending()) {
-      GradBuffer& buffer = pending_[pg.iteration()][pg.table_id()][pg.worker_id()];
+      BspTableSum& sum = PendingLocked(pg.iteration(), *tables_[pg.table_id()]);
       const float* values = reinterpret_cast<const float*>(pg.values().data());
       uint64_t offset = 0;
       for (int i = 0; i < pg.lengths_size(); ++i) {
-        buffer.Add(KeyAt(pg.keys(), static_cast<size_t>(i)), values + offset, pg.lengths(i));
+        const Key key = KeyAt(pg.keys(), static_cast<size_t>(i));
+        if (pg.running_sum()) {
+          sum.AddToRunningSum(key, values + offset, pg.lengths(i),
+                              static_cast<uint8_t>(pg.first_of()[static_cast<size_t>(i)]));
+        } else {
+          sum.AddWaiting(pg.worker_id(), key, values + offset, pg.lengths(i));
+        }
         offset += pg.lengths(i);
       }
     }
@@ -1355,23 +1372,23 @@ void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads)
     ApplyNow(grads);
     return;
   }
-  // A push with no rows leaves no buffer: the mean divides by the workers
+  // A push with no rows adds no worker: the mean divides by the workers
   // that pushed something.
   if (grads->direct != nullptr) {
     if (grads->n == 0) return;
-    table->Gather(grads->direct->keys(), grads->n, grads->values(),
-                  &PendingLocked(request.clock(), *table, request.worker_id()));
+    BspTableSum& sum = PendingLocked(request.clock(), *table);
+    const std::string& keys = grads->direct->keys();
+    const float* v = reinterpret_cast<const float*>(grads->values().data());
+    for (size_t i = 0; i < grads->n; ++i) {
+      const Key k = KeyAt(keys, i);
+      const uint32_t length = table->RowLength(k);
+      sum.Add(request.worker_id(), k, v, length);
+      v += length;
+    }
     return;
   }
-  GradBuffer& buffer = grads->buffer;
-  if (buffer.empty()) return;
-  std::map<uint32_t, GradBuffer>& by_worker = pending_[request.clock()][table->spec().id()];
-  auto it = by_worker.find(request.worker_id());
-  if (it == by_worker.end()) {
-    by_worker.emplace(request.worker_id(), std::move(buffer));  // no copy
-  } else {
-    it->second.AddAll(buffer);
-  }
+  if (grads->buffer.empty()) return;
+  PendingLocked(request.clock(), *table).AddAll(request.worker_id(), std::move(grads->buffer));
 }
 
 absl::Status Shard::ApplyHeldPushLocked(const v1::PushRequest& request) {

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "cairn/v1/coordinator.pb.h"
 #include "cairn/v1/shard.pb.h"
+#include "server/shard/bsp_table_sum.h"
 #include "server/shard/clock_tracker.h"
 #include "server/shard/grad_buffer.h"
 #include "server/checkpoint/partition_rows.h"
@@ -289,8 +290,8 @@ class Shard {
     // (its tick of the iteration before); 0: none.
     int64_t own_required = 0;
   };
-  // Buffered BSP gradients of one iteration: table -> worker -> rows.
-  using IterationBuffer = std::map<uint32_t, std::map<uint32_t, GradBuffer>>;
+  // Buffered BSP gradients of one iteration, per table id (bsp_table_sum.h).
+  using IterationBuffer = std::map<uint32_t, BspTableSum>;
 
   // One table's part of a push. Summed per key into `buffer`; or left in
   // the request (`direct`, its `n` keys) when the table applies pushes at
@@ -379,11 +380,11 @@ class Shard {
   void Advance(std::vector<Waiter>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies the buffered BSP iterations below `clock`.
   void ApplyBelow(int64_t clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Worker `worker`'s buffer of `table` for BSP iteration `iteration`:
-  // created from a spare buffer, or with room for every value the table
-  // holds here when it is dense (one push per chunk per iteration fills it
-  // without regrowing).
-  GradBuffer& PendingLocked(int64_t iteration, const Table& table, uint32_t worker)
+  // The gradients of `table` for BSP iteration `iteration`: created with
+  // its buffers taken from spare buffers, or with room for every value the
+  // table holds here when it is dense (one push per chunk per iteration
+  // fills one without regrowing).
+  BspTableSum& PendingLocked(int64_t iteration, const Table& table)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The min clock pulls may see: the workers' minimum, capped by a hold.
   int64_t ReleasedClock() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -470,7 +471,7 @@ class Shard {
   std::map<int64_t, IterationBuffer> pending_ ABSL_GUARDED_BY(mu_);
   // Emptied buffers of applied iterations, per table id, refilled by the
   // next iterations' pushes: once a BSP job runs, a dense table's iteration
-  // allocates nothing (at most one buffer per worker is kept).
+  // allocates nothing (at most as many buffers as one iteration used).
   std::map<uint32_t, std::vector<GradBuffer>> spare_ ABSL_GUARDED_BY(mu_);
   // (group, worker, incarnation) -> applied push sequences. A worker
   // restarted under its id numbers its pushes from 1 again: its new

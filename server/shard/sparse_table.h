@@ -27,6 +27,7 @@ class SparseTable final : public Table {
   uint64_t ValueFloats(const std::string& /*keys*/, size_t n) const override {
     return static_cast<uint64_t>(n) * width_;
   }
+  uint32_t RowLength(Key /*key*/) const override { return width_; }
   void Read(const std::string& keys, size_t n, std::string* out) const override
       ABSL_LOCKS_EXCLUDED(mu_);
   void ReadTo(const std::string& keys, size_t n, float* out) const override

@@ -57,6 +57,9 @@ class Table {
   // The floats the values of `keys` (count n, already checked) take, as
   // CheckKeys counts them, without checking again.
   virtual uint64_t ValueFloats(const std::string& keys, size_t n) const = 0;
+  // The floats of `key`'s row (already checked): a dense chunk's length (the
+  // last may be shorter), a sparse table's width.
+  virtual uint32_t RowLength(Key key) const = 0;
 
   // Appends the current values of `keys` (already checked) to `out`.
   virtual void Read(const std::string& keys, size_t n, std::string* out) const = 0;

@@ -27,8 +27,9 @@ v1::JobSpec JoinJob() {
 
 // Map `version`: joiners of group g in joining[g], backups in backups[g].
 v1::PartitionMap GroupMap(uint64_t version, std::vector<std::vector<uint32_t>> joining,
-                          std::vector<std::vector<uint32_t>> backups) {
-  v1::PartitionMap map = Map(4, {0}, version, 0);
+                          std::vector<std::vector<uint32_t>> backups,
+                          std::vector<uint32_t> workers = {0}) {
+  v1::PartitionMap map = Map(4, workers, version, 0);
   for (v1::PartitionAssignment& a : *map.mutable_assignments()) {
     const uint32_t g = a.partition() % 2;
     a.set_group(g);
@@ -45,9 +46,10 @@ v1::PartitionMap GroupMap(uint64_t version, std::vector<std::vector<uint32_t>> j
   return map;
 }
 
-// Worker 0's push of `grad` to chunk `key` (group key % 2) for `clock`.
-v1::PushRequest PushKey(uint64_t version, uint64_t seq, int64_t clock, uint64_t key, float grad) {
-  v1::PushRequest r = PushScalar(0, seq, clock, grad);
+// Worker `worker`'s push of `grad` to chunk `key` (group key % 2) for `clock`.
+v1::PushRequest PushKey(uint64_t version, uint64_t seq, int64_t clock, uint64_t key, float grad,
+                        uint32_t worker = 0) {
+  v1::PushRequest r = PushScalar(worker, seq, clock, grad);
   r.set_map_version(version);
   r.set_group(static_cast<uint32_t>(key % 2));
   r.mutable_tables(0)->set_keys(KeysToBytes({key}));
@@ -55,8 +57,8 @@ v1::PushRequest PushKey(uint64_t version, uint64_t seq, int64_t clock, uint64_t 
   return r;
 }
 
-v1::ClockRequest TickAt(uint64_t version, int64_t clock) {
-  v1::ClockRequest r = Tick(0, clock);
+v1::ClockRequest TickAt(uint64_t version, int64_t clock, uint32_t worker = 0) {
+  v1::ClockRequest r = Tick(worker, clock);
   r.set_map_version(version);
   return r;
 }
@@ -150,6 +152,71 @@ TEST_CASE("a server joining two groups applies the pushes held during the second
   const std::vector<float> want = {-3, -3, -1, -1};
   CHECK(Values(primary, 4) == want);
   CHECK(Values(joiner, 4) == want);
+}
+
+TEST_CASE("a transfer in the middle of a BSP iteration carries its running sum: the joiner "
+          "closes it to the primary's bits, and refuses a running sum tagged wrong",
+          "[shard][failover][bsp]") {
+  v1::JobSpec job = JoinJob();
+  job.mutable_tables(0)->set_aggregation(v1::AGGREGATION_MEAN);
+  Shard primary(0, job, nullptr);
+  Shard joiner(2, job, nullptr);
+  const std::vector<uint32_t> workers = {0, 1, 2};
+  const v1::PartitionMap joining = GroupMap(1, {{2}, {2}}, {{}, {}}, workers);
+  REQUIRE(primary.InstallMap(joining).ok());
+  REQUIRE(joiner.InstallMap(joining).ok());
+  // Iteration 0, before the copy: workers 0 and 1's first gradients of
+  // chunk 0 (in the running sum), worker 0's second one (waiting), worker
+  // 2's (waiting). Magnitudes far apart: another order rounds otherwise.
+  uint64_t seq[3] = {0, 0, 0};
+  REQUIRE(primary.Push(PushKey(1, ++seq[1], 0, 0, 1e-3f, 1)).ok());
+  REQUIRE(primary.Push(PushKey(1, ++seq[0], 0, 0, 1e7f, 0)).ok());
+  REQUIRE(primary.Push(PushKey(1, ++seq[2], 0, 0, 3.0f, 2)).ok());
+  REQUIRE(primary.Push(PushKey(1, ++seq[0], 0, 0, -1e7f, 0)).ok());
+  auto group0 = primary.ExportGroup(0, 2);
+  REQUIRE(group0.ok());
+
+  // A running sum whose first_of names worker 2 is refused, naming it.
+  std::vector<v1::ReplicaChunk> bad = *group0;
+  bool tampered = false;
+  for (v1::ReplicaChunk& c : bad) {
+    if (!c.has_end()) continue;
+    for (v1::PendingGradients& pg : *c.mutable_end()->mutable_pending()) {
+      if (!pg.running_sum()) continue;
+      pg.set_first_of(std::string(pg.first_of().size(), '\x04'));
+      tampered = true;
+    }
+  }
+  REQUIRE(tampered);
+  Shard refuser(2, job, nullptr);
+  REQUIRE(refuser.InstallMap(joining).ok());
+  absl::StatusOr<bool> refused = Deliver(refuser, bad);
+  REQUIRE(absl::IsInvalidArgument(refused.status()));
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("first_of"));
+
+  auto done = Deliver(joiner, *std::move(group0));
+  REQUIRE(done.ok());
+  CHECK(*done);
+  // After the copy, worker 1 sends a second gradient of chunk 0, worker 2
+  // one more: both servers get them (the primary forwards), then every
+  // worker ticks.
+  for (auto [worker, grad] : {std::pair<uint32_t, float>{1, 0.7f}, {2, -2.0f}}) {
+    v1::PushRequest push = PushKey(1, ++seq[worker], 0, 0, grad, worker);
+    REQUIRE(primary.Push(push).ok());
+    push.set_forwarded(true);
+    REQUIRE(joiner.Push(push).ok());
+  }
+  for (uint32_t w : workers) {
+    REQUIRE(primary.Clock(TickAt(1, 1, w)).ok());
+    REQUIRE(joiner.Clock(TickAt(1, 1, w)).ok());
+  }
+  // (1e7 + 1e-3) + -1e7 + 0.7 + (3 - 2), the mean over 3 workers, SGD from 0.
+  const float sum = (((1e7f + 1e-3f) + -1e7f) + 0.7f) + (3.0f + -2.0f);
+  const float want = 0.0f - 1.0f * (sum * (1.0f / 3.0f));
+  const std::vector<float> got_primary = Values(primary, 1);
+  const std::vector<float> got_joiner = Values(joiner, 1);
+  CHECK(got_primary[0] == want);
+  CHECK(std::memcmp(got_primary.data(), got_joiner.data(), sizeof(float)) == 0);
 }
 
 }  // namespace

@@ -1,0 +1,118 @@
+#include "server/shard/bsp_table_sum.h"
+
+#include <utility>
+
+namespace cairn {
+
+GradBuffer BspTableSum::TakeBuffer() {
+  GradBuffer buffer;
+  if (!spare_->empty()) {
+    buffer = std::move(spare_->back());
+    spare_->pop_back();
+  } else if (reserve_rows_ > 0) {
+    buffer.Reserve(reserve_rows_, reserve_floats_);
+  }
+  return buffer;
+}
+
+GradBuffer& BspTableSum::WaitingOf(uint32_t worker) {
+  auto it = waiting_.find(worker);
+  if (it != waiting_.end()) return it->second;
+  return waiting_.emplace(worker, TakeBuffer()).first->second;
+}
+
+void BspTableSum::Add(uint32_t worker, Key key, const float* grad, uint32_t length) {
+  if (!fold_ || worker > 1) {
+    WaitingOf(worker).Add(key, grad, length);
+    return;
+  }
+  const uint8_t bit = worker == 0 ? kWorker0 : kWorker1;
+  const int64_t row = sum_.IndexOf(key);
+  if (row >= 0 && (first_of_[static_cast<size_t>(row)] & bit) != 0) {
+    WaitingOf(worker).Add(key, grad, length);  // a second gradient of the row
+    return;
+  }
+  if (!sum_taken_) {
+    sum_ = TakeBuffer();
+    sum_taken_ = true;
+  }
+  sum_.Add(key, grad, length);  // the other worker's first, if there, + this: either order
+  if (row < 0) {
+    first_of_.push_back(bit);
+  } else {
+    first_of_[static_cast<size_t>(row)] |= bit;
+  }
+  in_sum_ |= bit;
+}
+
+void BspTableSum::AddAll(uint32_t worker, GradBuffer&& rows) {
+  if ((!fold_ || worker > 1) && !waiting_.contains(worker)) {
+    waiting_.emplace(worker, std::move(rows));  // no copy
+    return;
+  }
+  for (const GradBuffer::Row& r : rows.rows()) Add(worker, r.key, rows.RowData(r), r.length);
+}
+
+void BspTableSum::AddToRunningSum(Key key, const float* grad, uint32_t length, uint8_t first_of) {
+  if (!sum_taken_) {
+    sum_ = TakeBuffer();
+    sum_taken_ = true;
+  }
+  const int64_t row = sum_.IndexOf(key);
+  sum_.Add(key, grad, length);
+  if (row < 0) {
+    first_of_.push_back(first_of);
+  } else {
+    first_of_[static_cast<size_t>(row)] |= first_of;
+  }
+  in_sum_ |= first_of;
+}
+
+void BspTableSum::AddWaiting(uint32_t worker, Key key, const float* grad, uint32_t length) {
+  WaitingOf(worker).Add(key, grad, length);
+}
+
+int BspTableSum::Contributors() const {
+  int n = 0;
+  if ((in_sum_ & kWorker0) != 0) ++n;
+  if ((in_sum_ & kWorker1) != 0) ++n;
+  for (const auto& [worker, rows] : waiting_) {
+    // Workers 0 and 1 wait only with second gradients: counted above.
+    if (worker > 1 || (in_sum_ & (worker == 0 ? kWorker0 : kWorker1)) == 0) ++n;
+  }
+  return n;
+}
+
+const GradBuffer& BspTableSum::Close(bool mean) {
+  static const GradBuffer* const kEmpty = new GradBuffer();
+  GradBuffer* result = sum_.empty() ? nullptr : &sum_;
+  for (auto& [worker, rows] : waiting_) {
+    if (result == nullptr) {
+      result = &rows;  // the first term is taken as it is
+    } else {
+      result->AddAll(rows);
+    }
+  }
+  if (result == nullptr) return *kEmpty;
+  const int n = Contributors();
+  if (mean && n > 1) result->Scale(1.0f / static_cast<float>(n));
+  return *result;
+}
+
+void BspTableSum::Recycle() {
+  const size_t in_use = waiting_.size() + (sum_taken_ ? 1 : 0);
+  auto keep = [&](GradBuffer& buffer) {
+    if (spare_->size() >= in_use) return;
+    buffer.Clear();
+    spare_->push_back(std::move(buffer));
+  };
+  if (sum_taken_) keep(sum_);
+  for (auto& [worker, rows] : waiting_) keep(rows);
+  sum_ = GradBuffer();
+  sum_taken_ = false;
+  first_of_.clear();
+  in_sum_ = 0;
+  waiting_.clear();
+}
+
+}  // namespace cairn
