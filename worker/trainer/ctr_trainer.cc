@@ -28,15 +28,19 @@ class CtrTask final : public TrainingTask {
   int64_t StartStep() const override { return store_.StartStep(); }
 
   absl::Status Gather(absl::Span<const int32_t> examples) override {
-    read_ahead_ = ahead_.has_value() && std::equal(examples.begin(), examples.end(),
-                                                   next_examples_.begin(), next_examples_.end());
-    if (read_ahead_) {
+    const bool gathered = next_gathered_ && std::equal(examples.begin(), examples.end(),
+                                                       next_examples_.begin(), next_examples_.end());
+    read_ahead_ = gathered && ahead_.has_value();
+    if (gathered) {
       std::swap(batch_, next_batch_);
-      std::swap(rows_, next_rows_);
-      head_ = *ahead_;
     } else {
       GatherCtrBatch(train_, examples, &batch_);
     }
+    if (read_ahead_) {
+      std::swap(rows_, next_rows_);
+      head_ = *ahead_;
+    }
+    next_gathered_ = false;
     ahead_.reset();
     return absl::OkStatus();
   }
@@ -53,9 +57,11 @@ class CtrTask final : public TrainingTask {
   // read with the push (CtrParameterStore::PushClockAndPull).
   absl::Status PushAndClock(absl::Span<const int32_t> next) override {
     ahead_.reset();
+    next_gathered_ = false;
     if (next.empty()) return store_.PushAndClock(head_grads_, batch_.keys, row_grads_);
     GatherCtrBatch(train_, next, &next_batch_);
     next_examples_.assign(next.begin(), next.end());
+    next_gathered_ = true;
     ASSIGN_OR_RETURN(ahead_, store_.PushClockAndPull(head_grads_, batch_.keys, row_grads_,
                                                      next_batch_.keys, &next_rows_));
     return absl::OkStatus();
@@ -103,9 +109,11 @@ class CtrTask final : public TrainingTask {
   FieldRows row_grads_;
   std::vector<float> head_grads_;
   absl::Span<const float> head_;
-  // The next step, gathered and read with the push: its examples, batch and
-  // rows, and the head's view (nullopt: not read ahead).
+  // The next step, gathered before the push (next_gathered_) and read with
+  // it: its examples, batch and rows, and the head's view (nullopt: not
+  // read ahead; the batch is used all the same).
   std::vector<int32_t> next_examples_;
+  bool next_gathered_ = false;
   CtrBatch next_batch_;
   FieldRows next_rows_;
   std::optional<absl::Span<const float>> ahead_;
