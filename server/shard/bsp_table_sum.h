@@ -27,7 +27,6 @@
 #define CAIRN_SERVER_SHARD_BSP_TABLE_SUM_H_
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <vector>
 

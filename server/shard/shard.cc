@@ -1229,9 +1229,18 @@ absl::StatusOr<std::vector<v1::ReplicaChunk>> Shard::ExportGroup(uint32_t group,
   for (const auto& [iteration, by_table] : pending_) {
     for (const auto& [table_id, sum] : by_table) {
       const Table& table = *tables_[table_id];
-      // The group's rows of one buffer as one PendingGradients; `first_of`
-      // (the running sum's) tags each row.
-      auto add = [&](const GradBuffer& buffer, uint32_t worker, bool running_sum) {
+      // The group's rows of each buffer as one PendingGradients: the running
+      // sum's (each row tagged with its first gradients), then each
+      // worker's waiting rows.
+      struct Source {
+        const GradBuffer* buffer;
+        uint32_t worker;
+        bool running_sum;
+      };
+      std::vector<Source> sources = {{&sum.running_sum(), 0, true}};
+      for (const auto& [worker, buffer] : sum.waiting()) sources.push_back({&buffer, worker, false});
+      for (const auto& [buffer_ptr, worker, running_sum] : sources) {
+        const GradBuffer& buffer = *buffer_ptr;
         v1::PendingGradients* pg = nullptr;
         for (size_t i = 0; i < buffer.rows().size(); ++i) {
           const GradBuffer::Row& row = buffer.rows()[i];
@@ -1249,9 +1258,7 @@ absl::StatusOr<std::vector<v1::ReplicaChunk>> Shard::ExportGroup(uint32_t group,
                                        row.length * sizeof(float));
           if (running_sum) pg->mutable_first_of()->push_back(static_cast<char>(sum.FirstOf(i)));
         }
-      };
-      add(sum.running_sum(), 0, /*running_sum=*/true);
-      for (const auto& [worker, buffer] : sum.waiting()) add(buffer, worker, false);
+      }
     }
   }
   chunks.push_back(std::move(end));

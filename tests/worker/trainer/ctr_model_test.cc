@@ -12,6 +12,7 @@
 
 #include "common/initializer.h"
 #include "kernels/cpu_backend.h"
+#include "tests/worker/trainer/synthetic_criteo.h"
 #include "worker/trainer/ctr_store.h"
 
 namespace cairn {
@@ -20,29 +21,9 @@ namespace {
 constexpr int kFields = kCtrFieldCount;
 constexpr int kIntegers = kCriteoIntegerFeatures;
 
-// n examples; field f's id of example i is (i * (f + 1)) % distinct, so
-// ids repeat within a batch.
-CriteoData Synthetic(int n, int distinct, unsigned seed) {
-  std::mt19937 rng(seed);
-  CriteoData d;
-  d.size = n;
-  for (int i = 0; i < n; ++i) {
-    d.labels.push_back(static_cast<float>(rng() % 2));
-    for (int j = 0; j < kIntegers; ++j) {
-      d.integers.push_back(static_cast<int64_t>(rng() % 50) - 2);
-      d.integer_present.push_back(j % 5 != 0 || i % 2 == 0 ? 1 : 0);
-    }
-    for (int f = 0; f < kFields; ++f) {
-      d.ids.push_back(f == 3 && i % 3 == 0 ? kCriteoMissingId
-                                           : static_cast<uint64_t>((i * (f + 1)) % distinct));
-    }
-  }
-  return d;
-}
-
 TEST_CASE("GatherCtrBatch: distinct ascending ids per field and each example's slot",
           "[worker][ctr]") {
-  const CriteoData d = Synthetic(10, 4, 1);
+  const CriteoData d = SyntheticCriteo(10, 4, 1);
   const std::vector<int32_t> examples = {9, 2, 2, 5};
   CtrBatch b;
   GatherCtrBatch(d, examples, &b);
@@ -74,7 +55,7 @@ TEST_CASE("ctr gradients with a linear head are those of logistic regression",
   CpuBackend backend;
   auto model = CtrModel::Create(&backend, {inputs, 1}, width, 16);
   REQUIRE(model.ok());
-  const CriteoData d = Synthetic(12, 5, 2);
+  const CriteoData d = SyntheticCriteo(12, 5, 2);
   std::vector<int32_t> examples(12);
   for (int i = 0; i < 12; ++i) examples[i] = i;
   CtrBatch b;

@@ -6,35 +6,18 @@
 #include <catch2/catch.hpp>
 #include <memory>
 #include <optional>
-#include <random>
 #include <set>
 #include <vector>
 
 #include "common/config/job_config.h"
 #include "kernels/cpu_backend.h"
+#include "tests/worker/trainer/synthetic_criteo.h"
 #include "worker/trainer/ctr_model.h"
 #include "worker/trainer/ctr_store.h"
 #include "worker/trainer/model_tables_binding.h"
 
 namespace cairn {
 namespace {
-
-// n examples with random labels and integers; field f's ids are drawn from
-// `distinct` values, so ids repeat within and across batches.
-CriteoData Synthetic(int n, int distinct, unsigned seed) {
-  std::mt19937 rng(seed);
-  CriteoData d;
-  d.size = n;
-  for (int i = 0; i < n; ++i) {
-    d.labels.push_back(static_cast<float>(rng() % 2));
-    for (int j = 0; j < kCriteoIntegerFeatures; ++j) {
-      d.integers.push_back(static_cast<int64_t>(rng() % 50));
-      d.integer_present.push_back(1);
-    }
-    for (int f = 0; f < kCtrFieldCount; ++f) d.ids.push_back(rng() % distinct);
-  }
-  return d;
-}
 
 // A LocalCtrStore that reads ahead as a store on servers does (the push,
 // then the next step's pull, in one call) and records what it was asked.
@@ -89,8 +72,8 @@ struct Rig {
   std::unique_ptr<CtrModel> model;
   std::vector<BoundTable> head;
   std::vector<v1::TableSpec> fields;
-  CriteoData train = Synthetic(96, 40, 1);
-  CriteoData test = Synthetic(32, 40, 2);
+  CriteoData train = SyntheticCriteo(96, 40, 1);
+  CriteoData test = SyntheticCriteo(32, 40, 2);
 
   Rig() {
     TrainingConfig t;
