@@ -32,17 +32,7 @@ void BspTableSum::Add(uint32_t worker, Key key, const float* grad, uint32_t leng
     WaitingOf(worker).Add(key, grad, length);  // a second gradient of the row
     return;
   }
-  if (!sum_taken_) {
-    sum_ = TakeBuffer();
-    sum_taken_ = true;
-  }
-  sum_.Add(key, grad, length);  // the other worker's first, if there, + this: either order
-  if (row < 0) {
-    first_of_.push_back(bit);
-  } else {
-    first_of_[static_cast<size_t>(row)] |= bit;
-  }
-  in_sum_ |= bit;
+  AddToRunningSum(key, grad, length, bit);  // the other's first, if there, + this: either order
 }
 
 void BspTableSum::AddAll(uint32_t worker, GradBuffer&& rows) {

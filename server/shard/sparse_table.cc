@@ -312,10 +312,20 @@ void SparseTable::UpdateAllLocked(size_t n, GradAt grad_at) {
   }
 }
 
+template <typename KeyAt, typename GradAt>
+void SparseTable::ApplyDistinctLocked(size_t n, KeyAt key_at, GradAt grad_at) {
+  if (FirstPushDecides()) {
+    for (size_t i = 0; i < n; ++i) ApplyRowLocked(key_at(i), grad_at(i));
+    return;
+  }
+  FindOrCreateAllLocked(n, key_at);
+  UpdateAllLocked(n, grad_at);
+}
+
 void SparseTable::ApplyRowLocked(Key key, const float* grad) {
   // Only tables with a cold tier or admission look the key up first (a row
   // in the cold tier was admitted once: it comes back as it was).
-  if ((cold_ != nullptr || min_count_ > 1) && !index_.contains(key) &&
+  if (FirstPushDecides() && !index_.contains(key) &&
       !TakeFromColdLocked(key) && min_count_ > 1) {
     auto [it, inserted] = pending_.try_emplace(key, 0);
     if (++it->second < min_count_) {
@@ -339,31 +349,23 @@ void SparseTable::UpdateSlotLocked(uint32_t slot, const float* grad) {
 void SparseTable::Apply(const GradBuffer& grads) {
   absl::MutexLock lock(&mu_);
   const std::vector<GradBuffer::Row>& rows = grads.rows();
-  if (cold_ != nullptr || min_count_ > 1) {
-    for (const GradBuffer::Row& row : rows) ApplyRowLocked(row.key, grads.RowData(row));
-  } else {
-    // The rows' keys are distinct (a buffer sums per key): every row is
-    // found or created before any is updated, in the same order.
-    FindOrCreateAllLocked(rows.size(), [&](size_t i) { return rows[i].key; });
-    UpdateAllLocked(rows.size(), [&](size_t i) { return grads.RowData(rows[i]); });
-  }
+  // The rows' keys are distinct: a buffer sums per key.
+  ApplyDistinctLocked(
+      rows.size(), [&](size_t i) { return rows[i].key; },
+      [&](size_t i) { return grads.RowData(rows[i]); });
   EvictIfOverLocked();
 }
 
 void SparseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_view values) {
   const float* g = reinterpret_cast<const float*>(values.data());
   absl::MutexLock lock(&mu_);
-  if (cold_ != nullptr || min_count_ > 1) {
-    for (size_t i = 0; i < n; ++i) ApplyRowLocked(KeyAt(keys, i), g + i * width_);
-  } else {
-    FindOrCreateAllLocked(n, [&](size_t i) { return KeyAt(keys, i); });
-    UpdateAllLocked(n, [&](size_t i) { return g + i * width_; });
-  }
+  ApplyDistinctLocked(
+      n, [&](size_t i) { return KeyAt(keys, i); }, [&](size_t i) { return g + i * width_; });
   EvictIfOverLocked();
 }
 
 bool SparseTable::ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) {
-  if (cold_ != nullptr || min_count_ > 1) return false;  // a row's first push decides
+  if (FirstPushDecides()) return false;  // a row's first push decides
   const float* g = reinterpret_cast<const float*>(values.data());
   absl::MutexLock lock(&mu_);
   if (++stamp_ == 0) {  // wrapped: no slot may carry a stamp from before

@@ -103,6 +103,16 @@ class SparseTable final : public Table {
   // order, with rows a few ahead prefetched.
   template <typename GradAt>
   void UpdateAllLocked(size_t n, GradAt grad_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One optimizer step on each of n rows with distinct keys key_at(i) and
+  // gradients grad_at(i), in that order: row by row (ApplyRowLocked) when a
+  // row's first push decides whether it exists (admission, a cold tier),
+  // else every row found or created first, then updated, prefetched.
+  template <typename KeyAt, typename GradAt>
+  void ApplyDistinctLocked(size_t n, KeyAt key_at, GradAt grad_at)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a row's first push decides whether it is created (admission or
+  // a cold tier): then rows are looked up one by one.
+  bool FirstPushDecides() const { return cold_ != nullptr || min_count_ > 1; }
   // After a push: evicts the least recently updated rows when the table
   // holds more than its capacity, moving the last rows into their places,
   // and gives memory back when the arrays are far larger than needed.
