@@ -129,6 +129,7 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("rpc.deadline", FormatDurationForConfig(c.rpc.deadline));
   out.Add("rpc.shared_memory", c.rpc.shared_memory ? "true" : "false");
   out.Add("rpc.shared_memory_size", FormatSizeForConfig(c.rpc.shared_memory_bytes));
+  out.Add("rpc.shared_memory_split_size", FormatSizeForConfig(c.rpc.shared_memory_split_bytes));
   out.Add("rpc.requests_in_flight", c.rpc.requests_in_flight);
   out.Add("consistency.mode", config_internal::ConsistencyName(c.consistency));
   out.Add("consistency.staleness", c.staleness);

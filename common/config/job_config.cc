@@ -1,6 +1,7 @@
 #include "common/config/job_config.h"
 
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -83,6 +84,7 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
                                                               "request_split_size", "deadline",
                                                               "shared_memory",
                                                               "shared_memory_size",
+                                                              "shared_memory_split_size",
                                                               "requests_in_flight"}));
   RETURN_IF_ERROR(r.Size("max_message_size", kMiB, kMaxInt32, &rpc->max_message_bytes));
   RETURN_IF_ERROR(r.Size("request_split_size", 1, kMaxInt32, &rpc->request_split_bytes));
@@ -95,6 +97,23 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
   RETURN_IF_ERROR(r.Duration("deadline", absl::ZeroDuration(), &rpc->deadline));
   RETURN_IF_ERROR(r.Bool("shared_memory", &rpc->shared_memory));
   RETURN_IF_ERROR(r.Size("shared_memory_size", kMiB, 1ll << 40, &rpc->shared_memory_bytes));
+  // Unset: 4 MiB, within half of max_message_size and a quarter of the
+  // region (requests in flight share it), or request_split_size when larger.
+  rpc->shared_memory_split_bytes = std::max(
+      rpc->request_split_bytes,
+      std::min({rpc->shared_memory_split_bytes, rpc->max_message_bytes / 2,
+                rpc->shared_memory_bytes / 4}));
+  RETURN_IF_ERROR(
+      r.Size("shared_memory_split_size", 1, kMaxInt32, &rpc->shared_memory_split_bytes));
+  if (rpc->shared_memory_split_bytes > rpc->max_message_bytes / 2) {
+    // A request the region has no room for at that moment goes inline.
+    return r.Error(r.Has("shared_memory_split_size") ? "shared_memory_split_size"
+                                                     : "max_message_size",
+                   absl::StrCat("shared_memory_split_size (", rpc->shared_memory_split_bytes,
+                                " bytes) must be at most half of max_message_size (",
+                                rpc->max_message_bytes, " bytes): a request the region has "
+                                "no room for goes through gRPC"));
+  }
   RETURN_IF_ERROR(r.Int32("requests_in_flight", 0, 1 << 20, &rpc->requests_in_flight));
   return absl::OkStatus();
 }
@@ -371,6 +390,7 @@ v1::JobSpec ToJobSpec(const JobConfig& config) {
   spec.set_max_message_bytes(config.rpc.max_message_bytes);
   spec.set_request_split_bytes(config.rpc.request_split_bytes);
   spec.set_shared_memory_bytes(config.rpc.shared_memory ? config.rpc.shared_memory_bytes : 0);
+  spec.set_shared_memory_split_bytes(config.rpc.shared_memory_split_bytes);
   spec.set_pull_deadline_ms(absl::ToInt64Milliseconds(config.rpc.deadline));
   spec.set_lease_timeout_ms(absl::ToInt64Milliseconds(config.cluster.lease_timeout));
   spec.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(config.cluster.heartbeat_interval));

@@ -134,6 +134,17 @@ TEST_CASE("values through shared regions equal those through gRPC bit for bit, a
   CHECK(BitEqual(shared.half, grpc.half));
   CHECK(BitEqual(shared.emb, grpc.emb));
 
+  // Through a region, requests are cut at 4 MiB (the default
+  // shared_memory_split_size), not 1 MiB: fewer requests, the same bytes
+  // and values.
+  const Pulled small = Train("shm_split", "  shared_memory_split_size: 1MiB\n", true);
+  INFO("cut at 1 MiB: " << small.stats.shared_memory_requests << " requests");
+  CHECK(small.stats.shared_memory_bytes == shared.stats.shared_memory_bytes);
+  CHECK(small.stats.shared_memory_requests > shared.stats.shared_memory_requests);
+  CHECK(BitEqual(small.big, grpc.big));
+  CHECK(BitEqual(small.half, grpc.half));
+  CHECK(BitEqual(small.emb, grpc.emb));
+
   // 1 MiB regions: a full 1 MiB piece does not fit and goes through gRPC,
   // the smaller ones through the region.
   const Pulled tight = Train("shm_tight", "  shared_memory_size: 1MiB\n", true);

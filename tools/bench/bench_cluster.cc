@@ -11,7 +11,11 @@ constexpr absl::Duration kStopGrace = absl::Seconds(5);
 
 }  // namespace
 
-std::string BenchJobYaml() {
+std::string BenchJobYaml(const std::string& shared_memory_split) {
+  const std::string split_line =
+      shared_memory_split.empty()
+          ? std::string()
+          : absl::StrCat("  shared_memory_split_size: ", shared_memory_split, "\n");
   return absl::StrCat(R"(# Written by cairn-bench: 1 coordinator, 1 server, 1 worker on loopback.
 cluster:
   coordinator: "127.0.0.1:1"  # unused: --listen and --coordinator override it
@@ -26,7 +30,7 @@ cluster:
 rpc:
   max_message_size: )", kBenchMaxMessageBytes, R"(
   request_split_size: 1MiB
-  deadline: 60s
+)", split_line, R"(  deadline: 60s
 consistency:
   mode: asp
 metrics:

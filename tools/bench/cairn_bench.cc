@@ -78,6 +78,7 @@ struct Flags {
   std::string rows_out;         // driver: where its rows go (raw JSON)
   std::string tls_dir;          // driver of a TLS method: the job's certificates
   int requests_in_flight = -1;  // Cairn methods: ClientOptions::requests_in_flight; -1: its default
+  std::string shared_memory_split;  // the job's rpc.shared_memory_split_size; empty: its default
 };
 
 constexpr const char* kMethods[] = {kCairnShared,    kCairnGrpc, kCairnSharedTls, kCairnGrpcTls,
@@ -158,7 +159,7 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
                           const std::string& bin_dir, const std::string& run_dir,
                           std::vector<Row>* rows) {
   ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
-                   BenchCluster::Start(bin_dir, run_dir, BenchJobYaml()));
+                   BenchCluster::Start(bin_dir, run_dir, BenchJobYaml(flags.shared_memory_split)));
   ASSIGN_OR_RETURN(std::string self_dir, ExecutableDir());
   const std::string reference_ports = run_dir + "/reference.ports";
   ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> reference,
@@ -174,8 +175,9 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
   if (std::any_of(methods.begin(), methods.end(), IsTlsMethod)) {
     ASSIGN_OR_RETURN(std::vector<std::string> tls_flags, launch::MakeJobCertificates(bin_dir, run_dir));
     std::filesystem::create_directories(run_dir + "/tls");
-    ASSIGN_OR_RETURN(tls_cluster,
-                     BenchCluster::Start(bin_dir, run_dir + "/tls", BenchJobYaml(), tls_flags));
+    ASSIGN_OR_RETURN(tls_cluster, BenchCluster::Start(bin_dir, run_dir + "/tls",
+                                                      BenchJobYaml(flags.shared_memory_split),
+                                                      tls_flags));
   }
   std::vector<std::vector<Row>> by_method;
   for (const std::string& method : methods) {
@@ -354,6 +356,9 @@ int main(int argc, char** argv) {
                  "Cairn methods: requests of one push or pull in flight per server "
                  "(ClientOptions::requests_in_flight); default: the client's")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--shared-memory-split-size", flags.shared_memory_split,
+                 "the job's rpc.shared_memory_split_size (e.g. 1MiB): Cairn-shm requests are cut "
+                 "at this many value bytes; default: the job's default");
   app.add_flag("--keep-logs", flags.keep_logs, "keep the run directory (job YAML, daemon logs)");
   // Internal: how this binary runs its own child processes.
   app.add_option("--serve-reference", flags.serve_reference)->group("");

@@ -5,10 +5,11 @@
 // tables and the partition map, and waits at the start-up barrier until every
 // expected worker and server has registered. Each Pull/Push groups the keys
 // of all tables by owning server and sends one request per server (cut into
-// pieces of rpc.request_split_bytes), to all servers in parallel, at most
-// rpc.requests_in_flight pieces at a time to each; the returned future
-// completes when every server answered. A request rejected for a stale
-// partition map is retried once after fetching the new map.
+// pieces of rpc.request_split_size, or rpc.shared_memory_split_size to a
+// server whose shared region the worker holds), to all servers in
+// parallel, at most rpc.requests_in_flight pieces at a time to each; the
+// returned future completes when every server answered. A request rejected
+// for a stale partition map is retried once after fetching the new map.
 //
 // Iterations: clock() is the number of iterations this worker completed.
 // A pull reads values for iteration t = clock(): each server serves it once
@@ -67,7 +68,8 @@ struct ClientOptions {
   // Requests of one pull or push in flight to one server at a time (a
   // table above rpc.request_split_size goes in several); the next is sent
   // as one is answered. Bounds what a step holds in flight per server, on
-  // both sides, to this many requests (4 MiB with the default split). 0:
+  // both sides, to this many requests (4 MiB with the default split, 16
+  // MiB through a shared region). 0:
   // all at once. cairn-worker takes it from rpc.requests_in_flight.
   int requests_in_flight = 4;
   // Sends heartbeats to keep this worker's lease. Off only in tests.
@@ -221,7 +223,7 @@ class Client {
                                    std::vector<ConstSparseRows> sparse) = 0;
 
   // PushAndWait, then Clock(), in fewer round trips: when the push is one
-  // request (one server, under rpc.request_split_bytes), that server's tick
+  // request (one server, under the split), that server's tick
   // rides on it (PushRequest.end_clock) and is recorded once the push is
   // applied there and on its backups; the other live servers get theirs as
   // Clock() sends them, after the push was acknowledged. The same ordering

@@ -351,8 +351,19 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     pieces.push_back(std::move(piece));
   }
   if (pieces.empty()) {
+    // Values through a shared region leave the message small: such a
+    // server's share is cut at the larger split, in fewer round trips.
     const uint64_t split = std::max<int64_t>(job_.request_split_bytes(), 4096);
-    for (PlannedRequest& request : PlanRequests(op->inputs, servers->router, only, split)) {
+    const uint64_t shared_split = job_.shared_memory_split_bytes() > 0
+                                      ? std::max<int64_t>(job_.shared_memory_split_bytes(), 4096)
+                                      : split;
+    auto split_of = [&servers, split, shared_split](uint32_t group) {
+      if (shared_split == split || !servers->router.HasGroup(group)) return split;
+      auto channel = servers->channels.find(servers->router.GroupPrimary(group));
+      return channel != servers->channels.end() && channel->second->SharesMemory() ? shared_split
+                                                                                   : split;
+    };
+    for (PlannedRequest& request : PlanRequests(op->inputs, servers->router, only, split_of)) {
       auto piece = std::make_unique<Piece>();
       piece->request = std::move(request);
       pieces.push_back(std::move(piece));

@@ -61,6 +61,12 @@ void Route(absl::Span<const TableInput> inputs, size_t i, const Router& router,
 std::vector<PlannedRequest> PlanRequests(absl::Span<const TableInput> inputs,
                                          const Router& router, const InputIndices* only,
                                          uint64_t split_bytes) {
+  return PlanRequests(inputs, router, only, [split_bytes](uint32_t) { return split_bytes; });
+}
+
+std::vector<PlannedRequest> PlanRequests(absl::Span<const TableInput> inputs,
+                                         const Router& router, const InputIndices* only,
+                                         absl::FunctionRef<uint64_t(uint32_t group)> split_of) {
   std::map<uint32_t, InputIndices> routed;  // group -> its share, in input order
   if (only == nullptr) {
     for (size_t i = 0; i < inputs.size(); ++i) Route(inputs, i, router, nullptr, &routed);
@@ -75,6 +81,7 @@ std::vector<PlannedRequest> PlanRequests(absl::Span<const TableInput> inputs,
   std::vector<PlannedRequest> requests;
   for (auto& [group, entries] : routed) {
     PlannedRequest request{group, {}};
+    const uint64_t split_bytes = split_of(group);
     uint64_t bytes = 0;
     for (auto& [input, idx] : entries) {
       std::vector<uint32_t> part;

@@ -1,9 +1,10 @@
 // How one pull or push becomes requests: the caller's tables are routed to
 // the replica groups that hold their keys under one partition map
 // (router.h), each group's share is cut into requests of about
-// JobSpec.request_split_bytes of values, and the request messages are built
-// from those pieces; a pull's answer is copied back into the caller's
-// buffer. What a request carries is in proto/cairn/v1/shard.proto.
+// JobSpec.request_split_bytes of values (shared_memory_split_bytes for a
+// group whose primary shares a region with the worker), and the request
+// messages are built from those pieces; a pull's answer is copied back
+// into the caller's buffer. What a request carries is in proto/cairn/v1/shard.proto.
 //
 // Pure functions over the caller's buffers and a Router: no channel, lock,
 // clock or thread. Thread-safe as long as the buffers are not written
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "cairn/v1/shard.pb.h"
 #include "cairn/v1/types.pb.h"
@@ -78,11 +80,16 @@ struct PlannedRequest {
 };
 
 // Routes `inputs` under `router` and cuts each group's share into requests
-// whose values (at the wire dtype; keys not counted) reach `split_bytes`
-// only when one entry alone does. `only`: null for every index of every
-// input; otherwise just these (a pull's cache misses, a retry's leftovers),
-// each list ascending for dense inputs. Requests are ordered by group, then
-// input, then index; a group's requests follow each other.
+// whose values (at the wire dtype; keys not counted) reach
+// `split_bytes(group)` only when one entry alone does. `only`: null for
+// every index of every input; otherwise just these (a pull's cache misses,
+// a retry's leftovers), each list ascending for dense inputs. Requests are
+// ordered by group, then input, then index; a group's requests follow each
+// other.
+std::vector<PlannedRequest> PlanRequests(absl::Span<const TableInput> inputs,
+                                         const Router& router, const InputIndices* only,
+                                         absl::FunctionRef<uint64_t(uint32_t group)> split_bytes);
+// The same with one split for every group.
 std::vector<PlannedRequest> PlanRequests(absl::Span<const TableInput> inputs,
                                          const Router& router, const InputIndices* only,
                                          uint64_t split_bytes);

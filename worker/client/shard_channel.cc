@@ -191,6 +191,8 @@ class GrpcShardChannel final : public ShardChannel {
     stub_->async()->Clock(context, request, response, std::move(done));
   }
 
+  bool SharesMemory() const override { return link() != nullptr; }
+
   absl::StatusOr<absl::Span<const char>> PulledValues(
       const v1::TableValues& values) const override {
     if (!values.has_shared()) {

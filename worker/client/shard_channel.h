@@ -71,6 +71,12 @@ class ShardChannel {
   virtual void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
                      v1::ClockResponse* response, Done done) = 0;
 
+  // Whether values to this server go through a shared region (the server
+  // accepted the channel's offer): requests may then be cut larger
+  // (JobSpec.shared_memory_split_bytes). A request may still go inline
+  // when the region has no room for it.
+  virtual bool SharesMemory() const { return false; }
+
   // The value bytes of one table of a pull's answer: its `values`, or its
   // range of this channel's shared region. Valid while the pull's `done`
   // runs. INTERNAL, naming the range, when it is not within the region.

@@ -122,6 +122,36 @@ TEST_CASE("PlanRequests sends every chunk and row once, to the group that holds 
   CHECK(plan.size() >= 8);
 }
 
+TEST_CASE("PlanRequests cuts each group's share at that group's split") {
+  const Router router = FourGroups();
+  // 4096 floats in chunks of 64: 64 chunks, 16 per group (2 partitions each).
+  const v1::TableSpec dense = Dense(0, 4096, 64);
+  std::vector<float> weights(4096);
+  const std::vector<TableInput> inputs = {DenseInput(dense, weights.data(), nullptr)};
+  // Group 1 (a server whose region the worker holds, say) at 8 chunks a
+  // request, the others at 2.
+  const uint64_t chunk_bytes = 64 * sizeof(float);
+  auto split_of = [&](uint32_t group) { return (group == 1 ? 8 : 2) * chunk_bytes; };
+
+  const std::vector<PlannedRequest> plan = PlanRequests(inputs, router, nullptr, split_of);
+
+  std::map<uint32_t, int> requests;  // group -> requests
+  std::set<uint32_t> sent;
+  for (const PlannedRequest& request : plan) {
+    ++requests[request.group];
+    uint64_t bytes = 0;
+    for (const auto& [input, idx] : request.entries) {
+      for (uint32_t j : idx) {
+        bytes += FloatsOf(inputs[input], j) * sizeof(float);
+        CHECK(sent.insert(j).second);
+      }
+    }
+    CHECK(bytes == split_of(request.group));  // 16 chunks a group divide evenly
+  }
+  CHECK(sent.size() == 64);
+  CHECK(requests == std::map<uint32_t, int>{{0, 8}, {1, 2}, {2, 8}, {3, 8}});
+}
+
 TEST_CASE("PlanRequests with a subset sends only those indices, dense ones sorted first") {
   const Router router = FourGroups();
   const v1::TableSpec dense = Dense(0, 16 * 4, 4);
