@@ -97,7 +97,7 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
   RETURN_IF_ERROR(r.Duration("deadline", absl::ZeroDuration(), &rpc->deadline));
   RETURN_IF_ERROR(r.Bool("shared_memory", &rpc->shared_memory));
   RETURN_IF_ERROR(r.Size("shared_memory_size", kMiB, 1ll << 40, &rpc->shared_memory_bytes));
-  // Unset: 4 MiB, within half of max_message_size and a quarter of the
+  // Unset: 2 MiB, within half of max_message_size and a quarter of the
   // region (requests in flight share it), or request_split_size when larger.
   rpc->shared_memory_split_bytes = std::max(
       rpc->request_split_bytes,

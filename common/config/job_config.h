@@ -84,10 +84,10 @@ struct RpcConfig {
   int64_t shared_memory_bytes = 64ll << 20;
   // Requests whose values go through a region are cut at this many value
   // bytes instead of request_split_bytes: only their keys travel through
-  // gRPC, and fewer, larger requests save round trips. Unset: 4 MiB, at
+  // gRPC, and fewer, larger requests save round trips. Unset: 2 MiB, at
   // most half of max_message_bytes and a quarter of shared_memory_bytes,
   // and at least request_split_bytes.
-  int64_t shared_memory_split_bytes = 4ll << 20;
+  int64_t shared_memory_split_bytes = 2ll << 20;
   // Requests of one pull or push in flight to one server at a time
   // (ClientOptions::requests_in_flight); 0: all at once.
   int requests_in_flight = 4;

@@ -232,14 +232,16 @@ TEST_CASE("request split size must leave room under the message limit", "[config
   CHECK(c.rpc.request_split_bytes == 2 << 20);
 }
 
-TEST_CASE("requests through a shared region are cut at 4 MiB, or the gRPC split when larger",
+TEST_CASE("requests through a shared region are cut at 2 MiB, or the gRPC split when larger",
           "[config]") {
-  CHECK(ParseOk("rpc: {deadline: 5s}\n").rpc.shared_memory_split_bytes == 4 << 20);
+  CHECK(ParseOk("rpc: {deadline: 5s}\n").rpc.shared_memory_split_bytes == 2 << 20);
   CHECK(ParseOk("rpc: {request_split_size: 8MiB}\n").rpc.shared_memory_split_bytes == 8 << 20);
-  // The default stays within half of a small message limit.
-  CHECK(ParseOk("rpc: {max_message_size: 4MiB}\n").rpc.shared_memory_split_bytes == 2 << 20);
+  // The default stays within half of a small message limit ...
+  CHECK(ParseOk("rpc: {max_message_size: 2MiB, request_split_size: 512KiB}\n")
+            .rpc.shared_memory_split_bytes == 1 << 20);
   // ... and a quarter of the region.
-  CHECK(ParseOk("rpc: {shared_memory_size: 8MiB}\n").rpc.shared_memory_split_bytes == 2 << 20);
+  CHECK(ParseOk("rpc: {shared_memory_size: 4MiB, request_split_size: 256KiB}\n")
+            .rpc.shared_memory_split_bytes == 1 << 20);
   CHECK(ParseOk("rpc: {shared_memory_size: 1MiB}\n").rpc.shared_memory_split_bytes == 1 << 20);
   CHECK(ParseOk("rpc: {shared_memory_split_size: 512KiB}\n").rpc.shared_memory_split_bytes ==
         512 << 10);
@@ -249,8 +251,8 @@ TEST_CASE("requests through a shared region are cut at 4 MiB, or the gRPC split 
                     "a request the region has no room for goes through gRPC"));
   CHECK_THAT(ParseError("rpc: {shared_memory_split_size: 0}\n"),
              Contains("`rpc.shared_memory_split_size`"));
-  const auto spec = ToJobSpec(ParseOk("rpc: {shared_memory_split_size: 2MiB}\n"));
-  CHECK(spec.shared_memory_split_bytes() == 2 << 20);
+  const auto spec = ToJobSpec(ParseOk("rpc: {shared_memory_split_size: 3MiB}\n"));
+  CHECK(spec.shared_memory_split_bytes() == 3 << 20);
 }
 
 TEST_CASE("requests in flight per server: 4 by default, 0 for all at once, never negative",

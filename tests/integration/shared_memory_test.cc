@@ -134,7 +134,7 @@ TEST_CASE("values through shared regions equal those through gRPC bit for bit, a
   CHECK(BitEqual(shared.half, grpc.half));
   CHECK(BitEqual(shared.emb, grpc.emb));
 
-  // Through a region, requests are cut at 4 MiB (the default
+  // Through a region, requests are cut at 2 MiB (the default
   // shared_memory_split_size), not 1 MiB: fewer requests, the same bytes
   // and values.
   const Pulled small = Train("shm_split", "  shared_memory_split_size: 1MiB\n", true);

@@ -68,7 +68,7 @@ struct ClientOptions {
   // Requests of one pull or push in flight to one server at a time (a
   // table above rpc.request_split_size goes in several); the next is sent
   // as one is answered. Bounds what a step holds in flight per server, on
-  // both sides, to this many requests (4 MiB with the default split, 16
+  // both sides, to this many requests (4 MiB with the default split, 8
   // MiB through a shared region). 0:
   // all at once. cairn-worker takes it from rpc.requests_in_flight.
   int requests_in_flight = 4;
