@@ -123,6 +123,10 @@ void ClientImpl::InvalidatePushed(const Op& op) {
   if (!cache_.enabled()) return;
   std::vector<Key> keys;
   for (const TableInput& in : op.inputs) {
+    if (in.keys != nullptr) {  // sparse: the caller's keys as they are
+      cache_.Invalidate(in.spec->id(), absl::MakeConstSpan(in.keys, in.n));
+      continue;
+    }
     keys.clear();
     for (uint32_t j = 0; j < in.n; ++j) keys.push_back(KeyOf(in, j));
     cache_.Invalidate(in.spec->id(), keys);

@@ -82,6 +82,7 @@ void RowCache::Invalidate(uint32_t table, absl::Span<const Key> keys) {
   if (!enabled()) return;
   absl::MutexLock lock(&mu_);
   ++generation_[table];
+  if (entries_.empty()) return;  // a worker that only pushes: no lookups
   for (Key k : keys) {
     auto it = entries_.find(EntryKey{table, k});
     if (it != entries_.end()) EraseLocked(it);
