@@ -236,6 +236,12 @@ TEST_CASE("bad requests are rejected with the right code and change nothing",
     shape: [4, 2]
     optimizer: {type: sgd, learning_rate: 1.0}
     init: {type: constant, value: 1.0}
+  - name: big
+    kind: dense
+    shape: [100000]
+    chunk_size: 10000
+    optimizer: {type: sgd, learning_rate: 0.5}
+    init: {type: constant, value: 1.0}
 )", "asp"), 1);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
@@ -283,6 +289,31 @@ TEST_CASE("bad requests are rejected with the right code and change nothing",
                 raw.version);
     CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
     CHECK_THAT(s.error_message(), Catch::Contains("key 10"));
+  }
+  SECTION("a NaN deep in a push that arrives in many slices is found, and nothing applied") {
+    // 400 KB of values: gRPC hands the server several slices, which it
+    // copies and checks in one pass (server/shard/rpc/received_push.h).
+    const std::vector<Key> chunks = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    std::vector<float> g(100000, 1.0f);
+    g[95001] = std::numeric_limits<float>::quiet_NaN();
+    grpc::Status s = RawPush(raw, "big", 3, chunks, g, ++seq, raw.version, {100000});
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(),
+               Catch::Contains("table=big key 9: gradient value nan at offset 95001"));
+    std::vector<float> big(100000);
+    REQUIRE(client->PullDense({{"big", absl::MakeSpan(big)}}).get().ok());
+    CHECK(big == std::vector<float>(100000, 1.0f));
+    g[95001] = 1.0f;
+    g[0] = std::numeric_limits<float>::infinity();
+    s = RawPush(raw, "big", 3, chunks, g, ++seq, raw.version, {100000});
+    CHECK_THAT(s.error_message(), Catch::Contains("table=big key 0: gradient value inf"));
+    g[0] = 1.0f;
+    g[99999] = 2.0f;
+    REQUIRE(RawPush(raw, "big", 3, chunks, g, ++seq, raw.version, {100000}).ok());
+    REQUIRE(client->PullDense({{"big", absl::MakeSpan(big)}}).get().ok());
+    CHECK(big[0] == 0.5f);
+    CHECK(big[95001] == 0.5f);
+    CHECK(big[99999] == 0.0f);
   }
   SECTION("B18: a gradient of the same element count but another shape is refused") {
     // Worker 0 pushes shape [8], worker 1 (here the same raw channel) [2,4].
