@@ -1,6 +1,6 @@
 // Protocol-buffer framing written by hand where a message's large `bytes`
 // field travels as gRPC slices of its own, not copied into the message: a
-// push's gradients from the worker's memory (worker/client/push_payload.h),
+// push's gradients from the worker's memory (common/push_payload.h),
 // a pull's answer from the server's reply buffer
 // (server/shard/rpc/pull_reply.h). The rest of such a message is serialized
 // by protobuf, and protobuf parses fields in any order, so the bytes are an

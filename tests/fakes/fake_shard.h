@@ -32,10 +32,10 @@
 #include "cairn/v1/shard.pb.h"
 #include "common/bytes.h"
 #include "common/partitioning.h"
+#include "common/push_payload.h"
 #include "common/status_conversion.h"
 #include "common/work_queue.h"
 #include "server/shard/sequence_window.h"
-#include "worker/client/push_payload.h"
 #include "worker/client/shard_channel.h"
 
 namespace cairn {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "server/shard/rpc/replica_forwarder.h"
 #include "tests/fuzz/fuzz_shard.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -49,7 +50,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     uint64_t version = 0;
     (void)shard.ForwardTargets(request, &version);  // no backups in this map
-    if (shared.has_value()) (void)SharedRegions::Inline(request, *shared);
+    // What a primary sends its backups: an ordinary PushRequest again.
+    const std::shared_ptr<const PushPayload> copy = ReplicaForwarder::Copy(
+        request,
+        shared.has_value() ? absl::MakeConstSpan(shared->values)
+                           : absl::Span<const absl::string_view>(),
+        version);
+    (void)copy->ToProto();
   }
   // Close iteration 0 (and the push's own iteration, when small) so that
   // buffered BSP gradients are applied; statuses do not matter here.

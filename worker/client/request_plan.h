@@ -24,7 +24,7 @@
 #include "cairn/v1/shard.pb.h"
 #include "cairn/v1/types.pb.h"
 #include "common/bytes.h"
-#include "worker/client/push_payload.h"
+#include "common/push_payload.h"
 #include "worker/client/router.h"
 
 namespace cairn {

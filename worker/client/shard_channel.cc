@@ -15,9 +15,9 @@
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
+#include "common/push_payload.h"
 #include "common/shared_region.h"
 #include "common/status_conversion.h"
-#include "worker/client/push_payload.h"
 #include "worker/client/shared_arena.h"
 
 namespace cairn {
@@ -210,8 +210,6 @@ class GrpcShardChannel final : public ShardChannel {
   }
 
  private:
-  static constexpr const char* kPushMethod = "/cairn.v1.ParameterService/Push";
-
   // A successful call's range is free again; a failed one's is kept from
   // reuse (shared_arena.h).
   static void Release(SharedLink& link, uint64_t offset, bool ok) {

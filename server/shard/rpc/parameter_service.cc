@@ -179,17 +179,11 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   uint64_t version = 0;
   std::vector<Shard::Replica> backups;
   if (duplicate.ok()) backups = shard->ForwardTargets(*request, &version);
-  // Backups get the values inline (they may be on other hosts).
-  std::shared_ptr<v1::PushRequest> inlined;
-  if (shared.has_value() && !backups.empty() && forwarder_ != nullptr) {
-    inlined = SharedRegions::Inline(*request, *shared);
-    request = inlined.get();
-  }
   ShardMetrics* metrics = metrics_;
   // A tick carried by the push is recorded once the push is applied here
   // and on every backup, as a ClockRequest after the acknowledgement would.
   const bool tick = request->end_clock() > 0 && !request->forwarded();
-  auto finish = [reactor, request, response, inlined, start, metrics, tick,
+  auto finish = [reactor, request, response, start, metrics, tick,
                  attached](absl::Status status) {
     if (status.ok() && tick) RecordTick(attached->shard.get(), *request, response);
     if (metrics != nullptr) {
@@ -203,8 +197,17 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
     return reactor;
   }
   // Also a duplicate goes to the backups: the first try may have reached the
-  // primary but not them. Replicas apply it once.
-  forwarder_->Forward(*request, version, backups, std::move(finish));
+  // primary but not them. Replicas apply it once. They get the values inline
+  // (they may be on other hosts), sent from where they were applied here;
+  // the request stays valid until `finish` runs, the region is held.
+  std::shared_ptr<const void> region;
+  if (shared.has_value()) region = shared->region;
+  forwarder_->Forward(
+      ReplicaForwarder::Copy(*request,
+                             shared.has_value() ? absl::MakeConstSpan(shared->values)
+                                                : absl::Span<const absl::string_view>(),
+                             version),
+      std::move(region), backups, std::move(finish));
   return reactor;
 }
 

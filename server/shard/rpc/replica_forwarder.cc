@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -14,18 +15,51 @@
 namespace cairn {
 namespace {
 
-// State shared by the copies of one forwarded push.
+// State shared by the copies of one forwarded push. `outstanding` counts the
+// calls and one more for the slices: `done` runs when all are over.
 struct Fanout {
   std::atomic<int> outstanding{0};
   absl::Mutex mu;
   absl::Status first_error ABSL_GUARDED_BY(mu);
   std::function<void(absl::Status)> done;
+
+  // One call over, or (`slices`) the last value slice let go. The latter
+  // happens inside gRPC's transport when a call ended before the transport
+  // finished writing (a deadline, a cancelled stream): `done` then runs on
+  // a thread of its own, since it may go on to serve pulls.
+  static void FinishOne(const std::shared_ptr<Fanout>& fanout, const absl::Status& s,
+                        bool slices) {
+    if (!s.ok()) {
+      absl::MutexLock lock(&fanout->mu);
+      if (fanout->first_error.ok()) fanout->first_error = s;
+    }
+    if (fanout->outstanding.fetch_sub(1) != 1) return;
+    absl::Status result;
+    {
+      absl::MutexLock lock(&fanout->mu);
+      result = fanout->first_error;
+    }
+    if (!slices) {
+      fanout->done(result);
+      return;
+    }
+    std::thread([fanout, result] { fanout->done(result); }).detach();
+  }
 };
 
-struct Copy {
+// What the copies' value slices hold on to; once gRPC dropped the last of
+// them, the memory they point at is no longer read.
+struct SlicesHeld {
+  std::shared_ptr<const PushPayload> copy;
+  std::shared_ptr<const void> owner;
+  std::shared_ptr<Fanout> fanout;
+  ~SlicesHeld() { Fanout::FinishOne(fanout, absl::OkStatus(), /*slices=*/true); }
+};
+
+struct Call {
   grpc::ClientContext context;
-  v1::PushRequest request;
-  v1::PushResponse response;
+  grpc::ByteBuffer request;
+  grpc::ByteBuffer response;
 };
 
 }  // namespace
@@ -34,16 +68,40 @@ ReplicaForwarder::ReplicaForwarder(int64_t max_message_bytes, absl::Duration tim
                                    absl::Duration dead_after)
     : max_message_bytes_(max_message_bytes), timeout_(timeout), dead_after_(dead_after) {}
 
-v1::ParameterService::Stub* ReplicaForwarder::StubFor(const std::string& address) {
+grpc::GenericStub* ReplicaForwarder::StubFor(const std::string& address) {
   absl::MutexLock lock(&mu_);
   auto& stub = stubs_[address];
   if (stub == nullptr) {
-    stub = v1::ParameterService::NewStub(MakeChannel(address, max_message_bytes_, dead_after_));
+    stub = std::make_unique<grpc::GenericStub>(
+        MakeChannel(address, max_message_bytes_, dead_after_));
   }
   return stub.get();
 }
 
-void ReplicaForwarder::Forward(const v1::PushRequest& request, uint64_t map_version,
+std::shared_ptr<const PushPayload> ReplicaForwarder::Copy(
+    const v1::PushRequest& request, absl::Span<const absl::string_view> values,
+    uint64_t map_version) {
+  auto copy = std::make_shared<PushPayload>();
+  copy->header = request;
+  copy->header.clear_tables();
+  copy->header.set_forwarded(true);
+  copy->header.clear_end_clock();  // a tick is for the server it was sent to
+  copy->header.set_map_version(map_version);
+  copy->tables.resize(request.tables_size());
+  for (int i = 0; i < request.tables_size(); ++i) {
+    const v1::TableValues& tv = request.tables(i);
+    PushTablePayload& t = copy->tables[i];
+    t.meta = tv;
+    t.meta.clear_values();
+    t.meta.clear_shared();
+    const absl::string_view bytes = values.empty() ? absl::string_view(tv.values()) : values[i];
+    PushPayload::AddRange(&t, absl::MakeConstSpan(bytes.data(), bytes.size()));
+  }
+  return copy;
+}
+
+void ReplicaForwarder::Forward(std::shared_ptr<const PushPayload> copy,
+                               std::shared_ptr<const void> owner,
                                const std::vector<Shard::Replica>& to,
                                std::function<void(absl::Status)> done) {
   if (to.empty()) {
@@ -51,38 +109,26 @@ void ReplicaForwarder::Forward(const v1::PushRequest& request, uint64_t map_vers
     return;
   }
   auto fanout = std::make_shared<Fanout>();
-  fanout->outstanding.store(static_cast<int>(to.size()));
+  fanout->outstanding.store(static_cast<int>(to.size()) + 1);
   fanout->done = std::move(done);
-  auto finish_one = [fanout](absl::Status s) {
-    if (!s.ok()) {
-      absl::MutexLock lock(&fanout->mu);
-      if (fanout->first_error.ok()) fanout->first_error = s;
-    }
-    if (fanout->outstanding.fetch_sub(1) == 1) {
-      absl::Status result;
-      {
-        absl::MutexLock lock(&fanout->mu);
-        result = fanout->first_error;
-      }
-      fanout->done(result);
-    }
-  };
+  std::shared_ptr<void> held(new SlicesHeld{copy, std::move(owner), fanout}, [](void* p) {
+    delete static_cast<SlicesHeld*>(p);
+  });
   for (const Shard::Replica& r : to) {
     if (r.address.empty()) {
-      finish_one(absl::UnavailableError(
-          absl::StrCat("backup server ", r.server_id, " has no address in the map")));
+      Fanout::FinishOne(fanout,
+                        absl::UnavailableError(absl::StrCat("backup server ", r.server_id,
+                                                            " has no address in the map")),
+                        /*slices=*/false);
       continue;
     }
-    auto* copy = new Copy;
-    copy->request = request;
-    copy->request.set_forwarded(true);
-    copy->request.clear_end_clock();  // a tick is for the server it was sent to
-    copy->request.set_map_version(map_version);
-    copy->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+    auto* call = new Call;
+    call->request = SerializePush(*copy, held);
+    call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
     const uint32_t id = r.server_id;
-    StubFor(r.address)->async()->Push(
-        &copy->context, &copy->request, &copy->response,
-        [copy, finish_one, id](grpc::Status s) {
+    StubFor(r.address)->UnaryCall(
+        &call->context, kPushMethod, grpc::StubOptions(), &call->request, &call->response,
+        [call, fanout, id](grpc::Status s) {
           absl::Status status = s.ok() ? absl::OkStatus()
                                        : Annotate(FromGrpcStatus(s),
                                                   absl::StrCat("replicate to backup server ", id));
@@ -90,10 +136,11 @@ void ReplicaForwarder::Forward(const v1::PushRequest& request, uint64_t map_vers
           // newer map: not acknowledged; the worker refreshes its map and
           // retries.
           if (!status.ok()) status = absl::UnavailableError(status.message());
-          delete copy;
-          finish_one(status);
+          delete call;  // drops this call's hold on the slices
+          Fanout::FinishOne(fanout, status, /*slices=*/false);
         });
   }
+  held.reset();  // the slices hold the rest
 }
 
 }  // namespace cairn

@@ -7,9 +7,13 @@
 // coordinator has removed the dead backup (or promoted it away) the push
 // goes through. Forwarded copies carry the primary's map version: a replica
 // that installed a newer assignment refuses them, so a deposed primary can
-// never collect the acknowledgements it needs.
+// never collect the acknowledgements it needs. The copies' values are sent
+// from where the primary applied them (a worker's shared region, or the
+// request as received), with no copy of them in user space.
 #ifndef CAIRN_SERVER_SHARD_RPC_REPLICA_FORWARDER_H_
 #define CAIRN_SERVER_SHARD_RPC_REPLICA_FORWARDER_H_
+
+#include <grpcpp/generic/generic_stub.h>
 
 #include <cstdint>
 #include <functional>
@@ -22,7 +26,10 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "cairn/v1/shard.grpc.pb.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "cairn/v1/shard.pb.h"
+#include "common/push_payload.h"
 #include "server/shard/shard.h"
 
 namespace cairn {
@@ -35,22 +42,34 @@ class ReplicaForwarder {
   // (MakeChannel), so a backup cut off fails its forwards within about a lease.
   ReplicaForwarder(int64_t max_message_bytes, absl::Duration timeout, absl::Duration dead_after);
 
-  // Sends a copy of `request` (marked forwarded, stamped `map_version`) to
-  // every replica in `to`, in parallel; calls `done` once with OK when all
-  // acknowledged, or with the first error (Unavailable naming the backup),
-  // on a gRPC thread. `request` must stay valid until `done` runs.
-  void Forward(const v1::PushRequest& request, uint64_t map_version,
+  // The copy of `request` a backup gets: marked forwarded, stamped
+  // `map_version`, without the worker's tick (a tick is for the server it was
+  // sent to), each table's values as one range of values[i] (its bytes in
+  // the worker's shared region, or as received; `values` empty: the
+  // request's own `values`) and no `shared` range. The ranges point at that
+  // memory: nothing is copied.
+  static std::shared_ptr<const PushPayload> Copy(const v1::PushRequest& request,
+                                                 absl::Span<const absl::string_view> values,
+                                                 uint64_t map_version);
+
+  // Sends `copy` (from Copy()) to every replica in `to`, in parallel, its
+  // values as slices of the memory it points at (common/push_payload.h);
+  // calls `done` once with OK when all acknowledged, or with the first error
+  // (Unavailable naming the backup), on a gRPC thread. `done` runs only
+  // once gRPC let go of every slice of that memory, which must stay valid
+  // until then; `owner` is held until then too.
+  void Forward(std::shared_ptr<const PushPayload> copy, std::shared_ptr<const void> owner,
                const std::vector<Shard::Replica>& to, std::function<void(absl::Status)> done)
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  v1::ParameterService::Stub* StubFor(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
+  grpc::GenericStub* StubFor(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
 
   const int64_t max_message_bytes_;
   const absl::Duration timeout_;
   const absl::Duration dead_after_;
   absl::Mutex mu_;
-  std::map<std::string, std::unique_ptr<v1::ParameterService::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<grpc::GenericStub>> stubs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn

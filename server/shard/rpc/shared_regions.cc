@@ -90,18 +90,6 @@ absl::StatusOr<SharedRegions::PushValues> SharedRegions::ResolvePush(
   return out;
 }
 
-std::shared_ptr<v1::PushRequest> SharedRegions::Inline(const v1::PushRequest& request,
-                                                       const PushValues& values) {
-  auto out = std::make_shared<v1::PushRequest>(request);
-  for (int i = 0; i < out->tables_size(); ++i) {
-    v1::TableValues* t = out->mutable_tables(i);
-    if (!t->has_shared()) continue;
-    t->mutable_values()->assign(values.values[i].data(), values.values[i].size());
-    t->clear_shared();
-  }
-  return out;
-}
-
 std::optional<SharedRegions::Reply> SharedRegions::ResolveReply(
     const v1::PullRequest& request) const {
   if (!request.has_reply_to()) return std::nullopt;

@@ -58,12 +58,6 @@ class SharedRegions {
   absl::StatusOr<PushValues> ResolvePush(const v1::PushRequest& request) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // `request` with `values` copied into each table's TableValues.values
-  // (and `shared` cleared), as if they had come inline: what a primary
-  // forwards to its backups.
-  static std::shared_ptr<v1::PushRequest> Inline(const v1::PushRequest& request,
-                                                 const PushValues& values);
-
   // The bytes of a pull's `reply_to`, held while `region` is; nullopt when
   // the request has none or names a range this server cannot resolve (the
   // answer then goes inline: the worker reads either).

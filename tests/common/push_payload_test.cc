@@ -1,7 +1,7 @@
-// The client's zero-copy push serialization: the bytes gRPC sends are an
+// The zero-copy push serialization (workers; primaries forwarding to backups): the bytes gRPC sends are an
 // ordinary PushRequest, and the caller's memory is released only when the
 // last slice is.
-#include "worker/client/push_payload.h"
+#include "common/push_payload.h"
 
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/support/byte_buffer.h>

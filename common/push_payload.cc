@@ -1,4 +1,4 @@
-#include "worker/client/push_payload.h"
+#include "common/push_payload.h"
 
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>

@@ -1,12 +1,13 @@
 // A push request whose gradient values stay in the caller's memory until
-// gRPC has sent them: the client serializes the request's small fields and
+// gRPC has sent them: the sender serializes the request's small fields and
 // hands the values to gRPC as slices that point at the caller's floats, so a
 // push copies no value byte in user space on its way out (the kernel's copy
-// into the socket is the only one). The bytes on the wire are an ordinary
+// into the socket is the only one). Workers send their pushes this way, and
+// primaries the copies they forward to their backups. The bytes on the wire are an ordinary
 // cairn.v1.PushRequest (proto/cairn/v1/shard.proto); a server cannot tell
 // them from a request serialized by protobuf.
-#ifndef CAIRN_WORKER_CLIENT_PUSH_PAYLOAD_H_
-#define CAIRN_WORKER_CLIENT_PUSH_PAYLOAD_H_
+#ifndef CAIRN_COMMON_PUSH_PAYLOAD_H_
+#define CAIRN_COMMON_PUSH_PAYLOAD_H_
 
 #include <cstdint>
 #include <memory>
@@ -54,6 +55,9 @@ struct PushPayload {
   v1::PushRequest ToProto() const;
 };
 
+// The gRPC method the bytes of SerializePush go to (through a generic stub).
+inline constexpr char kPushMethod[] = "/cairn.v1.ParameterService/Push";
+
 // The PushRequest wire bytes of `payload`. Value slices point into the
 // payload's ranges and hold a reference to `pin` each: gRPC drops those
 // references once it no longer reads the memory (the call ended and the
@@ -63,4 +67,4 @@ grpc::ByteBuffer SerializePush(const PushPayload& payload, const std::shared_ptr
 
 }  // namespace cairn
 
-#endif  // CAIRN_WORKER_CLIENT_PUSH_PAYLOAD_H_
+#endif  // CAIRN_COMMON_PUSH_PAYLOAD_H_
