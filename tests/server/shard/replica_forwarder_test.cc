@@ -133,7 +133,7 @@ TEST_CASE("a forwarded copy is the push, marked, stamped, without the tick, valu
   CHECK(copy->tables[1].values[0].data() == region_bytes.data());
 }
 
-TEST_CASE("every backup gets the copy; done comes once all answered and the memory is let go",
+TEST_CASE("every backup gets the copy, and done comes once all answered and the memory is let go",
           "[replica_forwarder]") {
   Backup one = StartBackup();
   Backup two = StartBackup();
