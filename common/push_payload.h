@@ -3,9 +3,9 @@
 // hands the values to gRPC as slices that point at the caller's floats, so a
 // push copies no value byte in user space on its way out (the kernel's copy
 // into the socket is the only one). Workers send their pushes this way, and
-// primaries the copies they forward to their backups. The bytes on the wire are an ordinary
-// cairn.v1.PushRequest (proto/cairn/v1/shard.proto); a server cannot tell
-// them from a request serialized by protobuf.
+// primaries the copies they forward to their backups. The bytes on the wire
+// are an ordinary cairn.v1.PushRequest (proto/cairn/v1/shard.proto); a
+// server cannot tell them from a request serialized by protobuf.
 #ifndef CAIRN_COMMON_PUSH_PAYLOAD_H_
 #define CAIRN_COMMON_PUSH_PAYLOAD_H_
 

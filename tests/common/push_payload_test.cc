@@ -1,6 +1,6 @@
-// The zero-copy push serialization (workers; primaries forwarding to backups): the bytes gRPC sends are an
-// ordinary PushRequest, and the caller's memory is released only when the
-// last slice is.
+// The zero-copy push serialization (workers; primaries forwarding to
+// backups): the bytes gRPC sends are an ordinary PushRequest, and the
+// caller's memory is released only when the last slice is.
 #include "common/push_payload.h"
 
 #include <grpcpp/impl/codegen/proto_utils.h>

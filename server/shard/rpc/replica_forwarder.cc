@@ -111,9 +111,7 @@ void ReplicaForwarder::Forward(std::shared_ptr<const PushPayload> copy,
   auto fanout = std::make_shared<Fanout>();
   fanout->outstanding.store(static_cast<int>(to.size()) + 1);
   fanout->done = std::move(done);
-  std::shared_ptr<void> held(new SlicesHeld{copy, std::move(owner), fanout}, [](void* p) {
-    delete static_cast<SlicesHeld*>(p);
-  });
+  std::shared_ptr<void> held(new SlicesHeld{copy, std::move(owner), fanout});
   for (const Shard::Replica& r : to) {
     if (r.address.empty()) {
       Fanout::FinishOne(fanout,

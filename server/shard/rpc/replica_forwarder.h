@@ -24,9 +24,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "cairn/v1/shard.pb.h"
 #include "common/push_payload.h"
