@@ -103,6 +103,9 @@ struct ClientStats {
   uint64_t shared_memory_regions = 0;
   uint64_t shared_memory_requests = 0;
   uint64_t shared_memory_bytes = 0;
+  // Pulls of PushClockAndPull that rode on the step's push (one call for
+  // both: one server, values through its region).
+  uint64_t pulls_with_push = 0;
 };
 
 // A dense table's whole tensor in caller memory (table's element count floats).

@@ -76,6 +76,7 @@ ClientStats ClientImpl::Stats() const {
   s.shared_memory_regions = shared_memory_->regions.load();
   s.shared_memory_requests = shared_memory_->requests.load();
   s.shared_memory_bytes = shared_memory_->bytes.load();
+  s.pulls_with_push = shared_memory_->pulls_with_push.load();
   return s;
 }
 

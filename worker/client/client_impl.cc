@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cairn/v1/coordinator.pb.h"
@@ -318,6 +319,7 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
   op->clock = run.ahead_clock.value_or(clock_.load());
   op->after_tick = run.ahead_clock.has_value();
   op->end_clock = run.end_clock;
+  op->rider = run.rider;
   op->start = MonotonicNow();
   if (run.op_out != nullptr) *run.op_out = op;
   std::future<absl::Status> result = op->promise.get_future();
@@ -330,6 +332,7 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
   uint64_t hits = 0;
   for (uint64_t h : op->hits) hits += h;
   if (misses.empty()) {
+    op->rider = nullptr;
     OnOpDone(op);  // every key came from the cache
   } else {
     Launch(op, hits == 0 ? nullptr : &misses);
@@ -341,6 +344,9 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
 void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                         const InputIndices* only,
                         std::vector<std::shared_ptr<PushPayload>> resend) {
+  // Only the op's first Launch, on Run's thread, may meet the other op of
+  // PushClockAndPull; a retry, later, on another thread, finds none.
+  RiderSlot* const rider = std::exchange(op->rider, nullptr);
   std::shared_ptr<const Servers> servers = this->servers();
   std::vector<std::unique_ptr<Piece>> pieces;
   for (std::shared_ptr<PushPayload>& r : resend) {
@@ -506,10 +512,32 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       // carries the tick as any pull does.
       piece->pull.set_after_tick(op->after_tick && clock_.load() < op->clock);
     }
-    // The deadline counts from the send: a piece may wait for its window.
-    auto send = [this, piece, reply_bytes, queue, finish = std::move(finish)]() mutable {
+    // PushClockAndPull (RiderSlot): the push's one request waits for the
+    // pull, to one server, and the pull's one request rides on it.
+    const bool ride = rider != nullptr && pieces.size() == 1 && servers->alive.size() == 1;
+    if (ride && !op->is_push && rider->send_push && rider->server == piece->server) {
+      if (window > 0) {
+        absl::MutexLock lock(&op->mu);
+        ++op->in_flight[piece->server];
+      }
       piece->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
-      if (piece->op->is_push) {
+      auto send_push = std::move(rider->send_push);
+      rider->send_push = nullptr;
+      send_push(PullRider{&piece->context, &piece->pull, reply_bytes, &piece->pull_response,
+                          std::move(finish)});
+      continue;
+    }
+    // The deadline counts from the send: a piece may wait for its window.
+    auto send = [this, piece, reply_bytes, queue, finish = std::move(finish)](
+                    std::optional<PullRider> pull) mutable {
+      piece->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
+      if (piece->op->is_push && pull.has_value()) {
+        piece->channel->PushAndPull(&piece->context, piece->push,
+                                    std::make_shared<SendPin>(piece->op, piece->push),
+                                    &piece->push_response, std::move(finish), pull->context,
+                                    pull->request, pull->reply_bytes, pull->response,
+                                    std::move(pull->done), queue);
+      } else if (piece->op->is_push) {
         piece->channel->Push(&piece->context, piece->push,
                              std::make_shared<SendPin>(piece->op, piece->push),
                              &piece->push_response, std::move(finish), queue);
@@ -518,16 +546,26 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                              std::move(finish), queue);
       }
     };
+    if (ride && op->is_push && carry_tick && piece->channel->SharesMemory()) {
+      if (window > 0) {
+        absl::MutexLock lock(&op->mu);
+        ++op->in_flight[piece->server];
+      }
+      rider->server = piece->server;
+      rider->send_push = std::move(send);
+      continue;
+    }
     if (window > 0) {
       absl::MutexLock lock(&op->mu);
       int& in_flight = op->in_flight[piece->server];
       if (in_flight >= window) {
-        op->waiting[piece->server].push_back(std::move(send));
+        op->waiting[piece->server].push_back(
+            [send = std::move(send)]() mutable { send(std::nullopt); });
         continue;
       }
       ++in_flight;
     }
-    send();
+    send(std::nullopt);
   }
 }
 
@@ -752,13 +790,23 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
   const Waiter pull_waiter{&cq, &pull_wait.wake, &pull_wait.tag, self, &pull_wait.fulfilled_here};
   const int64_t next = clock_.load() + 1;
   std::shared_ptr<Op> push_op;
+  // With one server, the pull rides on the push's request when each is one
+  // (RiderSlot): one call per step instead of two.
+  RiderSlot rider;
   // The push first: it drops its keys from the cache before the pull
   // looks there.
   std::future<absl::Status> push_result =
       Run(true, std::move(push_inputs),
-          RunOptions{.waiter = &push_waiter, .end_clock = next, .op_out = &push_op});
+          RunOptions{
+              .waiter = &push_waiter, .end_clock = next, .op_out = &push_op, .rider = &rider});
   std::future<absl::Status> pull_result =
-      Run(false, std::move(pull_inputs), RunOptions{.waiter = &pull_waiter, .ahead_clock = next});
+      Run(false, std::move(pull_inputs),
+          RunOptions{.waiter = &pull_waiter, .ahead_clock = next, .rider = &rider});
+  if (rider.send_push) {  // the pull did not ride: the push goes alone
+    auto send_push = std::move(rider.send_push);
+    rider.send_push = nullptr;
+    send_push(std::nullopt);
+  }
   DriveUntil(&cq, push_wait);
   absl::Status pushed = push_result.get();
   std::set<uint32_t> ticked;

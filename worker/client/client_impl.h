@@ -100,6 +100,24 @@ class ClientImpl final : public Client {
     bool* fulfilled_here;    // set when the result is set on `thread`
   };
 
+  // PushClockAndPull with one server: where the push is one request, the
+  // next iteration's pull rides on it (ShardChannel::PushAndPull). The
+  // push op's first Launch leaves the send of that request here, not
+  // started; the pull op's first Launch, when the pull is one request to
+  // the same server, starts it with the pull's request. A send left over
+  // goes alone (send_push(nullopt)).
+  struct PullRider {
+    grpc::ClientContext* context;  // the pull's, its deadline set
+    v1::PullRequest* request;
+    uint64_t reply_bytes;
+    v1::PullResponse* response;
+    ShardChannel::Done done;
+  };
+  struct RiderSlot {
+    uint32_t server = 0;
+    std::function<void(std::optional<PullRider>)> send_push;  // empty: nothing left here
+  };
+
   // How Run starts an op.
   struct RunOptions {
     // Null, or the thread that will wait for the op, driving its queue.
@@ -110,6 +128,9 @@ class ClientImpl final : public Client {
     std::optional<int64_t> ahead_clock;
     // When not null, receives the op.
     std::shared_ptr<Op>* op_out = nullptr;
+    // When not null, where the push's request and the pull meet
+    // (RiderSlot); it outlives the Run calls of both ops.
+    RiderSlot* rider = nullptr;
   };
 
   // Starts a pull or push.

@@ -90,62 +90,63 @@ class GrpcShardChannel final : public ShardChannel {
             std::shared_ptr<void> pin, v1::PushResponse* response, Done done,
             grpc::CompletionQueue* cq) override {
     std::shared_ptr<SharedLink> link = this->link();
-    uint64_t value_bytes = 0;
-    for (const PushTablePayload& t : payload->tables) value_bytes += t.value_bytes();
-    std::optional<uint64_t> at;
-    if (link != nullptr && value_bytes >= kMinSharedBytes) {
-      at = link->arena.Allocate(value_bytes);
-      if (!at.has_value()) NoteFull(*link, value_bytes);
+    const std::optional<uint64_t> at = ReserveValues(link.get(), *payload);
+    StartPush(context, payload, std::move(pin), response, std::move(done), cq, link, at,
+              /*rider=*/nullptr);
+  }
+
+  void PushAndPull(grpc::ClientContext* context,
+                   const std::shared_ptr<const PushPayload>& payload, std::shared_ptr<void> pin,
+                   v1::PushResponse* response, Done push_done, grpc::ClientContext* pull_context,
+                   v1::PullRequest* pull, uint64_t reply_bytes, v1::PullResponse* pull_response,
+                   Done pull_done, grpc::CompletionQueue* cq) override {
+    std::shared_ptr<SharedLink> link = this->link();
+    const std::optional<uint64_t> at = ReserveValues(link.get(), *payload);
+    // The pull rides only where both its answer and the push's values go
+    // through the region: inline, the answer would be copied into the
+    // PushResponse.
+    std::optional<uint64_t> reply_at;
+    if (at.has_value() && reply_bytes >= kMinSharedBytes) {
+      reply_at = link->arena.Allocate(reply_bytes);
+      if (!reply_at.has_value()) NoteFull(*link, reply_bytes);
     }
-    auto request = std::make_shared<grpc::ByteBuffer>();
-    if (!at.has_value()) {
-      // Values as slices of the caller's memory; gRPC releases `pin`.
-      *request = SerializePush(*payload, pin);
-    } else {
-      // Values copied into the region; the caller's memory is free again
-      // once this returns.
-      v1::PushRequest header = payload->header;
-      uint64_t offset = *at;
-      for (const PushTablePayload& t : payload->tables) {
-        v1::TableValues* tv = header.add_tables();
-        *tv = t.meta;
-        const uint64_t begin = offset;
-        for (absl::Span<const char> r : t.values) {
-          std::memcpy(link->region->data() + offset, r.data(), r.size());
-          offset += r.size();
-        }
-        v1::SharedRange* range = tv->mutable_shared();
-        range->set_region(link->id);
-        range->set_offset(begin);
-        range->set_length(offset - begin);
-      }
-      pin.reset();
-      bool own = false;
-      grpc::SerializationTraits<v1::PushRequest>::Serialize(header, request.get(), &own);
-      Count(counters_.get(), value_bytes);
-    }
-    auto reply = std::make_shared<grpc::ByteBuffer>();
-    Done finish = [request, reply, response, link, at, done = std::move(done)](grpc::Status status) {
-      if (status.ok() &&
-          !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(), response).ok()) {
-        status = grpc::Status(grpc::StatusCode::INTERNAL, "cannot parse the server's PushResponse");
-      }
-      if (at.has_value()) Release(*link, *at, status.ok());
-      done(std::move(status));
-    };
-    if (cq == nullptr) {
-      raw_.UnaryCall(context, kPushMethod, grpc::StubOptions(), request.get(), reply.get(),
-                     std::move(finish));
+    if (!reply_at.has_value()) {
+      StartPush(context, payload, std::move(pin), response, std::move(push_done), cq, link, at,
+                /*rider=*/nullptr);
+      Pull(pull_context, pull, reply_bytes, pull_response, std::move(pull_done), cq);
       return;
     }
-    grpc::ByteBuffer* into = reply.get();
-    auto* call = new QueuedCall(std::move(finish));
-    // The call may complete, and delete itself, on the queue's thread as
-    // soon as Finish is asked for: nothing touches it after that.
-    grpc::GenericClientAsyncResponseReader* reader =
-        call->Hold(raw_.PrepareUnaryCall(context, kPushMethod, *request, cq));
-    reader->StartCall();
-    reader->Finish(into, call->status(), call);
+    v1::SharedRange* range = pull->mutable_reply_to();
+    range->set_region(link->id);
+    range->set_offset(*reply_at);
+    range->set_length(reply_bytes);
+    Done both = [this, link, reply_at = *reply_at, response, pull_context, pull, reply_bytes,
+                 pull_response, push_done = std::move(push_done),
+                 pull_done = std::move(pull_done), cq](grpc::Status status) mutable {
+      const bool served = status.ok() && response->has_pull();
+      if (served) {
+        *pull_response = std::move(*response->mutable_pull());
+        response->clear_pull();
+      }
+      push_done(status);
+      if (served) {
+        uint64_t bytes = 0;
+        for (const v1::TableValues& t : pull_response->tables()) bytes += t.shared().length();
+        if (bytes > 0) Count(counters_.get(), bytes);
+        if (counters_ != nullptr) {
+          counters_->pulls_with_push.fetch_add(1, std::memory_order_relaxed);
+        }
+        pull_done(grpc::Status::OK);
+        Release(*link, reply_at, true);
+        return;
+      }
+      // Not served with the push: the pull goes on its own. A server may
+      // still write into the range of a call that failed.
+      Release(*link, reply_at, status.ok());
+      pull->clear_reply_to();
+      Pull(pull_context, pull, reply_bytes, pull_response, std::move(pull_done), cq);
+    };
+    StartPush(context, payload, std::move(pin), response, std::move(both), cq, link, at, pull);
   }
 
   void Pull(grpc::ClientContext* context, v1::PullRequest* request, uint64_t reply_bytes,
@@ -210,6 +211,78 @@ class GrpcShardChannel final : public ShardChannel {
   }
 
  private:
+  // Room in the region for a push's values, when they go through it.
+  std::optional<uint64_t> ReserveValues(SharedLink* link, const PushPayload& payload) {
+    uint64_t value_bytes = 0;
+    for (const PushTablePayload& t : payload.tables) value_bytes += t.value_bytes();
+    if (link == nullptr || value_bytes < kMinSharedBytes) return std::nullopt;
+    std::optional<uint64_t> at = link->arena.Allocate(value_bytes);
+    if (!at.has_value()) NoteFull(*link, value_bytes);
+    return at;
+  }
+
+  // Starts a push, its values at `at` of the region (reserved by
+  // ReserveValues) or, without it, as slices of the caller's memory.
+  // `rider` (only with `at`): the pull the request carries
+  // (PushRequest.pull).
+  void StartPush(grpc::ClientContext* context, const std::shared_ptr<const PushPayload>& payload,
+                 std::shared_ptr<void> pin, v1::PushResponse* response, Done done,
+                 grpc::CompletionQueue* cq, const std::shared_ptr<SharedLink>& link,
+                 std::optional<uint64_t> at, const v1::PullRequest* rider) {
+    auto request = std::make_shared<grpc::ByteBuffer>();
+    if (!at.has_value()) {
+      // Values as slices of the caller's memory; gRPC releases `pin`.
+      *request = SerializePush(*payload, pin);
+    } else {
+      // Values copied into the region; the caller's memory is free again
+      // once this returns.
+      v1::PushRequest header = payload->header;
+      if (rider != nullptr) *header.mutable_pull() = *rider;
+      uint64_t value_bytes = 0;
+      uint64_t offset = *at;
+      for (const PushTablePayload& t : payload->tables) {
+        v1::TableValues* tv = header.add_tables();
+        *tv = t.meta;
+        const uint64_t begin = offset;
+        for (absl::Span<const char> r : t.values) {
+          std::memcpy(link->region->data() + offset, r.data(), r.size());
+          offset += r.size();
+        }
+        v1::SharedRange* range = tv->mutable_shared();
+        range->set_region(link->id);
+        range->set_offset(begin);
+        range->set_length(offset - begin);
+        value_bytes += offset - begin;
+      }
+      pin.reset();
+      bool own = false;
+      grpc::SerializationTraits<v1::PushRequest>::Serialize(header, request.get(), &own);
+      Count(counters_.get(), value_bytes);
+    }
+    auto reply = std::make_shared<grpc::ByteBuffer>();
+    Done finish = [request, reply, response, link, at, done = std::move(done)](grpc::Status status) {
+      if (status.ok() &&
+          !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(), response).ok()) {
+        status = grpc::Status(grpc::StatusCode::INTERNAL, "cannot parse the server's PushResponse");
+      }
+      if (at.has_value()) Release(*link, *at, status.ok());
+      done(std::move(status));
+    };
+    if (cq == nullptr) {
+      raw_.UnaryCall(context, kPushMethod, grpc::StubOptions(), request.get(), reply.get(),
+                     std::move(finish));
+      return;
+    }
+    grpc::ByteBuffer* into = reply.get();
+    auto* call = new QueuedCall(std::move(finish));
+    // The call may complete, and delete itself, on the queue's thread as
+    // soon as Finish is asked for: nothing touches it after that.
+    grpc::GenericClientAsyncResponseReader* reader =
+        call->Hold(raw_.PrepareUnaryCall(context, kPushMethod, *request, cq));
+    reader->StartCall();
+    reader->Finish(into, call->status(), call);
+  }
+
   // A successful call's range is free again; a failed one's is kept from
   // reuse (shared_arena.h).
   static void Release(SharedLink& link, uint64_t offset, bool ok) {

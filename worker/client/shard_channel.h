@@ -71,6 +71,25 @@ class ShardChannel {
   virtual void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
                      v1::ClockResponse* response, Done done) = 0;
 
+  // A push (Push's arguments) that ends an iteration, and the pull of the
+  // next one (Pull's, from `pull_context` on): in one call, the pull riding
+  // on the push (PushRequest.pull), where this channel can: its values and
+  // the pull's answer both through its shared region. Otherwise, or when the
+  // server did not serve the pull with the push (an older server, or the
+  // push's tick not recorded), the pull goes as a call of its own, started
+  // with the push or once the push is answered. `push_done` runs once, then
+  // `pull_done` once; both on the thread Push's `done` would run on.
+  // This default sends the two calls together.
+  virtual void PushAndPull(grpc::ClientContext* context,
+                           const std::shared_ptr<const PushPayload>& payload,
+                           std::shared_ptr<void> pin, v1::PushResponse* response, Done push_done,
+                           grpc::ClientContext* pull_context, v1::PullRequest* pull,
+                           uint64_t reply_bytes, v1::PullResponse* pull_response, Done pull_done,
+                           grpc::CompletionQueue* cq) {
+    Push(context, payload, std::move(pin), response, std::move(push_done), cq);
+    Pull(pull_context, pull, reply_bytes, pull_response, std::move(pull_done), cq);
+  }
+
   // Whether values to this server go through a shared region (the server
   // accepted the channel's offer): requests may then be cut larger
   // (JobSpec.shared_memory_split_bytes). A request may still go inline
@@ -91,6 +110,7 @@ struct SharedMemoryCounters {
   std::atomic<uint64_t> regions{0};   // regions servers accepted
   std::atomic<uint64_t> requests{0};  // pushes and pulls whose values went through one
   std::atomic<uint64_t> bytes{0};     // value bytes that went through one
+  std::atomic<uint64_t> pulls_with_push{0};  // pulls served with a push (PushAndPull)
 };
 
 // Opens the channel to the server at `address` (host:port from the map).

@@ -102,12 +102,7 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
   if (attached == nullptr) return reactor;
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
-  // The wait is timed on the monotonic clock (Shard::ExpireWaiters): the
-  // client's deadline becomes what is left of it.
-  absl::Duration wait = max_wait_;
-  const absl::Time client_deadline = absl::FromChrono(context->deadline());
-  if (client_deadline - start < wait) wait = client_deadline - start;
-  const absl::Time deadline = MonotonicNow() + wait;
+  const absl::Time deadline = PullDeadline(*context);
   ShardMetrics* metrics = metrics_;
   // The answer's values go straight into the worker's shared region when
   // its request reserved room there, else into the reply's own slice.
@@ -143,6 +138,47 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
               },
               area);
   return reactor;
+}
+
+absl::Time ParameterService::PullDeadline(const grpc::CallbackServerContext& context) const {
+  absl::Duration wait = max_wait_;
+  const absl::Duration left = absl::FromChrono(context.deadline()) - absl::Now();
+  if (left < wait) wait = left;
+  return MonotonicNow() + wait;
+}
+
+void ParameterService::PullAfterPush(const grpc::CallbackServerContext& context,
+                                     std::shared_ptr<const Attached> attached,
+                                     const v1::PullRequest* pull, v1::PullResponse* response,
+                                     std::function<void(absl::Status)> done) {
+  const absl::Time start = absl::Now();
+  PullReplyArea area;
+  std::shared_ptr<SharedRegion> held;
+  if (std::optional<SharedRegions::Reply> reply = regions_.ResolveReply(*pull)) {
+    area = PullReplyArea{reply->bytes, pull->reply_to().region(), pull->reply_to().offset()};
+    held = std::move(reply->region);
+  }
+  Shard* shard = attached->shard.get();
+  ShardMetrics* metrics = metrics_;
+  // Its wait ends by half of what is left of the push's deadline, so that
+  // a long wait for other workers' ticks (a straggler under BSP) answers
+  // the push in time, without the pull, and does not make the worker send
+  // the push again as one that timed out; the worker then pulls on its own.
+  const absl::Duration left = absl::FromChrono(context.deadline()) - absl::Now();
+  const absl::Time deadline = std::min(PullDeadline(context), MonotonicNow() + left / 2);
+  shard->Pull(pull, response, deadline,
+              [pull, response, start, metrics, attached, held,
+               done = std::move(done)](absl::Status status) {
+                if (metrics != nullptr) {
+                  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+                  if (status.ok()) metrics->PullWait(seconds);
+                  metrics->Request(ShardMetrics::kPull, absl::StatusCodeToString(status.code()),
+                                   KeyBytes(*pull), status.ok() ? ValueBytes(*response) : 0,
+                                   seconds);
+                }
+                done(std::move(status));
+              },
+              area);
 }
 
 grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* context,
@@ -183,12 +219,27 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   // A tick carried by the push is recorded once the push is applied here
   // and on every backup, as a ClockRequest after the acknowledgement would.
   const bool tick = request->end_clock() > 0 && !request->forwarded();
-  auto finish = [reactor, request, response, start, metrics, tick,
+  auto finish = [this, context, reactor, request, response, start, metrics, tick,
                  attached](absl::Status status) {
     if (status.ok() && tick) RecordTick(attached->shard.get(), *request, response);
     if (metrics != nullptr) {
       metrics->Request(ShardMetrics::kPush, absl::StatusCodeToString(status.code()),
                        PushBytes(*request), 0, absl::ToDoubleSeconds(absl::Now() - start));
+    }
+    // The next iteration's pull riding on the push is served once the tick
+    // is recorded; if it was not (or the push failed), the worker pulls on
+    // its own, and that pull reports any error.
+    if (status.ok() && request->has_pull() && response->ticked() && !request->forwarded()) {
+      PullAfterPush(*context, attached, &request->pull(), response->mutable_pull(),
+                    [reactor, request, response](absl::Status pulled) {
+                      if (!pulled.ok()) {
+                        LOG_DEBUG("pull riding on a push of worker {} not served: {}",
+                                  request->worker_id(), pulled.message());
+                        response->clear_pull();
+                      }
+                      reactor->Finish(grpc::Status::OK);
+                    });
+      return;
     }
     reactor->Finish(ToGrpcStatus(status));
   };

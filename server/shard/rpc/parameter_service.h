@@ -83,6 +83,18 @@ class ParameterService final
   // while nothing is attached.
   std::shared_ptr<const Attached> CurrentOrFinish(grpc::ServerUnaryReactor* reactor) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // When a pull's wait ends: the server's longest wait, or what is left of
+  // the client's deadline if that comes first (on the monotonic clock,
+  // Shard::ExpireWaiters).
+  absl::Time PullDeadline(const grpc::CallbackServerContext& context) const;
+  // Serves the pull that rode on a push (PushRequest.pull) into `response`
+  // (its values into the worker's region when its reply_to names room
+  // there, else inline), then runs `done` with the result; it waits at most
+  // half of what is left of the push's deadline. `pull` and `response` stay
+  // valid until then (they are the push's).
+  void PullAfterPush(const grpc::CallbackServerContext& context,
+                     std::shared_ptr<const Attached> attached, const v1::PullRequest* pull,
+                     v1::PullResponse* response, std::function<void(absl::Status)> done);
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const Attached> attached_ ABSL_GUARDED_BY(mu_);

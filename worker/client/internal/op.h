@@ -44,6 +44,9 @@ struct ClientImpl::Op {
   // say so (PullRequest.after_tick) while clock() < `clock`; sent again
   // after the tick, they are plain pulls.
   bool after_tick = false;
+  // Until the op's first Launch takes it (RunOptions::rider), on Run's
+  // thread: where the push and the pull of PushClockAndPull meet.
+  RiderSlot* rider = nullptr;
   absl::Time start;                   // monotonic (common/time_source.h)
   std::vector<uint64_t> generations;  // pulls: each input's cache generation at start
   std::vector<uint64_t> hits;         // pulls: keys of each input served from the cache

@@ -1,0 +1,164 @@
+// A step's pull riding on its push (Client::PushClockAndPull with one
+// server, values through a shared region; PushRequest.pull) against a real
+// server: one call per step, and the same parameters, bit for bit, as the
+// push and the pull sent as two calls, with one worker and with two under
+// BSP (where the pull waits on the server for the other worker's tick).
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <future>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/integration/connect_workers.h"
+#include "tests/integration/test_cluster.h"
+#include "worker/client/client.h"
+
+namespace cairn {
+namespace {
+
+using testing::TestCluster;
+
+constexpr size_t kFloats = 300000;  // 1.2 MB: through the region, in one request
+constexpr int kSteps = 6;
+
+std::string Yaml(int workers, bool shared_memory) {
+  return absl::StrCat(R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 1
+  workers: )", workers, R"(
+  partitions: 4
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+  startup_timeout: 60s
+rpc:
+  deadline: 30s
+  shared_memory: )", shared_memory ? "true" : "false", R"(
+consistency:
+  mode: bsp
+tables:
+  - name: w
+    kind: dense
+    shape: [300000]
+    optimizer: {type: sgd, learning_rate: 0.1, momentum: 0.9}
+    init: {type: uniform, scale: 1, seed: 5}
+)");
+}
+
+struct WorkerRun {
+  absl::Status status;
+  std::vector<float> params;  // read ahead after the last step
+  ClientStats stats;
+};
+
+// A worker that is late: before its push of `step`, worker `id` sleeps.
+struct Straggler {
+  int id = -1;
+  int step = 0;
+  absl::Duration delay;
+};
+
+// One worker's steps: each gradient depends on the parameters the worker
+// read (so a wrong read changes every later value), then PushClockAndPull.
+WorkerRun Steps(Client& c, int id, const Straggler& late) {
+  WorkerRun run;
+  run.params.assign(kFloats, 0.0f);
+  std::vector<float> grads(kFloats);
+  std::mt19937 rng(100 + id);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  run.status = c.PullAndWait({{"w", absl::MakeSpan(run.params)}}, {});
+  for (int step = 0; step < kSteps && run.status.ok(); ++step) {
+    for (size_t i = 0; i < kFloats; ++i) grads[i] = 0.1f * run.params[i] + u(rng);
+    if (id == late.id && step == late.step) absl::SleepFor(late.delay);
+    absl::Status ahead;
+    run.status = c.PushClockAndPull({{"w", grads}}, {}, {{"w", absl::MakeSpan(run.params)}}, {},
+                                    &ahead);
+    if (run.status.ok() && !ahead.ok()) run.status = ahead;
+  }
+  run.stats = c.Stats();
+  return run;
+}
+
+bool WaitForRegion(const Client& client) {
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (client.Stats().shared_memory_regions < 1 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return client.Stats().shared_memory_regions >= 1;
+}
+
+std::vector<WorkerRun> Train(const std::string& name, int workers, bool shared_memory,
+                             const Straggler& late = {},
+                             absl::Duration rpc_deadline = absl::Seconds(20)) {
+  auto cluster = TestCluster::Start(name, Yaml(workers, shared_memory), 1);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  std::vector<std::unique_ptr<Client>> clients =
+      testing::ConnectAll(**cluster, workers, rpc_deadline);
+  if (shared_memory) {
+    for (const auto& c : clients) REQUIRE(WaitForRegion(*c));
+  }
+  std::vector<std::future<WorkerRun>> pending;
+  for (int id = 0; id < workers; ++id) {
+    pending.push_back(std::async(std::launch::async,
+                                 [&clients, id, &late] { return Steps(*clients[id], id, late); }));
+  }
+  std::vector<WorkerRun> runs;
+  for (auto& p : pending) runs.push_back(p.get());
+  for (size_t id = 0; id < runs.size(); ++id) {
+    INFO("worker " << id << ": " << runs[id].status.message());
+    REQUIRE(runs[id].status.ok());
+  }
+  return runs;
+}
+
+bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("with one server the pull rides on the push, one call per step, and reads what two "
+          "calls read",
+          "[integration][shared_memory]") {
+  for (int workers : {1, 2}) {
+    INFO(workers << " worker(s)");
+    const std::vector<WorkerRun> apart =
+        Train(absl::StrCat("pull_apart_", workers), workers, /*shared_memory=*/false);
+    const std::vector<WorkerRun> riding =
+        Train(absl::StrCat("pull_riding_", workers), workers, /*shared_memory=*/true);
+    for (int id = 0; id < workers; ++id) {
+      INFO("worker " << id);
+      CHECK(apart[id].stats.pulls_with_push == 0);
+      // Every step's pull rode on its push.
+      CHECK(riding[id].stats.pulls_with_push == kSteps);
+      CHECK(BitEqual(riding[id].params, apart[id].params));
+      // Under BSP every worker reads the same parameters.
+      CHECK(BitEqual(riding[id].params, riding[0].params));
+    }
+    // The steps moved the parameters.
+    CHECK_FALSE(BitEqual(apart[0].params, std::vector<float>(kFloats, 0.0f)));
+  }
+}
+
+TEST_CASE("a pull that would wait past half of its push's deadline is not served with the "
+          "push: the push is answered in time and the worker pulls on its own",
+          "[integration][shared_memory]") {
+  // Worker 1 is 3 s late at step 2; the calls' deadline is 4 s. Worker 0's
+  // push of step 2 is answered after 2 s without its pull (not sent again
+  // as timed out), and its own pull then waits for worker 1's tick.
+  const Straggler late{.id = 1, .step = 2, .delay = absl::Seconds(3)};
+  const std::vector<WorkerRun> apart = Train("pull_late_apart", 2, /*shared_memory=*/false);
+  const std::vector<WorkerRun> riding =
+      Train("pull_late_riding", 2, /*shared_memory=*/true, late, absl::Seconds(4));
+  CHECK(riding[0].stats.pulls_with_push == kSteps - 1);
+  CHECK(riding[1].stats.pulls_with_push == kSteps);
+  for (int id = 0; id < 2; ++id) {
+    INFO("worker " << id);
+    CHECK(BitEqual(riding[id].params, apart[id].params));
+  }
+}
+
+}  // namespace cairn
