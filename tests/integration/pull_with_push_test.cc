@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/integration/connect_workers.h"
+#include "tests/integration/same_host.h"
 #include "tests/integration/test_cluster.h"
 #include "worker/client/client.h"
 
@@ -81,14 +82,6 @@ WorkerRun Steps(Client& c, int id, const Straggler& late) {
   return run;
 }
 
-bool WaitForRegion(const Client& client) {
-  const absl::Time until = absl::Now() + absl::Seconds(10);
-  while (client.Stats().shared_memory_regions < 1 && absl::Now() < until) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return client.Stats().shared_memory_regions >= 1;
-}
-
 std::vector<WorkerRun> Train(const std::string& name, int workers, bool shared_memory,
                              const Straggler& late = {},
                              absl::Duration rpc_deadline = absl::Seconds(20)) {
@@ -98,7 +91,7 @@ std::vector<WorkerRun> Train(const std::string& name, int workers, bool shared_m
   std::vector<std::unique_ptr<Client>> clients =
       testing::ConnectAll(**cluster, workers, rpc_deadline);
   if (shared_memory) {
-    for (const auto& c : clients) REQUIRE(WaitForRegion(*c));
+    for (const auto& c : clients) REQUIRE(testing::WaitForRegions(*c, 1));
   }
   std::vector<std::future<WorkerRun>> pending;
   for (int id = 0; id < workers; ++id) {
@@ -114,9 +107,6 @@ std::vector<WorkerRun> Train(const std::string& name, int workers, bool shared_m
   return runs;
 }
 
-bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 }  // namespace
 
@@ -134,12 +124,12 @@ TEST_CASE("with one server the pull rides on the push, one call per step, and re
       CHECK(apart[id].stats.pulls_with_push == 0);
       // Every step's pull rode on its push.
       CHECK(riding[id].stats.pulls_with_push == kSteps);
-      CHECK(BitEqual(riding[id].params, apart[id].params));
+      CHECK(testing::BitEqual(riding[id].params, apart[id].params));
       // Under BSP every worker reads the same parameters.
-      CHECK(BitEqual(riding[id].params, riding[0].params));
+      CHECK(testing::BitEqual(riding[id].params, riding[0].params));
     }
     // The steps moved the parameters.
-    CHECK_FALSE(BitEqual(apart[0].params, std::vector<float>(kFloats, 0.0f)));
+    CHECK_FALSE(testing::BitEqual(apart[0].params, std::vector<float>(kFloats, 0.0f)));
   }
 }
 
@@ -157,7 +147,7 @@ TEST_CASE("a pull that would wait past half of its push's deadline is not served
   CHECK(riding[1].stats.pulls_with_push == kSteps);
   for (int id = 0; id < 2; ++id) {
     INFO("worker " << id);
-    CHECK(BitEqual(riding[id].params, apart[id].params));
+    CHECK(testing::BitEqual(riding[id].params, apart[id].params));
   }
 }
 

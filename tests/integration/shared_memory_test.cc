@@ -18,6 +18,7 @@
 #include "common/grpc_util.h"
 #include "common/shared_region.h"
 #include "tests/integration/connect_workers.h"
+#include "tests/integration/same_host.h"
 #include "tests/integration/test_cluster.h"
 #include "worker/client/client.h"
 
@@ -59,16 +60,6 @@ tables:
 )");
 }
 
-// Waits until every server accepted the client's region (the offer is
-// answered in the background after the client connects).
-bool WaitForRegions(const Client& client, uint64_t regions) {
-  const absl::Time until = absl::Now() + absl::Seconds(10);
-  while (client.Stats().shared_memory_regions < regions && absl::Now() < until) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return client.Stats().shared_memory_regions >= regions;
-}
-
 struct Pulled {
   std::vector<float> big, half, emb;
   ClientStats stats;
@@ -83,7 +74,7 @@ Pulled Train(const std::string& name, const std::string& rpc, bool expect_region
   INFO(client.status().message());
   REQUIRE(client.ok());
   Client& c = **client;
-  if (expect_regions) REQUIRE(WaitForRegions(c, 2));
+  if (expect_regions) REQUIRE(testing::WaitForRegions(c, 2));
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<uint64_t> keys(3000);
@@ -110,9 +101,6 @@ Pulled Train(const std::string& name, const std::string& rpc, bool expect_region
   return out;
 }
 
-bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 }  // namespace
 
@@ -130,9 +118,9 @@ TEST_CASE("values through shared regions equal those through gRPC bit for bit, a
   // 3 rounds of 2.4 MB + 140 KB (bf16) + 768 KB pushed, and one pull of the
   // same: every value byte went through the regions.
   CHECK(shared.stats.shared_memory_bytes == 4 * (2400000 + 140000 + 768000));
-  CHECK(BitEqual(shared.big, grpc.big));
-  CHECK(BitEqual(shared.half, grpc.half));
-  CHECK(BitEqual(shared.emb, grpc.emb));
+  CHECK(testing::BitEqual(shared.big, grpc.big));
+  CHECK(testing::BitEqual(shared.half, grpc.half));
+  CHECK(testing::BitEqual(shared.emb, grpc.emb));
 
   // Through a region, requests are cut at 2 MiB (the default
   // shared_memory_split_size), not 1 MiB: fewer requests, the same bytes
@@ -141,18 +129,18 @@ TEST_CASE("values through shared regions equal those through gRPC bit for bit, a
   INFO("cut at 1 MiB: " << small.stats.shared_memory_requests << " requests");
   CHECK(small.stats.shared_memory_bytes == shared.stats.shared_memory_bytes);
   CHECK(small.stats.shared_memory_requests > shared.stats.shared_memory_requests);
-  CHECK(BitEqual(small.big, grpc.big));
-  CHECK(BitEqual(small.half, grpc.half));
-  CHECK(BitEqual(small.emb, grpc.emb));
+  CHECK(testing::BitEqual(small.big, grpc.big));
+  CHECK(testing::BitEqual(small.half, grpc.half));
+  CHECK(testing::BitEqual(small.emb, grpc.emb));
 
   // 1 MiB regions: a full 1 MiB piece does not fit and goes through gRPC,
   // the smaller ones through the region.
   const Pulled tight = Train("shm_tight", "  shared_memory_size: 1MiB\n", true);
   CHECK(tight.stats.shared_memory_requests > 0);
   CHECK(tight.stats.shared_memory_bytes < shared.stats.shared_memory_bytes);
-  CHECK(BitEqual(tight.big, grpc.big));
-  CHECK(BitEqual(tight.half, grpc.half));
-  CHECK(BitEqual(tight.emb, grpc.emb));
+  CHECK(testing::BitEqual(tight.big, grpc.big));
+  CHECK(testing::BitEqual(tight.half, grpc.half));
+  CHECK(testing::BitEqual(tight.emb, grpc.emb));
 }
 
 namespace {
