@@ -37,6 +37,17 @@ uint64_t PushBytes(const v1::PushRequest& r) {
   return n;
 }
 
+// A served pull in `metrics` (may be null): its wait when it succeeded, and
+// the request with its bytes and seconds since `start`.
+void RecordPull(ShardMetrics* metrics, const v1::PullRequest& request,
+                const v1::PullResponse& response, const absl::Status& status, absl::Time start) {
+  if (metrics == nullptr) return;
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (status.ok()) metrics->PullWait(seconds);
+  metrics->Request(ShardMetrics::kPull, absl::StatusCodeToString(status.code()),
+                   KeyBytes(request), status.ok() ? ValueBytes(response) : 0, seconds);
+}
+
 // Records a push's end_clock as the worker's clock (PushRequest.end_clock);
 // sets response->ticked when it was. A failure is logged at debug level
 // only: the worker sends the tick again as a ClockRequest, which reports it.
@@ -127,13 +138,7 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
                         call->response, reply_bytes, &own));
                   }
                 }
-                if (metrics != nullptr) {
-                  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-                  if (status.ok()) metrics->PullWait(seconds);
-                  metrics->Request(ShardMetrics::kPull, absl::StatusCodeToString(status.code()),
-                                   KeyBytes(call->request),
-                                   status.ok() ? ValueBytes(call->response) : 0, seconds);
-                }
+                RecordPull(metrics, call->request, call->response, status, start);
                 reactor->Finish(ToGrpcStatus(status));
               },
               area);
@@ -169,13 +174,7 @@ void ParameterService::PullAfterPush(const grpc::CallbackServerContext& context,
   shard->Pull(pull, response, deadline,
               [pull, response, start, metrics, attached, held,
                done = std::move(done)](absl::Status status) {
-                if (metrics != nullptr) {
-                  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-                  if (status.ok()) metrics->PullWait(seconds);
-                  metrics->Request(ShardMetrics::kPull, absl::StatusCodeToString(status.code()),
-                                   KeyBytes(*pull), status.ok() ? ValueBytes(*response) : 0,
-                                   seconds);
-                }
+                RecordPull(metrics, *pull, *response, status, start);
                 done(std::move(status));
               },
               area);
