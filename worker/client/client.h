@@ -246,13 +246,17 @@ class Client {
                                     std::vector<ConstSparseRows> sparse) = 0;
 
   // PushAndClock, then PullAndWait of the next iteration's values into
-  // `next_dense` / `next_sparse`, in one round trip instead of two: the pull
-  // goes out with the push, not after its answer. It is marked as sent
-  // ahead of the tick (PullRequest.after_tick): it does not tick the clock
-  // as a pull does, and each server holds it, beyond the tables' bound,
-  // until it has recorded this worker's tick, so it reads this push and
-  // every earlier one (read-my-writes, under BSP, SSP and ASP alike). Under
-  // BSP the server answers it as the push closes the iteration.
+  // `next_dense` / `next_sparse`, in fewer calls than the two. When the push
+  // is one request (it carries the tick), the pull goes out with the push,
+  // not after its answer, marked as sent ahead of the tick
+  // (PullRequest.after_tick): it does not tick the clock as a pull does, and
+  // each server holds it, beyond the tables' bound, until it has recorded
+  // this worker's tick, so it reads this push and every earlier one
+  // (read-my-writes, under BSP, SSP and ASP alike). Under BSP the server
+  // answers it as the push closes the iteration. When the push is several
+  // requests, the pull goes once the push is acknowledged, as a plain pull
+  // that carries the tick to each server it reads from, and only the other
+  // servers get a ClockRequest: the same round trips, fewer calls.
   //
   // Returns what PushAndClock returns, and the iteration ends as it says.
   // `pulled` (not null) receives the pull's result, as PullAndWait's; it is

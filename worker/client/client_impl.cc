@@ -376,15 +376,6 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     }
   }
 
-  {
-    absl::MutexLock lock(&op->mu);
-    op->outstanding = static_cast<int>(pieces.size());
-  }
-  if (pieces.empty()) {
-    CompleteOp(op, absl::OkStatus());
-    return;
-  }
-  const uint64_t version = servers->router.version();
   const bool resending = !resend.empty();
   // The tick rides on the push only when the op is one request, on its
   // first send. A server's tick must follow every push of the iteration it
@@ -395,6 +386,19 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
   // the request's backups acknowledged it; every other server gets its tick
   // after the op.
   const bool carry_tick = op->is_push && op->end_clock > 0 && !resending && pieces.size() == 1;
+  bool first_launch;
+  {
+    absl::MutexLock lock(&op->mu);
+    op->outstanding = static_cast<int>(pieces.size());
+    first_launch = !std::exchange(op->launched, true);
+    if (first_launch) op->carried_tick = carry_tick;
+  }
+  if (pieces.empty()) {
+    CompleteOp(op, absl::OkStatus());
+    return;
+  }
+  const uint64_t version = servers->router.version();
+  std::set<uint32_t> sent_to;  // the first Launch's servers (Op::first_servers)
   grpc::CompletionQueue* queue = op->waiter.has_value() ? op->waiter->cq : nullptr;
   const int window = options_.requests_in_flight;
   for (std::unique_ptr<Piece>& owned : pieces) {
@@ -496,6 +500,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       continue;
     }
     piece->channel = channel->second;
+    if (first_launch) sent_to.insert(piece->server);
     uint64_t reply_bytes = 0;
     if (op->is_push) {
       piece->push->header.set_map_version(version);
@@ -566,6 +571,10 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       ++in_flight;
     }
     send(std::nullopt);
+  }
+  if (first_launch) {
+    absl::MutexLock lock(&op->mu);
+    op->first_servers = std::move(sent_to);
   }
 }
 
@@ -799,9 +808,22 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
       Run(true, std::move(push_inputs),
           RunOptions{
               .waiter = &push_waiter, .end_clock = next, .op_out = &push_op, .rider = &rider});
-  std::future<absl::Status> pull_result =
-      Run(false, std::move(pull_inputs),
-          RunOptions{.waiter = &pull_waiter, .ahead_clock = next, .rider = &rider});
+  // When the push carries the iteration's tick (it is one request), the
+  // pull goes with it, ahead of the tick, and its server answers it once
+  // the push is applied. Otherwise each server's tick would be a call of
+  // its own once the push is acknowledged: the pull goes then instead, as a
+  // plain pull, which carries the tick to every server it reads from. The
+  // values arrive after as many round trips either way, in fewer calls.
+  bool ahead = false;
+  if (push_op != nullptr) {  // null: refused before it started (Lost)
+    absl::MutexLock lock(&push_op->mu);
+    ahead = push_op->carried_tick;
+  }
+  std::future<absl::Status> pull_result;
+  if (ahead) {
+    pull_result = Run(false, std::move(pull_inputs),
+                      RunOptions{.waiter = &pull_waiter, .ahead_clock = next, .rider = &rider});
+  }
   if (rider.send_push) {  // the pull did not ride: the push goes alone
     auto send_push = std::move(rider.send_push);
     rider.send_push = nullptr;
@@ -810,14 +832,31 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
   DriveUntil(&cq, push_wait);
   absl::Status pushed = push_result.get();
   std::set<uint32_t> ticked;
-  if (push_op != nullptr) {  // null: refused before it started (Lost)
+  if (push_op != nullptr) {
     absl::MutexLock lock(&push_op->mu);
     ticked = push_op->ticked;
   }
-  EndIteration(ticked);  // the ticks the pull waits for on the other servers
+  if (ahead) {
+    EndIteration(ticked);  // the ticks the pull waits for on the other servers
+  } else {
+    clock_.store(next);  // the pull reads iteration `next` and carries its tick
+    std::shared_ptr<Op> pull_op;
+    pull_result = Run(false, std::move(pull_inputs),
+                      RunOptions{.waiter = &pull_waiter, .op_out = &pull_op});
+    std::set<uint32_t> carried = ticked;
+    if (pull_op != nullptr) {
+      absl::MutexLock lock(&pull_op->mu);
+      carried.insert(pull_op->first_servers.begin(), pull_op->first_servers.end());
+    }
+    SendTicks(next, carried);  // servers the pull does not read from
+  }
   DriveUntil(&cq, pull_wait);
   DrainQueue(&cq);
-  *pulled = Annotate(pull_result.get(), absl::StrCat("pull of iteration ", next, " ahead"));
+  absl::Status pull_status = pull_result.get();
+  // A pull refused before its server ticked may have carried no tick:
+  // ticks are idempotent, so every server not ticked by the push gets one.
+  if (!ahead && !pull_status.ok()) SendTicks(next, ticked);
+  *pulled = Annotate(std::move(pull_status), absl::StrCat("pull of iteration ", next, " ahead"));
   return pushed;
 }
 
@@ -860,13 +899,17 @@ absl::Status ClientImpl::Clock() {
 }
 
 void ClientImpl::EndIteration(const std::set<uint32_t>& ticked) {
-  std::shared_ptr<const Servers> servers = this->servers();
   const int64_t next = clock_.load() + 1;
+  SendTicks(next, ticked);
+  clock_.store(next);
+}
+
+void ClientImpl::SendTicks(int64_t clock, const std::set<uint32_t>& skip) {
+  std::shared_ptr<const Servers> servers = this->servers();
   const absl::Time give_up = absl::Now() + options_.rpc_deadline;
   for (uint32_t server : servers->alive) {
-    if (!ticked.contains(server)) ticks_->Send(server, next, give_up);
+    if (!skip.contains(server)) ticks_->Send(server, clock, give_up);
   }
-  clock_.store(next);
 }
 
 absl::Status ClientImpl::DrainClocks() {

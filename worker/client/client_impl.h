@@ -148,6 +148,9 @@ class ClientImpl final : public Client {
   // (their tick rode on a push): sends the ticks without waiting, then
   // advances clock().
   void EndIteration(const std::set<uint32_t>& ticked);
+  // Sends tick `clock` to every live server but those in `skip`, without
+  // waiting (ClockTicker::Send).
+  void SendTicks(int64_t clock, const std::set<uint32_t>& skip);
   // The inputs of a pull or a push, each checked against its table.
   absl::StatusOr<std::vector<TableInput>> PullInputs(const std::vector<DenseBuffer>& dense,
                                                      const std::vector<SparseRows>& sparse) const;

@@ -572,6 +572,76 @@ TEST_CASE("PushClockAndPull sends the next iteration's pull with the push, marke
   CHECK(rig.shard(1).pulls().empty());
 }
 
+// Keys of both replica groups: the push is a request to each server.
+std::vector<Key> KeysOfBothGroups() {
+  std::vector<Key> keys = KeysOfGroup(0, 4);
+  const std::vector<Key> second = KeysOfGroup(1, 4);
+  keys.insert(keys.end(), second.begin(), second.end());
+  return keys;
+}
+
+TEST_CASE("PushClockAndPull of a push to two servers sends the pull once the push is acknowledged, "
+          "and the pull carries the tick in place of a ClockRequest",
+          "[client][clock]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfBothGroups();
+  const std::vector<float> grads = Grads(keys);
+  std::vector<float> next(keys.size() * 2);
+  absl::Status pulled;
+  REQUIRE(PushClockAndPullRows(rig, keys, grads, absl::MakeSpan(next), &pulled).ok());
+  REQUIRE(pulled.ok());
+  CHECK(rig.client->clock() == 1);
+  REQUIRE(rig.client->Finish().ok());
+  for (uint32_t server : {0u, 1u}) {
+    INFO("server " << server);
+    CHECK(EndClocks(rig.shard(server)) == std::vector<int64_t>{0});
+    const std::vector<v1::PullRequest> pulls = rig.shard(server).pulls();
+    REQUIRE(pulls.size() == 1);
+    CHECK_FALSE(pulls[0].after_tick());  // a plain pull of iteration 1: it ticks
+    CHECK(pulls[0].clock() == 1);
+    CHECK(Ticks(rig.shard(server)) == std::vector<int64_t>{-1});  // no ClockRequest but Finish's
+  }
+}
+
+TEST_CASE("PushClockAndPull of a push to two servers sends a ClockRequest to the server the pull "
+          "does not read from",
+          "[client][clock]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfBothGroups();
+  const std::vector<float> grads = Grads(keys);
+  const std::vector<Key> read = KeysOfGroup(0, 4);  // all on server 0
+  std::vector<float> next(read.size() * 2);
+  absl::Status pulled;
+  REQUIRE(rig.client
+              ->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
+                                 {SparseRows{"emb", read, absl::MakeSpan(next)}}, &pulled)
+              .ok());
+  REQUIRE(pulled.ok());
+  REQUIRE(rig.client->Finish().ok());
+  CHECK(rig.shard(0).pulls().size() == 1);
+  CHECK(Ticks(rig.shard(0)) == std::vector<int64_t>{-1});
+  CHECK(rig.shard(1).pulls().empty());
+  CHECK(Ticks(rig.shard(1)) == std::vector<int64_t>{1, -1});
+}
+
+TEST_CASE("a pull refused after a push to two servers still ends the iteration on both with "
+          "ClockRequests",
+          "[client][clock]") {
+  Rig rig;
+  rig.shard(1).FailNext(FakeShard::Rpc::kPull,
+                        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "refused"));
+  const std::vector<Key> keys = KeysOfBothGroups();
+  const std::vector<float> grads = Grads(keys);
+  std::vector<float> next(keys.size() * 2);
+  absl::Status pulled;
+  REQUIRE(PushClockAndPullRows(rig, keys, grads, absl::MakeSpan(next), &pulled).ok());
+  CHECK(absl::IsInvalidArgument(pulled));
+  CHECK(rig.client->clock() == 1);
+  REQUIRE(rig.client->Finish().ok());
+  CHECK(Ticks(rig.shard(0)) == std::vector<int64_t>{1, -1});  // idempotent beside the pull's
+  CHECK(Ticks(rig.shard(1)) == std::vector<int64_t>{1, -1});
+}
+
 TEST_CASE("a pull ahead that fails leaves the push and the new iteration, and a plain pull reads "
           "it again",
           "[client][clock]") {

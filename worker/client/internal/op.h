@@ -71,6 +71,12 @@ struct ClientImpl::Op {
   bool refresh ABSL_GUARDED_BY(mu) = false;
   // Pushes: servers that recorded the op's end_clock (PushResponse.ticked).
   std::set<uint32_t> ticked ABSL_GUARDED_BY(mu);
+  // Set by the op's first Launch: the servers its requests went to, and
+  // whether that send carried end_clock (PushClockAndPull chooses by them
+  // where the iteration's ticks travel).
+  bool launched ABSL_GUARDED_BY(mu) = false;
+  std::set<uint32_t> first_servers ABSL_GUARDED_BY(mu);
+  bool carried_tick ABSL_GUARDED_BY(mu) = false;
   // Pulls: per input, the oldest server min clock its values reflect.
   std::vector<int64_t> oldest_min_clock ABSL_GUARDED_BY(mu);
 };
