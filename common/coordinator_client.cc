@@ -3,7 +3,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <functional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -15,33 +14,8 @@
 namespace cairn {
 namespace {
 
-using Async = v1::Coordinator::StubInterface::async_interface;
-
-// One call through gRPC's callback API, waited for on a notification. A
-// thread blocked in a synchronous call polls gRPC's event set, which every
-// channel and server of the process shares: it reads the data path's
-// sockets for the threads that wait for those bytes and then wakes them, a
-// hand-off more on every push and pull it happens to read. Waiting here
-// instead keeps the control plane's calls (the map watch is always in
-// flight) out of the data path's polling.
-template <typename Request, typename Response>
-absl::StatusOr<Response> CallAndWait(
-    v1::Coordinator::Stub* stub,
-    void (Async::*method)(grpc::ClientContext*, const Request*, Response*,
-                          std::function<void(grpc::Status)>),
-    const Request& request, absl::Time deadline) {
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(deadline));
-  Response response;
-  grpc::Status status;
-  absl::Notification done;
-  (stub->async()->*method)(&context, &request, &response, [&](grpc::Status s) {
-    status = std::move(s);
-    done.Notify();
-  });
-  done.WaitForNotification();
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+void SetDeadline(grpc::ClientContext* context, absl::Time deadline) {
+  context->set_deadline(absl::ToChronoTime(deadline));
 }
 
 template <typename Call>
@@ -77,7 +51,12 @@ absl::StatusOr<v1::RegisterServerResponse> CoordinatorClient::RegisterServer(
     const v1::RegisterServerRequest& request, absl::Time deadline) {
   return WithRetry(address_, deadline,
                    [&](absl::Time d) -> absl::StatusOr<v1::RegisterServerResponse> {
-                     return CallAndWait(stub_.get(), &Async::RegisterServer, request, d);
+                     grpc::ClientContext context;
+                     SetDeadline(&context, d);
+                     v1::RegisterServerResponse response;
+                     grpc::Status s = stub_->RegisterServer(&context, request, &response);
+                     if (!s.ok()) return FromGrpcStatus(s);
+                     return response;
                    });
 }
 
@@ -85,58 +64,116 @@ absl::StatusOr<v1::RegisterWorkerResponse> CoordinatorClient::RegisterWorker(
     const v1::RegisterWorkerRequest& request, absl::Time deadline) {
   return WithRetry(address_, deadline,
                    [&](absl::Time d) -> absl::StatusOr<v1::RegisterWorkerResponse> {
-                     return CallAndWait(stub_.get(), &Async::RegisterWorker, request, d);
+                     grpc::ClientContext context;
+                     SetDeadline(&context, d);
+                     v1::RegisterWorkerResponse response;
+                     grpc::Status s = stub_->RegisterWorker(&context, request, &response);
+                     if (!s.ok()) return FromGrpcStatus(s);
+                     return response;
                    });
 }
 
 absl::StatusOr<v1::HeartbeatResponse> CoordinatorClient::Heartbeat(
     const v1::HeartbeatRequest& request, absl::Duration timeout) {
-  return CallAndWait(stub_.get(), &Async::Heartbeat, request, absl::Now() + timeout);
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::HeartbeatResponse response;
+  grpc::Status s = stub_->Heartbeat(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
 }
 
 absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::GetPartitionMap(
     absl::Duration timeout) {
-  const v1::GetPartitionMapRequest request;
-  return CallAndWait(stub_.get(), &Async::GetPartitionMap, request, absl::Now() + timeout);
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::GetPartitionMapResponse response;
+  grpc::Status s = stub_->GetPartitionMap(&context, v1::GetPartitionMapRequest(), &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
 }
 
 absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::WatchPartitionMap(
     uint64_t known_version, absl::Duration wait) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + wait + absl::Seconds(5));
   v1::GetPartitionMapRequest request;
   request.set_known_version(known_version);
   request.set_wait_ms(absl::ToInt64Milliseconds(wait));
-  return CallAndWait(stub_.get(), &Async::WatchPartitionMap, request,
-                     absl::Now() + wait + absl::Seconds(5));
+  v1::GetPartitionMapResponse response;
+  // Through the callback API, waited for on a notification: a thread
+  // blocked in a synchronous call polls the event set that every channel
+  // and server of the process shares, and this call is nearly always in
+  // flight. Such a thread reads pushes and pulls off the data path's
+  // sockets and then wakes the thread that handles them, a hand-off more
+  // on each call it happens to read. The other calls stay synchronous:
+  // they are short, and a heartbeat must not wait for gRPC's callback
+  // threads, which a long handler (a checkpoint's snapshot) may hold.
+  grpc::Status status;
+  absl::Notification done;
+  stub_->async()->WatchPartitionMap(&context, &request, &response, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
 }
 
 absl::Status CoordinatorClient::Leave(const v1::LeaveRequest& request, absl::Duration timeout) {
-  return CallAndWait(stub_.get(), &Async::Leave, request, absl::Now() + timeout).status();
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::LeaveResponse response;
+  return FromGrpcStatus(stub_->Leave(&context, request, &response));
 }
 
 absl::StatusOr<v1::ListMembersResponse> CoordinatorClient::ListMembers(absl::Duration timeout) {
-  const v1::ListMembersRequest request;
-  return CallAndWait(stub_.get(), &Async::ListMembers, request, absl::Now() + timeout);
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::ListMembersResponse response;
+  grpc::Status s = stub_->ListMembers(&context, v1::ListMembersRequest(), &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
 }
 
 absl::StatusOr<v1::ReportCheckpointResponse> CoordinatorClient::ReportCheckpoint(
     const v1::ReportCheckpointRequest& request, absl::Duration timeout) {
-  return CallAndWait(stub_.get(), &Async::ReportCheckpoint, request, absl::Now() + timeout);
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::ReportCheckpointResponse response;
+  grpc::Status s = stub_->ReportCheckpoint(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
 }
 
 absl::StatusOr<v1::CheckpointResponse> CoordinatorClient::Checkpoint(
     const v1::CheckpointRequest& request, absl::Duration timeout) {
-  return CallAndWait(stub_.get(), &Async::Checkpoint, request, absl::Now() + timeout);
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::CheckpointResponse response;
+  grpc::Status s = stub_->Checkpoint(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
 }
 
 absl::StatusOr<v1::ListCheckpointsResponse> CoordinatorClient::ListCheckpoints(
     absl::Duration timeout) {
-  const v1::ListCheckpointsRequest request;
-  return CallAndWait(stub_.get(), &Async::ListCheckpoints, request, absl::Now() + timeout);
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::ListCheckpointsResponse response;
+  grpc::Status s = stub_->ListCheckpoints(&context, v1::ListCheckpointsRequest(), &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
 }
 
 absl::StatusOr<v1::ReplicaReadyResponse> CoordinatorClient::ReplicaReady(
     const v1::ReplicaReadyRequest& request, absl::Duration timeout) {
-  return CallAndWait(stub_.get(), &Async::ReplicaReady, request, absl::Now() + timeout);
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Now() + timeout);
+  v1::ReplicaReadyResponse response;
+  grpc::Status s = stub_->ReplicaReady(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
 }
 
 }  // namespace cairn

@@ -37,6 +37,8 @@ class CoordinatorClient final : public CoordinatorChannel {
                                                   absl::Duration timeout) override;
   absl::StatusOr<v1::GetPartitionMapResponse> GetPartitionMap(absl::Duration timeout) override;
   // Long poll: returns when the map version exceeds `known_version` or after `wait`.
+  // Its answer comes on one of gRPC's callback threads (the caller's thread
+  // polls nothing while it waits): never call it on one of those.
   absl::StatusOr<v1::GetPartitionMapResponse> WatchPartitionMap(uint64_t known_version,
                                                                 absl::Duration wait) override;
   absl::Status Leave(const v1::LeaveRequest& request, absl::Duration timeout) override;
