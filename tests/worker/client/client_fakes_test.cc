@@ -624,18 +624,24 @@ TEST_CASE("PushClockAndPull of a push to two servers sends a ClockRequest to the
   CHECK(Ticks(rig.shard(1)) == std::vector<int64_t>{1, -1});
 }
 
+// PushClockAndPullRows of `keys`, the pull refused by `server`
+// (InvalidArgument): the push goes through, the pull's error is returned.
+absl::Status PushAndRefusedPull(Rig& rig, uint32_t server, const std::vector<Key>& keys) {
+  rig.shard(server).FailNext(FakeShard::Rpc::kPull,
+                             grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "refused"));
+  const std::vector<float> grads = Grads(keys);
+  std::vector<float> next(keys.size() * 2);
+  absl::Status pulled;
+  const absl::Status pushed = PushClockAndPullRows(rig, keys, grads, absl::MakeSpan(next), &pulled);
+  CHECK(pushed.ok());
+  return pulled;
+}
+
 TEST_CASE("a pull refused after a push to two servers still ends the iteration on both with "
           "ClockRequests",
           "[client][clock]") {
   Rig rig;
-  rig.shard(1).FailNext(FakeShard::Rpc::kPull,
-                        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "refused"));
-  const std::vector<Key> keys = KeysOfBothGroups();
-  const std::vector<float> grads = Grads(keys);
-  std::vector<float> next(keys.size() * 2);
-  absl::Status pulled;
-  REQUIRE(PushClockAndPullRows(rig, keys, grads, absl::MakeSpan(next), &pulled).ok());
-  CHECK(absl::IsInvalidArgument(pulled));
+  CHECK(absl::IsInvalidArgument(PushAndRefusedPull(rig, 1, KeysOfBothGroups())));
   CHECK(rig.client->clock() == 1);
   REQUIRE(rig.client->Finish().ok());
   CHECK(Ticks(rig.shard(0)) == std::vector<int64_t>{1, -1});  // idempotent beside the pull's
@@ -646,17 +652,13 @@ TEST_CASE("a pull ahead that fails leaves the push and the new iteration, and a 
           "it again",
           "[client][clock]") {
   Rig rig;
-  rig.shard(0).FailNext(FakeShard::Rpc::kPull,
-                        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "refused"));
   const std::vector<Key> keys = KeysOfGroup(0, 4);
-  const std::vector<float> grads = Grads(keys);
-  std::vector<float> next(keys.size() * 2);
-  absl::Status pulled;
-  REQUIRE(PushClockAndPullRows(rig, keys, grads, absl::MakeSpan(next), &pulled).ok());
+  const absl::Status pulled = PushAndRefusedPull(rig, 0, keys);
   CHECK(absl::IsInvalidArgument(pulled));
   CHECK_THAT(std::string(pulled.message()), Catch::Contains("pull of iteration 1 ahead"));
   CHECK(rig.client->clock() == 1);
   CHECK(rig.shard(0).applied() == 1);
+  std::vector<float> next(keys.size() * 2);
   REQUIRE(rig.client->PullAndWait({}, {SparseRows{"emb", keys, absl::MakeSpan(next)}}).ok());
   CHECK(next[0] == static_cast<float>(keys[0]));
   const std::vector<v1::PullRequest> pulls = rig.shard(0).pulls();
