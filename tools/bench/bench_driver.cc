@@ -22,7 +22,7 @@ namespace {
 constexpr absl::Duration kConnectTimeout = absl::Seconds(30);
 
 // Times one group; page faults counted here and in `server_pid`, and the
-// server's CPU time.
+// CPU time of both.
 absl::StatusOr<Row> TimeRow(const DriverOptions& options, const CaseGroup& group,
                             CaseRunner* runner) {
   Row row{options.method, group.operation, runner->value_bytes(), group.rows, {}};
@@ -32,6 +32,7 @@ absl::StatusOr<Row> TimeRow(const DriverOptions& options, const CaseGroup& group
     ASSIGN_OR_RETURN(c.caller_faults, MinorFaults(getpid()));
     ASSIGN_OR_RETURN(c.server_faults, MinorFaults(server));
     ASSIGN_OR_RETURN(c.server_cpu_seconds, CpuSeconds(server));
+    ASSIGN_OR_RETURN(c.caller_cpu_seconds, CpuSeconds(getpid()));
     return c;
   };
   absl::StatusOr<Timing> timed = TimeCase(runner->Step(options.method), options.timing, sample);

@@ -74,6 +74,7 @@ absl::StatusOr<Timing> TimeCase(const std::function<absl::Status()>& step,
     timing.counters.caller_faults = after.caller_faults - before.caller_faults;
     timing.counters.server_faults = after.server_faults - before.server_faults;
     timing.counters.server_cpu_seconds = after.server_cpu_seconds - before.server_cpu_seconds;
+    timing.counters.caller_cpu_seconds = after.caller_cpu_seconds - before.caller_cpu_seconds;
   }
   std::sort(timing.seconds.begin(), timing.seconds.end());
   return timing;
@@ -90,6 +91,11 @@ double Row::ServerCpuMsPerIteration() const {
   return timing.counters.server_cpu_seconds * 1e3 / static_cast<double>(timing.iterations);
 }
 
+double Row::CallerCpuMsPerIteration() const {
+  if (timing.iterations <= 0) return 0;
+  return timing.counters.caller_cpu_seconds * 1e3 / static_cast<double>(timing.iterations);
+}
+
 double Row::FaultsPerIteration(int64_t faults) const {
   if (timing.iterations <= 0) return 0;
   return static_cast<double>(faults) / static_cast<double>(timing.iterations);
@@ -98,8 +104,8 @@ double Row::FaultsPerIteration(int64_t faults) const {
 std::string MarkdownTable(const std::vector<Row>& rows) {
   std::string out =
       "| case | iterations | MB/s | rows/s | p50 ms | p99 ms | Cairn/unary | Cairn/stream "
-      "| Cairn/memcpy | faults/iter | server CPU ms/iter |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| Cairn/memcpy | faults/iter | worker CPU ms/iter | server CPU ms/iter |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Row& row : rows) {
     const bool cairn = IsCairnMethod(row.method);
     const std::string rows_per_s =
@@ -108,7 +114,7 @@ std::string MarkdownTable(const std::vector<Row>& rows) {
                                                    row.timing.total_seconds)
                      : "";
     absl::StrAppendFormat(&out,
-                          "| %s | %d | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f / %.0f | %.3f |\n",
+                          "| %s | %d | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f / %.0f | %.3f | %.3f |\n",
                           row.Name(), row.timing.iterations, row.MegabytesPerSecond(),
                           rows_per_s, row.timing.Quantile(0.5) * 1e3,
                           row.timing.Quantile(0.99) * 1e3,
@@ -117,7 +123,7 @@ std::string MarkdownTable(const std::vector<Row>& rows) {
                           cairn ? Ratio(row, FindReference(rows, row, "memcpy")) : "",
                           row.FaultsPerIteration(row.timing.counters.caller_faults),
                           row.FaultsPerIteration(row.timing.counters.server_faults),
-                          row.ServerCpuMsPerIteration());
+                          row.CallerCpuMsPerIteration(), row.ServerCpuMsPerIteration());
   }
   return out;
 }
@@ -142,6 +148,7 @@ nlohmann::json RowsToJson(const std::vector<Row>& rows) {
         row.FaultsPerIteration(row.timing.counters.caller_faults);
     j["server_minor_faults_per_iteration"] =
         row.FaultsPerIteration(row.timing.counters.server_faults);
+    j["worker_cpu_ms_per_iteration"] = row.CallerCpuMsPerIteration();
     j["server_cpu_ms_per_iteration"] = row.ServerCpuMsPerIteration();
     if (IsCairnMethod(row.method)) {
       for (const char* ref : {"unary", "stream", "memcpy"}) {
@@ -192,7 +199,8 @@ nlohmann::json RowsToRawJson(const std::vector<Row>& rows) {
                    {"seconds", row.timing.seconds},
                    {"caller_faults", row.timing.counters.caller_faults},
                    {"server_faults", row.timing.counters.server_faults},
-                   {"server_cpu_seconds", row.timing.counters.server_cpu_seconds}});
+                   {"server_cpu_seconds", row.timing.counters.server_cpu_seconds},
+                   {"caller_cpu_seconds", row.timing.counters.caller_cpu_seconds}});
   }
   return out;
 }
@@ -212,6 +220,7 @@ absl::StatusOr<std::vector<Row>> RowsFromRawJson(const nlohmann::json& json) {
       row.timing.counters.caller_faults = j.at("caller_faults").get<int64_t>();
       row.timing.counters.server_faults = j.at("server_faults").get<int64_t>();
       row.timing.counters.server_cpu_seconds = j.at("server_cpu_seconds").get<double>();
+      row.timing.counters.caller_cpu_seconds = j.at("caller_cpu_seconds").get<double>();
       rows.push_back(std::move(row));
     }
   } catch (const nlohmann::json::exception& e) {

@@ -10,9 +10,11 @@
 //   faults  minor page faults per iteration in the calling process (the
 //           worker: client library or reference client) / in the serving
 //           process (cairn-server or the reference server).
-//   server CPU  ms of CPU (user + system, all threads) the serving process
-//           spent per iteration: less noisy than MB/s on a shared machine,
-//           and comparable between Cairn's server and the reference's.
+//   worker CPU / server CPU  ms of CPU (user + system, all threads) the
+//           calling process (Cairn's client library or the reference client)
+//           / the serving process spent per iteration: less noisy than MB/s
+//           on a shared machine, and comparable between Cairn and the
+//           reference on either side.
 //   ratios  a Cairn row's MB/s divided by the unary / stream reference's MB/s
 //           for the same operation and bytes.
 #ifndef CAIRN_TOOLS_BENCH_BENCH_REPORT_H_
@@ -41,6 +43,7 @@ struct Counters {
   int64_t caller_faults = 0;
   int64_t server_faults = 0;
   double server_cpu_seconds = 0;
+  double caller_cpu_seconds = 0;
 };
 
 struct Timing {
@@ -75,6 +78,8 @@ struct Row {
   double FaultsPerIteration(int64_t faults) const;
   // The serving process's CPU ms per iteration.
   double ServerCpuMsPerIteration() const;
+  // The calling process's CPU ms per iteration.
+  double CallerCpuMsPerIteration() const;
   std::string Name() const { return method + " " + operation; }
 };
 

@@ -254,8 +254,8 @@ void PrintReport(const std::string& command, const std::vector<Row>& rows) {
             << "MB/s = value bytes / s (1 MB = 1e6 B; keys not counted); p50/p99 = latency "
                "of one push or pull; ratios = Cairn MB/s / reference MB/s (memcpy: one copy of "
                "the values in one process); faults/iter = "
-               "minor page faults per iteration, worker process / server process; server CPU = "
-               "ms of CPU the serving process spent per iteration\n\n"
+               "minor page faults per iteration, worker process / server process; worker CPU, "
+               "server CPU = ms of CPU the calling / serving process spent per iteration\n\n"
             << MarkdownTable(rows) << TlsCostTable(rows);
 }
 
