@@ -197,6 +197,38 @@ void CheckpointSeeds() {
   Write("checkpoint_codec", "workers", std::string(1, '\x02') + checkpoint::EncodeWorkers(w));
 }
 
+// A pull's answer as a worker receives it: the first byte is the slice
+// length the target cuts the rest into (0: one slice).
+void PullReplySeeds() {
+  v1::PullResponse r;
+  r.set_min_clock(3);
+  v1::TableValues* dense = r.add_tables();
+  dense->set_table_id(0);
+  dense->set_table("w");
+  dense->add_shape(16);
+  dense->add_shape(8);
+  std::vector<float> values(128);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i);
+  dense->set_values(std::string(reinterpret_cast<const char*>(values.data()),
+                                values.size() * sizeof(float)));
+  v1::TableValues* half = r.add_tables();
+  half->set_table_id(1);
+  half->set_table("emb");
+  half->add_shape(4);
+  half->add_shape(8);
+  half->set_dtype(v1::DTYPE_BFLOAT16);
+  half->set_values(std::string(64, '\x3f'));
+  v1::TableValues* shared = r.add_tables();
+  shared->set_table_id(2);
+  shared->set_table("b");
+  shared->mutable_shared()->set_region(1);
+  shared->mutable_shared()->set_offset(4096);
+  shared->mutable_shared()->set_length(512);
+  Write("pull_reply", "three-tables-one-slice", std::string(1, '\0') + Bytes(r));
+  Write("pull_reply", "three-tables-slices-of-7", std::string(1, '\x07') + Bytes(r));
+  Write("pull_reply", "three-tables-slices-of-64", std::string(1, '\x40') + Bytes(r));
+}
+
 void ShardSeeds() {
   const v1::JobSpec job = FuzzJob();
   const std::vector<std::vector<Key>> keys = AllKeys(job);
@@ -352,6 +384,7 @@ int main(int argc, char** argv) {
   cairn::fuzz::SafetensorsSeeds();
   cairn::fuzz::CheckpointSeeds();
   cairn::fuzz::ShardSeeds();
+  cairn::fuzz::PullReplySeeds();
   cairn::fuzz::ReplicaSeeds();
   cairn::fuzz::CoordinatorSeeds();
   std::printf("seeds written under %s\n", argv[1]);

@@ -421,9 +421,9 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
           for (size_t e = 0; e < piece->request.entries.size(); ++e) {
             const auto& [input, idx] = piece->request.entries[e];
             const TableInput& in = op->inputs[input];
-            absl::StatusOr<absl::Span<const char>> values =
+            absl::StatusOr<ValuePieces> values =
                 static_cast<int>(e) < piece->pull_response.tables_size()
-                    ? piece->channel->PulledValues(piece->pull_response.tables(e))
+                    ? piece->channel->PulledValues(piece->pull_response, static_cast<int>(e))
                     : absl::InvalidArgumentError("no values");
             if (!values.ok() ||
                 !ScatterPulled(in, idx, piece->pull_response.tables(e).dtype(), *values)) {

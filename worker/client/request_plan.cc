@@ -175,19 +175,56 @@ uint64_t BuildPullRequest(absl::Span<const TableInput> inputs, const InputIndice
 }
 
 bool ScatterPulled(const TableInput& in, const std::vector<uint32_t>& indices, v1::DType dtype,
-                   absl::Span<const char> values) {
+                   absl::Span<const absl::Span<const char>> values) {
   dtype = WireDtypeOrFloat32(dtype);
   if (!IsWireDtype(dtype)) return false;
   const size_t value_bytes = WireBytes(dtype);
-  const char* src = values.data();
-  const char* end = src + values.size();
+  size_t piece = 0;
+  const char* src = values.empty() ? nullptr : values[0].data();
+  const char* end = values.empty() ? nullptr : src + values[0].size();
+  // Moves to the next piece with bytes in it; false when none is left.
+  auto next_piece = [&] {
+    while (src == end) {
+      if (++piece >= values.size()) return false;
+      src = values[piece].data();
+      end = src + values[piece].size();
+    }
+    return true;
+  };
   for (uint32_t j : indices) {
-    const size_t floats = FloatsOf(in, j);
-    if (static_cast<size_t>(end - src) < floats * value_bytes) return false;
-    DecodeValues(src, floats, dtype, in.out + OffsetOf(in, j));
-    src += floats * value_bytes;
+    size_t floats = FloatsOf(in, j);
+    float* out = in.out + OffsetOf(in, j);
+    if (floats == 0) continue;
+    if (!next_piece()) return false;
+    // The usual case: the whole row or chunk within one piece.
+    if (static_cast<size_t>(end - src) >= floats * value_bytes) {
+      DecodeValues(src, floats, dtype, out);
+      src += floats * value_bytes;
+      continue;
+    }
+    while (floats > 0) {
+      if (!next_piece()) return false;
+      const size_t whole = std::min(floats, static_cast<size_t>(end - src) / value_bytes);
+      if (whole > 0) {
+        DecodeValues(src, whole, dtype, out);
+        src += whole * value_bytes;
+        out += whole;
+        floats -= whole;
+        continue;
+      }
+      // A value cut between two pieces.
+      char value[sizeof(float)];
+      for (size_t b = 0; b < value_bytes; ++b) {
+        if (!next_piece()) return false;
+        value[b] = *src++;
+      }
+      DecodeValues(value, 1, dtype, out);
+      ++out;
+      --floats;
+    }
   }
-  return src == end;
+  // Nothing may be left over.
+  return !next_piece();
 }
 
 }  // namespace cairn

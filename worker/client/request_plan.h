@@ -118,11 +118,17 @@ uint64_t BuildPullRequest(absl::Span<const TableInput> inputs, const InputIndice
 
 // Copies the answer to one entry of a pull, `values` in `dtype` (the
 // TableValues' dtype; UNSPECIFIED reads as float32), into `in.out` at
-// `indices`, widened to float32. False, with nothing promised about
-// `in.out`, when the dtype is not a wire dtype or the bytes are not exactly
-// the indices' values.
+// `indices`, widened to float32. `values` may come in several pieces (as
+// gRPC received them: pull_reply_reader.h), cut anywhere, even inside a
+// value. False, with nothing promised about `in.out`, when the dtype is not
+// a wire dtype or the bytes are not exactly the indices' values.
 bool ScatterPulled(const TableInput& in, const std::vector<uint32_t>& indices, v1::DType dtype,
-                   absl::Span<const char> values);
+                   absl::Span<const absl::Span<const char>> values);
+// The same with the values in one piece.
+inline bool ScatterPulled(const TableInput& in, const std::vector<uint32_t>& indices,
+                          v1::DType dtype, absl::Span<const char> values) {
+  return ScatterPulled(in, indices, dtype, absl::MakeConstSpan(&values, 1));
+}
 
 }  // namespace cairn
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "cairn/v1/shard.grpc.pb.h"
@@ -40,11 +41,6 @@ class QueuedCall final : public CqTag {
     generic_ = std::move(reader);
     return generic_.get();
   }
-  grpc::ClientAsyncResponseReader<v1::PullResponse>* Hold(
-      std::unique_ptr<grpc::ClientAsyncResponseReader<v1::PullResponse>> reader) {
-    pull_ = std::move(reader);
-    return pull_.get();
-  }
 
   // `ok` is always true for a unary call's Finish.
   void Complete(bool /*ok*/) override {
@@ -56,7 +52,32 @@ class QueuedCall final : public CqTag {
   ShardChannel::Done finish_;
   grpc::Status status_;
   std::unique_ptr<grpc::GenericClientAsyncResponseReader> generic_;
-  std::unique_ptr<grpc::ClientAsyncResponseReader<v1::PullResponse>> pull_;
+};
+
+// The answers of pulls through gRPC whose `done` is running, by the
+// response they were read into: where PulledValues finds their values.
+class ReceivedPulls {
+ public:
+  void Add(const v1::PullResponse* response, const ReceivedPull* received)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    by_response_[response] = received;
+  }
+  void Remove(const v1::PullResponse* response) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    by_response_.erase(response);
+  }
+  // Null when `response` was not read from gRPC's bytes by this channel.
+  const ReceivedPull* Find(const v1::PullResponse* response) const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    auto it = by_response_.find(response);
+    return it == by_response_.end() ? nullptr : it->second;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<const v1::PullResponse*, const ReceivedPull*> by_response_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // A region the server accepted, and the space in it.
@@ -165,26 +186,47 @@ class GrpcShardChannel final : public ShardChannel {
     } else {
       request->clear_reply_to();
     }
-    Done finish = [counters = counters_, response, link, at,
-                   done = std::move(done)](grpc::Status status) {
+    // The request through the generic stub, so that the answer's values
+    // are read from the slices gRPC received them in (pull_reply_reader.h).
+    auto request_bytes = std::make_shared<grpc::ByteBuffer>();
+    bool own = false;
+    grpc::Status serialized =
+        grpc::SerializationTraits<v1::PullRequest>::Serialize(*request, request_bytes.get(), &own);
+    if (!serialized.ok()) {
+      // Only a request past protobuf's 2 GiB limit; the call ends CANCELLED
+      // the usual way, on the thread its `done` is promised to.
+      LOG_ERROR("a pull to server {} cannot be serialized: {}", address_,
+                serialized.error_message());
+      context->TryCancel();
+    }
+    auto reply = std::make_shared<ReceivedPull>();
+    Done finish = [counters = counters_, received = received_, response, link, at, request_bytes,
+                   reply, done = std::move(done)](grpc::Status status) {
+      if (status.ok()) {
+        if (absl::Status read = reply->Read(response); !read.ok()) status = ToGrpcStatus(read);
+      }
       if (at.has_value() && status.ok()) {
         uint64_t bytes = 0;
         for (const v1::TableValues& t : response->tables()) bytes += t.shared().length();
         if (bytes > 0) Count(counters.get(), bytes);
       }
+      if (status.ok()) received->Add(response, reply.get());
       done(status);
+      if (status.ok()) received->Remove(response);
       // The server may still write into a failed call's range.
       if (at.has_value()) Release(*link, *at, status.ok());
     };
     if (cq == nullptr) {
-      stub_->async()->Pull(context, request, response, std::move(finish));
+      raw_.UnaryCall(context, kPullMethod, grpc::StubOptions(), request_bytes.get(),
+                     reply->bytes(), std::move(finish));
       return;
     }
+    grpc::ByteBuffer* into = reply->bytes();
     auto* call = new QueuedCall(std::move(finish));
-    grpc::ClientAsyncResponseReader<v1::PullResponse>* reader =
-        call->Hold(stub_->PrepareAsyncPull(context, *request, cq));
+    grpc::GenericClientAsyncResponseReader* reader =
+        call->Hold(raw_.PrepareUnaryCall(context, kPullMethod, *request_bytes, cq));
     reader->StartCall();
-    reader->Finish(response, call->status(), call);
+    reader->Finish(into, call->status(), call);
   }
 
   void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
@@ -194,10 +236,14 @@ class GrpcShardChannel final : public ShardChannel {
 
   bool SharesMemory() const override { return link() != nullptr; }
 
-  absl::StatusOr<absl::Span<const char>> PulledValues(
-      const v1::TableValues& values) const override {
+  absl::StatusOr<ValuePieces> PulledValues(const v1::PullResponse& response,
+                                           int table) const override {
+    const v1::TableValues& values = response.tables(table);
     if (!values.has_shared()) {
-      return absl::Span<const char>(values.values().data(), values.values().size());
+      if (const ReceivedPull* received = received_->Find(&response); received != nullptr) {
+        return received->values(table);
+      }
+      return ShardChannel::PulledValues(response, table);
     }
     std::shared_ptr<SharedLink> link = this->link();
     const v1::SharedRange& r = values.shared();
@@ -207,7 +253,7 @@ class GrpcShardChannel final : public ShardChannel {
     }
     absl::StatusOr<absl::Span<char>> span = link->region->Range(r.offset(), r.length());
     if (!span.ok()) return absl::InternalError(span.status().message());
-    return absl::Span<const char>(span->data(), span->size());
+    return ValuePieces{absl::Span<const char>(span->data(), span->size())};
   }
 
  private:
@@ -361,6 +407,7 @@ class GrpcShardChannel final : public ShardChannel {
   const std::unique_ptr<v1::ParameterService::Stub> stub_;
   grpc::GenericStub raw_;
   std::atomic<bool> full_noted_{false};
+  const std::shared_ptr<ReceivedPulls> received_ = std::make_shared<ReceivedPulls>();
 
   mutable absl::Mutex mu_;
   std::shared_ptr<SharedLink> link_ ABSL_GUARDED_BY(mu_);

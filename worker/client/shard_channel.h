@@ -17,6 +17,7 @@
 #include "absl/types/span.h"
 #include "cairn/v1/shard.pb.h"
 #include "common/backoff.h"
+#include "worker/client/pull_reply_reader.h"
 
 namespace grpc {
 class ByteBuffer;
@@ -97,12 +98,15 @@ class ShardChannel {
   // when the region has no room for it.
   virtual bool SharesMemory() const { return false; }
 
-  // The value bytes of one table of a pull's answer: its `values`, or its
-  // range of this channel's shared region. Valid while the pull's `done`
-  // runs. INTERNAL, naming the range, when it is not within the region.
-  virtual absl::StatusOr<absl::Span<const char>> PulledValues(
-      const v1::TableValues& values) const {
-    return absl::Span<const char>(values.values().data(), values.values().size());
+  // The value bytes of table `table` of a pull's answer `response`: its
+  // `values`, its range of this channel's shared region, or the pieces of
+  // the reply as gRPC received it (pull_reply_reader.h). Valid while the
+  // pull's `done` runs, and to be asked for only there. INTERNAL, naming
+  // the range, when it is not within the region.
+  virtual absl::StatusOr<ValuePieces> PulledValues(const v1::PullResponse& response,
+                                                   int table) const {
+    const std::string& values = response.tables(table).values();
+    return ValuePieces{absl::Span<const char>(values.data(), values.size())};
   }
 };
 

@@ -286,5 +286,39 @@ TEST_CASE("ScatterPulled puts rows where the caller asked and refuses an answer 
   CHECK_FALSE(ScatterPulled(in, {2, 0}, v1::DTYPE_FLOAT64, bytes));           // not a wire dtype
 }
 
+TEST_CASE("ScatterPulled reads an answer cut into pieces anywhere, inside a value too") {
+  const v1::TableSpec sparse = Sparse(1, 3);
+  const std::vector<Key> keys = {40, 41};
+  const std::vector<float> answer = {1, 2, 3, 4, 5, 6};  // rows of indices 1 then 0
+  for (v1::DType dtype : {v1::DTYPE_FLOAT32, v1::DTYPE_BFLOAT16}) {
+    std::string bytes(answer.size() * WireBytes(dtype), '\0');
+    EncodeValues(answer.data(), answer.size(), dtype, bytes.data());
+    const std::vector<float> expected = {4, 5, 6, 1, 2, 3};
+    // Every split into three pieces, empty ones included.
+    for (size_t a = 0; a <= bytes.size(); ++a) {
+      for (size_t b = a; b <= bytes.size(); ++b) {
+        CAPTURE(dtype, a, b);
+        std::vector<float> out(6, 0.0f);
+        const TableInput in{&sparse, keys.data(), keys.size(), 0, out.data(), nullptr};
+        const std::vector<absl::Span<const char>> pieces = {
+            absl::MakeConstSpan(bytes.data(), a), absl::MakeConstSpan(bytes.data() + a, b - a),
+            absl::MakeConstSpan(bytes.data() + b, bytes.size() - b)};
+        CHECK(ScatterPulled(in, {1, 0}, dtype, pieces));
+        CHECK(out == expected);
+        // A byte too many or too few, wherever the cut.
+        const std::string longer = bytes.substr(b) + "x";
+        CHECK_FALSE(ScatterPulled(in, {1, 0}, dtype,
+                                  {absl::MakeConstSpan(bytes.data(), b),
+                                   absl::MakeConstSpan(longer.data(), longer.size())}));
+        if (a < bytes.size()) {
+          CHECK_FALSE(ScatterPulled(in, {1, 0}, dtype,
+                                    {absl::MakeConstSpan(bytes.data(), a),
+                                     absl::MakeConstSpan(bytes.data() + a, bytes.size() - a - 1)}));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cairn

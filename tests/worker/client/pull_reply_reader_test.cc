@@ -1,0 +1,108 @@
+// A pull's answer read from the slices gRPC received it in
+// (worker/client/pull_reply_reader.h): every field as protobuf parses it,
+// each table's values as pieces of those slices, wherever the slices are
+// cut; bytes that are not a PullResponse are refused.
+#include "worker/client/pull_reply_reader.h"
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "google/protobuf/util/message_differencer.h"
+
+namespace cairn {
+namespace {
+
+v1::PullResponse Answer() {
+  v1::PullResponse r;
+  r.set_min_clock(7);
+  v1::TableValues* w = r.add_tables();
+  w->set_table_id(3);
+  w->set_table("w");
+  w->add_shape(40);
+  w->add_shape(3);
+  w->set_dtype(v1::DTYPE_BFLOAT16);
+  for (int i = 0; i < 300; ++i) w->mutable_values()->push_back(static_cast<char>(i * 7));
+  v1::TableValues* empty = r.add_tables();
+  empty->set_table_id(4);
+  empty->set_table("nothing pulled");
+  v1::TableValues* shared = r.add_tables();
+  shared->set_table_id(5);
+  shared->mutable_shared()->set_region(2);
+  shared->mutable_shared()->set_offset(4096);
+  shared->mutable_shared()->set_length(64);
+  return r;
+}
+
+// `wire` in slices of `cut` bytes (the last shorter).
+void Fill(ReceivedPull* received, const std::string& wire, size_t cut) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < wire.size(); at += cut) {
+    const std::string part = wire.substr(at, cut);
+    slices.emplace_back(part.data(), part.size());
+  }
+  *received->bytes() = grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+std::string Joined(const ValuePieces& pieces) {
+  std::string s;
+  for (absl::Span<const char> p : pieces) s.append(p.data(), p.size());
+  return s;
+}
+
+TEST_CASE("ReceivedPull reads every field and leaves the values in the received slices") {
+  const v1::PullResponse sent = Answer();
+  const std::string wire = sent.SerializeAsString();
+  for (size_t cut : {size_t{1}, size_t{5}, size_t{64}, wire.size()}) {
+    CAPTURE(cut);
+    ReceivedPull received;
+    Fill(&received, wire, cut);
+    v1::PullResponse read;
+    read.set_min_clock(99);  // cleared first
+    read.add_tables();
+    REQUIRE(received.Read(&read).ok());
+
+    v1::PullResponse expected = sent;
+    for (v1::TableValues& t : *expected.mutable_tables()) t.clear_values();
+    CHECK(google::protobuf::util::MessageDifferencer::Equals(read, expected));
+    CHECK(Joined(received.values(0)) == sent.tables(0).values());
+    CHECK(received.values(1).empty());
+    CHECK(received.values(2).empty());
+    // Pieces of the slices, not one copy (gRPC merges slices of a few bytes
+    // as they are added, so only larger ones show as they were cut).
+    if (cut == 64) CHECK(received.values(0).size() >= sent.tables(0).values().size() / cut);
+    if (cut == wire.size()) CHECK(received.values(0).size() == 1);
+  }
+}
+
+TEST_CASE("ReceivedPull refuses bytes that are not a whole PullResponse") {
+  const std::string wire = Answer().SerializeAsString();
+  v1::PullResponse read;
+  SECTION("cut short inside a table's values") {
+    ReceivedPull received;
+    Fill(&received, wire.substr(0, 100), 16);
+    const absl::Status s = received.Read(&read);
+    CHECK(s.code() == absl::StatusCode::kInternal);
+    CHECK_THAT(std::string(s.message()), Catch::Contains("malformed"));
+  }
+  SECTION("cut short inside a table's other fields") {
+    v1::PullResponse one;
+    one.add_tables()->set_table("a name longer than the cut");
+    ReceivedPull received;
+    Fill(&received, one.SerializeAsString().substr(0, 10), 3);
+    CHECK(received.Read(&read).code() == absl::StatusCode::kInternal);
+  }
+  SECTION("a wire type protobuf no longer uses (a group)") {
+    ReceivedPull received;
+    Fill(&received, std::string("\x0b\x0c", 2), 1);
+    const absl::Status s = received.Read(&read);
+    CHECK(s.code() == absl::StatusCode::kInternal);
+    CHECK_THAT(std::string(s.message()), Catch::Contains("field 1"));
+  }
+}
+
+}  // namespace
+}  // namespace cairn

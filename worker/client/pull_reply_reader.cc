@@ -1,0 +1,154 @@
+#include "worker/client/pull_reply_reader.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace cairn {
+namespace {
+
+using google::protobuf::io::CodedInputStream;
+using google::protobuf::io::CodedOutputStream;
+using google::protobuf::io::StringOutputStream;
+
+// Protobuf's wire types (encoding guide, "Message Structure").
+constexpr uint32_t kVarint = 0;
+constexpr uint32_t kFixed64 = 1;
+constexpr uint32_t kLengthDelimited = 2;
+constexpr uint32_t kFixed32 = 5;
+
+constexpr uint32_t Tag(int field, uint32_t wire_type) {
+  return (static_cast<uint32_t>(field) << 3) | wire_type;
+}
+
+absl::Status Malformed(absl::string_view what, const CodedInputStream& in) {
+  return absl::InternalError(absl::StrCat("the server's PullResponse is malformed: ", what,
+                                          " at byte ", in.CurrentPosition()));
+}
+
+// Reads the field whose tag was just read and writes it, tag and all, to
+// `out`: the fields other than values, for protobuf to parse afterwards.
+bool CopyField(CodedInputStream* in, uint32_t tag, CodedOutputStream* out) {
+  out->WriteTag(tag);
+  switch (tag & 7) {
+    case kVarint: {
+      uint64_t v;
+      if (!in->ReadVarint64(&v)) return false;
+      out->WriteVarint64(v);
+      return true;
+    }
+    case kFixed64: {
+      uint64_t v;
+      if (!in->ReadLittleEndian64(&v)) return false;
+      out->WriteLittleEndian64(v);
+      return true;
+    }
+    case kFixed32: {
+      uint32_t v;
+      if (!in->ReadLittleEndian32(&v)) return false;
+      out->WriteLittleEndian32(v);
+      return true;
+    }
+    case kLengthDelimited: {
+      uint32_t length;
+      std::string bytes;
+      if (!in->ReadVarint32(&length) || !in->ReadString(&bytes, static_cast<int>(length))) {
+        return false;
+      }
+      out->WriteVarint32(length);
+      out->WriteString(bytes);
+      return true;
+    }
+    default:  // groups: not in cairn.v1
+      return false;
+  }
+}
+
+// Takes the next `length` bytes as spans of the stream's buffers.
+bool TakePieces(CodedInputStream* in, uint32_t length, ValuePieces* pieces) {
+  while (length > 0) {
+    const void* data;
+    int size;
+    if (!in->GetDirectBufferPointer(&data, &size) || size <= 0) return false;
+    const uint32_t take = std::min(length, static_cast<uint32_t>(size));
+    pieces->emplace_back(static_cast<const char*>(data), take);
+    if (!in->Skip(static_cast<int>(take))) return false;
+    length -= take;
+  }
+  return true;
+}
+
+// One TableValues, within a limit the caller pushed.
+absl::Status ReadTable(CodedInputStream* in, v1::TableValues* table, ValuePieces* pieces) {
+  std::string rest;
+  {
+    StringOutputStream stream(&rest);
+    CodedOutputStream out(&stream);
+    while (const uint32_t tag = in->ReadTag()) {
+      if (tag == Tag(v1::TableValues::kValuesFieldNumber, kLengthDelimited)) {
+        pieces->clear();  // a field given twice: the last one counts, as in protobuf
+        uint32_t length;
+        if (!in->ReadVarint32(&length) || !TakePieces(in, length, pieces)) {
+          return Malformed("a table's values end early", *in);
+        }
+      } else if (!CopyField(in, tag, &out)) {
+        return Malformed(absl::StrCat("field ", tag >> 3, " of a table"), *in);
+      }
+    }
+    if (!in->ConsumedEntireMessage()) return Malformed("a table's tag", *in);
+  }
+  if (!rest.empty() && !table->MergeFromString(rest)) {
+    return absl::InternalError("the server's PullResponse has a table protobuf cannot parse");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ReceivedPull::ReceivedPull() : bytes_(std::make_unique<grpc::ByteBuffer>()) {}
+ReceivedPull::~ReceivedPull() = default;
+
+absl::Status ReceivedPull::Read(v1::PullResponse* response) {
+  response->Clear();
+  values_.clear();
+  reader_ = std::make_unique<grpc::ProtoBufferReader>(bytes_.get());
+  if (!reader_->status().ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot read the server's PullResponse: ", reader_->status().error_message()));
+  }
+  CodedInputStream in(reader_.get());
+  std::string rest;  // every field but the tables
+  {
+    StringOutputStream stream(&rest);
+    CodedOutputStream out(&stream);
+    while (const uint32_t tag = in.ReadTag()) {
+      if (tag == Tag(v1::PullResponse::kTablesFieldNumber, kLengthDelimited)) {
+        uint32_t length;
+        if (!in.ReadVarint32(&length)) return Malformed("a table's length", in);
+        const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(length));
+        if (absl::Status s = ReadTable(&in, response->add_tables(), &values_.emplace_back());
+            !s.ok()) {
+          return s;
+        }
+        if (in.BytesUntilLimit() != 0) return Malformed("a table ends early", in);
+        in.PopLimit(limit);
+      } else if (!CopyField(&in, tag, &out)) {
+        return Malformed(absl::StrCat("field ", tag >> 3), in);
+      }
+    }
+    if (!in.ConsumedEntireMessage()) return Malformed("a tag", in);
+  }
+  if (!rest.empty() && !response->MergeFromString(rest)) {
+    return absl::InternalError("the server's PullResponse has a field protobuf cannot parse");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn
