@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,28 @@ constexpr uint32_t Tag(int field, uint32_t wire_type) {
 absl::Status Malformed(absl::string_view what, const CodedInputStream& in) {
   return absl::InternalError(absl::StrCat("the server's PullResponse is malformed: ", what,
                                           " at byte ", in.CurrentPosition()));
+}
+
+// The next tag, 0 at the end of the message or its limit. A tag is at most
+// five bytes (protobuf refuses longer ones; CodedInputStream would cut them
+// to 32 bits): false for a longer one.
+bool NextTag(CodedInputStream* in, uint32_t* tag) {
+  const int before = in->CurrentPosition();
+  *tag = in->ReadTag();
+  return in->CurrentPosition() - before <= 5;
+}
+
+// A length of a length-delimited field: like protobuf, at most five bytes
+// and below 2^31.
+bool ReadLength(CodedInputStream* in, uint32_t* length) {
+  const int before = in->CurrentPosition();
+  uint64_t v;
+  if (!in->ReadVarint64(&v) || in->CurrentPosition() - before > 5 ||
+      v > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+    return false;
+  }
+  *length = static_cast<uint32_t>(v);
+  return true;
 }
 
 // Reads the field whose tag was just read and writes it, tag and all, to
@@ -59,7 +82,7 @@ bool CopyField(CodedInputStream* in, uint32_t tag, CodedOutputStream* out) {
     case kLengthDelimited: {
       uint32_t length;
       std::string bytes;
-      if (!in->ReadVarint32(&length) || !in->ReadString(&bytes, static_cast<int>(length))) {
+      if (!ReadLength(in, &length) || !in->ReadString(&bytes, static_cast<int>(length))) {
         return false;
       }
       out->WriteVarint32(length);
@@ -91,11 +114,14 @@ absl::Status ReadTable(CodedInputStream* in, v1::TableValues* table, ValuePieces
   {
     StringOutputStream stream(&rest);
     CodedOutputStream out(&stream);
-    while (const uint32_t tag = in->ReadTag()) {
+    uint32_t tag;
+    while (true) {
+      if (!NextTag(in, &tag)) return Malformed("a table's tag longer than 5 bytes", *in);
+      if (tag == 0) break;
       if (tag == Tag(v1::TableValues::kValuesFieldNumber, kLengthDelimited)) {
         pieces->clear();  // a field given twice: the last one counts, as in protobuf
         uint32_t length;
-        if (!in->ReadVarint32(&length) || !TakePieces(in, length, pieces)) {
+        if (!ReadLength(in, &length) || !TakePieces(in, length, pieces)) {
           return Malformed("a table's values end early", *in);
         }
       } else if (!CopyField(in, tag, &out)) {
@@ -128,10 +154,13 @@ absl::Status ReceivedPull::Read(v1::PullResponse* response) {
   {
     StringOutputStream stream(&rest);
     CodedOutputStream out(&stream);
-    while (const uint32_t tag = in.ReadTag()) {
+    uint32_t tag;
+    while (true) {
+      if (!NextTag(&in, &tag)) return Malformed("a tag longer than 5 bytes", in);
+      if (tag == 0) break;
       if (tag == Tag(v1::PullResponse::kTablesFieldNumber, kLengthDelimited)) {
         uint32_t length;
-        if (!in.ReadVarint32(&length)) return Malformed("a table's length", in);
+        if (!ReadLength(&in, &length)) return Malformed("a table's length", in);
         const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(length));
         if (absl::Status s = ReadTable(&in, response->add_tables(), &values_.emplace_back());
             !s.ok()) {

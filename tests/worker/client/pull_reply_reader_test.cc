@@ -95,6 +95,14 @@ TEST_CASE("ReceivedPull refuses bytes that are not a whole PullResponse") {
     Fill(&received, one.SerializeAsString().substr(0, 10), 3);
     CHECK(received.Read(&read).code() == absl::StatusCode::kInternal);
   }
+  SECTION("a tag longer than five bytes, which protobuf refuses") {
+    ReceivedPull received;
+    Fill(&received, std::string("\x8a\x80\x80\x80\x80\x00\x00", 7), 2);
+    const absl::Status s = received.Read(&read);
+    CHECK(s.code() == absl::StatusCode::kInternal);
+    CHECK_THAT(std::string(s.message()), Catch::Contains("longer than 5 bytes"));
+    CHECK_FALSE(read.ParseFromString(std::string("\x8a\x80\x80\x80\x80\x00\x00", 7)));
+  }
   SECTION("a wire type protobuf no longer uses (a group)") {
     ReceivedPull received;
     Fill(&received, std::string("\x0b\x0c", 2), 1);
