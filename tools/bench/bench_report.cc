@@ -114,7 +114,8 @@ std::string MarkdownTable(const std::vector<Row>& rows) {
                                                    row.timing.total_seconds)
                      : "";
     absl::StrAppendFormat(&out,
-                          "| %s | %d | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f / %.0f | %.3f | %.3f |\n",
+                          "| %s | %d | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f / %.0f "
+                          "| %.3f | %.3f |\n",
                           row.Name(), row.timing.iterations, row.MegabytesPerSecond(),
                           rows_per_s, row.timing.Quantile(0.5) * 1e3,
                           row.timing.Quantile(0.99) * 1e3,

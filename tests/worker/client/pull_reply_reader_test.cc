@@ -78,37 +78,34 @@ TEST_CASE("ReceivedPull reads every field and leaves the values in the received 
   }
 }
 
+// Read of `wire` cut into slices of `cut` bytes: INTERNAL, saying `what`.
+void ExpectRefused(const std::string& wire, size_t cut, const std::string& what) {
+  ReceivedPull received;
+  Fill(&received, wire, cut);
+  v1::PullResponse read;
+  const absl::Status s = received.Read(&read);
+  CHECK(s.code() == absl::StatusCode::kInternal);
+  CHECK_THAT(std::string(s.message()), Catch::Contains(what));
+}
+
 TEST_CASE("ReceivedPull refuses bytes that are not a whole PullResponse") {
   const std::string wire = Answer().SerializeAsString();
-  v1::PullResponse read;
   SECTION("cut short inside a table's values") {
-    ReceivedPull received;
-    Fill(&received, wire.substr(0, 100), 16);
-    const absl::Status s = received.Read(&read);
-    CHECK(s.code() == absl::StatusCode::kInternal);
-    CHECK_THAT(std::string(s.message()), Catch::Contains("malformed"));
+    ExpectRefused(wire.substr(0, 100), 16, "malformed");
   }
   SECTION("cut short inside a table's other fields") {
     v1::PullResponse one;
     one.add_tables()->set_table("a name longer than the cut");
-    ReceivedPull received;
-    Fill(&received, one.SerializeAsString().substr(0, 10), 3);
-    CHECK(received.Read(&read).code() == absl::StatusCode::kInternal);
+    ExpectRefused(one.SerializeAsString().substr(0, 10), 3, "malformed");
   }
   SECTION("a tag longer than five bytes, which protobuf refuses") {
-    ReceivedPull received;
-    Fill(&received, std::string("\x8a\x80\x80\x80\x80\x00\x00", 7), 2);
-    const absl::Status s = received.Read(&read);
-    CHECK(s.code() == absl::StatusCode::kInternal);
-    CHECK_THAT(std::string(s.message()), Catch::Contains("longer than 5 bytes"));
-    CHECK_FALSE(read.ParseFromString(std::string("\x8a\x80\x80\x80\x80\x00\x00", 7)));
+    const std::string long_tag("\x8a\x80\x80\x80\x80\x00\x00", 7);
+    ExpectRefused(long_tag, 2, "longer than 5 bytes");
+    v1::PullResponse parsed;
+    CHECK_FALSE(parsed.ParseFromString(long_tag));
   }
   SECTION("a wire type protobuf no longer uses (a group)") {
-    ReceivedPull received;
-    Fill(&received, std::string("\x0b\x0c", 2), 1);
-    const absl::Status s = received.Read(&read);
-    CHECK(s.code() == absl::StatusCode::kInternal);
-    CHECK_THAT(std::string(s.message()), Catch::Contains("field 1"));
+    ExpectRefused(std::string("\x0b\x0c", 2), 1, "field 1");
   }
 }
 
