@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -94,23 +95,28 @@ InputIndices ClientImpl::ServeFromCache(Op* op) {
   for (size_t i = 0; i < n_inputs; ++i) {
     const TableInput& in = op->inputs[i];
     op->generations[i] = cache_.Generation(in.spec->id());
-    keys.clear();
-    outs.clear();
-    floats.clear();
-    for (uint32_t j = 0; j < in.n; ++j) {
-      keys.push_back(KeyOf(in, j));
-      outs.push_back(in.out + OffsetOf(in, j));
-      floats.push_back(FloatsOf(in, j));
-    }
-    if (Cacheable(*in.spec)) {
+    std::vector<uint32_t> missing;
+    if (!cache_.enabled() || !Cacheable(*in.spec)) {
+      // Nothing to look up: every index goes to the servers.
+      missing.resize(in.n);
+      std::iota(missing.begin(), missing.end(), 0u);
+    } else {
+      keys.clear();
+      outs.clear();
+      floats.clear();
+      keys.reserve(in.n);
+      outs.reserve(in.n);
+      floats.reserve(in.n);
+      for (uint32_t j = 0; j < in.n; ++j) {
+        keys.push_back(KeyOf(in, j));
+        outs.push_back(in.out + OffsetOf(in, j));
+        floats.push_back(FloatsOf(in, j));
+      }
       op->hits[i] = cache_.Lookup(in.spec->id(), keys, Freshness::For(*in.spec, op->clock), outs,
                                   floats, &hit, &oldest[i]);
-    } else {
-      hit.assign(in.n, false);
-    }
-    std::vector<uint32_t> missing;
-    for (uint32_t j = 0; j < in.n; ++j) {
-      if (!hit[j]) missing.push_back(j);
+      for (uint32_t j = 0; j < in.n; ++j) {
+        if (!hit[j]) missing.push_back(j);
+      }
     }
     op->misses[i] = missing.size();
     if (!missing.empty()) misses.emplace_back(i, std::move(missing));
