@@ -34,6 +34,12 @@ absl::StatusOr<Router> Router::Create(const v1::PartitionMap& map) {
           " two primaries (", it->second, " and ", a.primary(), ")"));
     }
   }
+  for (const auto& [group, primary] : r.group_primary_) r.groups_.push_back(group);
+  r.group_index_.resize(r.num_partitions_);
+  for (uint32_t p = 0; p < r.num_partitions_; ++p) {
+    r.group_index_[p] = static_cast<uint32_t>(
+        std::lower_bound(r.groups_.begin(), r.groups_.end(), r.group_[p]) - r.groups_.begin());
+  }
   return r;
 }
 
@@ -56,9 +62,17 @@ std::map<uint32_t, std::vector<Key>> Router::RouteDense(uint64_t num_chunks,
 }
 
 std::map<uint32_t, std::vector<uint32_t>> Router::RouteSparse(const Key* keys, size_t n) const {
-  std::map<uint32_t, std::vector<uint32_t>> out;
+  // Gathered per group index (a vector, not a tree lookup per key), then
+  // handed out by group.
+  std::vector<std::vector<uint32_t>> by_index(groups_.size());
+  for (std::vector<uint32_t>& v : by_index) v.reserve(n / groups_.size() + 16);
   for (size_t i = 0; i < n; ++i) {
-    out[group_[SparsePartition(keys[i], num_partitions_)]].push_back(static_cast<uint32_t>(i));
+    by_index[group_index_[SparsePartition(keys[i], num_partitions_)]].push_back(
+        static_cast<uint32_t>(i));
+  }
+  std::map<uint32_t, std::vector<uint32_t>> out;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (!by_index[g].empty()) out.emplace(groups_[g], std::move(by_index[g]));
   }
   return out;
 }

@@ -45,6 +45,8 @@ class Router {
   std::vector<uint32_t> primary_;
   std::vector<uint32_t> group_;                 // partition -> group
   std::map<uint32_t, uint32_t> group_primary_;  // group -> primary server
+  std::vector<uint32_t> groups_;                // the map's groups, ascending
+  std::vector<uint32_t> group_index_;           // partition -> its group's index in groups_
 };
 
 }  // namespace cairn

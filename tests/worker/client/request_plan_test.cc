@@ -68,6 +68,30 @@ std::vector<Key> DecodeKeys(const std::string& bytes) {
   return keys;
 }
 
+TEST_CASE("RouteSparse sends each key to its partition's group, whatever the groups' ids") {
+  // Groups 12, 3 and 7, given out of order over 8 partitions.
+  v1::PartitionMap map;
+  map.set_version(1);
+  map.set_num_partitions(kPartitions);
+  const uint32_t groups[kPartitions] = {12, 3, 7, 12, 7, 3, 3, 12};
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    v1::PartitionAssignment* a = map.add_assignments();
+    a->set_partition(p);
+    a->set_group(groups[p]);
+    a->set_primary(groups[p] % 5);
+  }
+  absl::StatusOr<Router> router = Router::Create(map);
+  REQUIRE(router.ok());
+  std::vector<Key> keys;
+  for (Key k = 0; k < 500; ++k) keys.push_back(k * 104729 + 5);
+  std::map<uint32_t, std::vector<uint32_t>> expected;
+  for (uint32_t i = 0; i < keys.size(); ++i) {
+    expected[groups[SparsePartition(keys[i], kPartitions)]].push_back(i);
+  }
+  CHECK(router->RouteSparse(keys.data(), keys.size()) == expected);
+  CHECK(router->RouteSparse(keys.data(), 0).empty());
+}
+
 TEST_CASE("PlanRequests sends every chunk and row once, to the group that holds it, within the split") {
   const Router router = FourGroups();
   // 1000 floats in chunks of 64: 16 chunks, the last one of 40 floats.
