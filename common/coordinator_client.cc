@@ -18,6 +18,21 @@ void SetDeadline(grpc::ClientContext* context, absl::Time deadline) {
   context->set_deadline(absl::ToChronoTime(deadline));
 }
 
+// One synchronous call of `method` on `stub` with `request`, ending by
+// `deadline`: its response, or its status as an absl::Status.
+template <typename Response, typename Request>
+absl::StatusOr<Response> CallBy(
+    v1::Coordinator::Stub* stub,
+    grpc::Status (v1::Coordinator::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+    const Request& request, absl::Time deadline) {
+  grpc::ClientContext context;
+  SetDeadline(&context, deadline);
+  Response response;
+  grpc::Status s = (stub->*method)(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
 template <typename Call>
 auto WithRetry(const std::string& address, absl::Time deadline, Call call)
     -> decltype(call(deadline)) {
@@ -49,48 +64,27 @@ CoordinatorClient::CoordinatorClient(const std::string& address, int64_t max_mes
 
 absl::StatusOr<v1::RegisterServerResponse> CoordinatorClient::RegisterServer(
     const v1::RegisterServerRequest& request, absl::Time deadline) {
-  return WithRetry(address_, deadline,
-                   [&](absl::Time d) -> absl::StatusOr<v1::RegisterServerResponse> {
-                     grpc::ClientContext context;
-                     SetDeadline(&context, d);
-                     v1::RegisterServerResponse response;
-                     grpc::Status s = stub_->RegisterServer(&context, request, &response);
-                     if (!s.ok()) return FromGrpcStatus(s);
-                     return response;
-                   });
+  return WithRetry(address_, deadline, [&](absl::Time d) {
+    return CallBy(stub_.get(), &v1::Coordinator::Stub::RegisterServer, request, d);
+  });
 }
 
 absl::StatusOr<v1::RegisterWorkerResponse> CoordinatorClient::RegisterWorker(
     const v1::RegisterWorkerRequest& request, absl::Time deadline) {
-  return WithRetry(address_, deadline,
-                   [&](absl::Time d) -> absl::StatusOr<v1::RegisterWorkerResponse> {
-                     grpc::ClientContext context;
-                     SetDeadline(&context, d);
-                     v1::RegisterWorkerResponse response;
-                     grpc::Status s = stub_->RegisterWorker(&context, request, &response);
-                     if (!s.ok()) return FromGrpcStatus(s);
-                     return response;
-                   });
+  return WithRetry(address_, deadline, [&](absl::Time d) {
+    return CallBy(stub_.get(), &v1::Coordinator::Stub::RegisterWorker, request, d);
+  });
 }
 
 absl::StatusOr<v1::HeartbeatResponse> CoordinatorClient::Heartbeat(
     const v1::HeartbeatRequest& request, absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, absl::Now() + timeout);
-  v1::HeartbeatResponse response;
-  grpc::Status s = stub_->Heartbeat(&context, request, &response);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return response;
+  return CallBy(stub_.get(), &v1::Coordinator::Stub::Heartbeat, request, absl::Now() + timeout);
 }
 
 absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::GetPartitionMap(
     absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, absl::Now() + timeout);
-  v1::GetPartitionMapResponse response;
-  grpc::Status s = stub_->GetPartitionMap(&context, v1::GetPartitionMapRequest(), &response);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return response;
+  return CallBy(stub_.get(), &v1::Coordinator::Stub::GetPartitionMap, v1::GetPartitionMapRequest(),
+                absl::Now() + timeout);
 }
 
 absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::WatchPartitionMap(
@@ -121,59 +115,35 @@ absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::WatchPartitionMap
 }
 
 absl::Status CoordinatorClient::Leave(const v1::LeaveRequest& request, absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, absl::Now() + timeout);
-  v1::LeaveResponse response;
-  return FromGrpcStatus(stub_->Leave(&context, request, &response));
+  return CallBy(stub_.get(), &v1::Coordinator::Stub::Leave, request, absl::Now() + timeout)
+      .status();
 }
 
 absl::StatusOr<v1::ListMembersResponse> CoordinatorClient::ListMembers(absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, absl::Now() + timeout);
-  v1::ListMembersResponse response;
-  grpc::Status s = stub_->ListMembers(&context, v1::ListMembersRequest(), &response);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return response;
+  return CallBy(stub_.get(), &v1::Coordinator::Stub::ListMembers, v1::ListMembersRequest(),
+                absl::Now() + timeout);
 }
 
 absl::StatusOr<v1::ReportCheckpointResponse> CoordinatorClient::ReportCheckpoint(
     const v1::ReportCheckpointRequest& request, absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, absl::Now() + timeout);
-  v1::ReportCheckpointResponse response;
-  grpc::Status s = stub_->ReportCheckpoint(&context, request, &response);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return response;
+  return CallBy(stub_.get(), &v1::Coordinator::Stub::ReportCheckpoint, request,
+                absl::Now() + timeout);
 }
 
 absl::StatusOr<v1::CheckpointResponse> CoordinatorClient::Checkpoint(
     const v1::CheckpointRequest& request, absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, absl::Now() + timeout);
-  v1::CheckpointResponse response;
-  grpc::Status s = stub_->Checkpoint(&context, request, &response);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return response;
+  return CallBy(stub_.get(), &v1::Coordinator::Stub::Checkpoint, request, absl::Now() + timeout);
 }
 
 absl::StatusOr<v1::ListCheckpointsResponse> CoordinatorClient::ListCheckpoints(
     absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, absl::Now() + timeout);
-  v1::ListCheckpointsResponse response;
-  grpc::Status s = stub_->ListCheckpoints(&context, v1::ListCheckpointsRequest(), &response);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return response;
+  return CallBy(stub_.get(), &v1::Coordinator::Stub::ListCheckpoints, v1::ListCheckpointsRequest(),
+                absl::Now() + timeout);
 }
 
 absl::StatusOr<v1::ReplicaReadyResponse> CoordinatorClient::ReplicaReady(
     const v1::ReplicaReadyRequest& request, absl::Duration timeout) {
-  grpc::ClientContext context;
-  SetDeadline(&context, absl::Now() + timeout);
-  v1::ReplicaReadyResponse response;
-  grpc::Status s = stub_->ReplicaReady(&context, request, &response);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return response;
+  return CallBy(stub_.get(), &v1::Coordinator::Stub::ReplicaReady, request, absl::Now() + timeout);
 }
 
 }  // namespace cairn
