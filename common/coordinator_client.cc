@@ -58,8 +58,9 @@ auto WithRetry(const std::string& address, absl::Time deadline, Call call)
 }  // namespace
 
 CoordinatorClient::CoordinatorClient(const std::string& address, int64_t max_message_bytes,
-                                     absl::Duration dead_after)
+                                     absl::Duration dead_after, WatchWait watch_wait)
     : address_(address),
+      watch_wait_(watch_wait),
       stub_(v1::Coordinator::NewStub(MakeChannel(address, max_message_bytes, dead_after))) {}
 
 absl::StatusOr<v1::RegisterServerResponse> CoordinatorClient::RegisterServer(
@@ -95,6 +96,11 @@ absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::WatchPartitionMap
   request.set_known_version(known_version);
   request.set_wait_ms(absl::ToInt64Milliseconds(wait));
   v1::GetPartitionMapResponse response;
+  if (watch_wait_ == WatchWait::kCallingThread) {
+    const grpc::Status status = stub_->WatchPartitionMap(&context, request, &response);
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
   // Through the callback API, waited for on a notification: a thread
   // blocked in a synchronous call polls the event set that every channel
   // and server of the process shares, and this call is nearly always in

@@ -17,11 +17,24 @@ namespace cairn {
 // Thread-safe (gRPC stubs are).
 class CoordinatorClient final : public CoordinatorChannel {
  public:
+  // How WatchPartitionMap waits for its answer.
+  enum class WatchWait {
+    // Through gRPC's callback API, the caller blocked on a notification
+    // (cairn-server: its process runs gRPC's callback threads anyway, and
+    // its watch is nearly always in flight).
+    kCallbackThreads,
+    // A synchronous call, the caller's thread polling while it waits (the
+    // worker client, whose watch is only the start-up barrier's): the
+    // process then starts no callback threads (worker/client/call_queue.h).
+    kCallingThread,
+  };
+
   // `dead_after` > 0: the channel's keepalive (MakeChannel), so a connection
   // cut silently is replaced within about `dead_after`; the members pass
   // the lease timeout.
   CoordinatorClient(const std::string& address, int64_t max_message_bytes,
-                    absl::Duration dead_after = absl::ZeroDuration());
+                    absl::Duration dead_after = absl::ZeroDuration(),
+                    WatchWait watch_wait = WatchWait::kCallbackThreads);
 
   const std::string& address() const override { return address_; }
 
@@ -37,8 +50,9 @@ class CoordinatorClient final : public CoordinatorChannel {
                                                   absl::Duration timeout) override;
   absl::StatusOr<v1::GetPartitionMapResponse> GetPartitionMap(absl::Duration timeout) override;
   // Long poll: returns when the map version exceeds `known_version` or after `wait`.
-  // Its answer comes on one of gRPC's callback threads (the caller's thread
-  // polls nothing while it waits): never call it on one of those.
+  // With WatchWait::kCallbackThreads its answer comes on one of gRPC's
+  // callback threads (the caller's thread polls nothing while it waits):
+  // never call it on one of those.
   absl::StatusOr<v1::GetPartitionMapResponse> WatchPartitionMap(uint64_t known_version,
                                                                 absl::Duration wait) override;
   absl::Status Leave(const v1::LeaveRequest& request, absl::Duration timeout) override;
@@ -56,6 +70,7 @@ class CoordinatorClient final : public CoordinatorChannel {
 
  private:
   const std::string address_;
+  const WatchWait watch_wait_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
 };
 

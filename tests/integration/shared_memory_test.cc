@@ -1,14 +1,20 @@
 // The same-host path (docs/shared-memory.md) against real servers: values
 // through a shared region are bit for bit those through gRPC; a region too
 // small for a request sends that request through gRPC; a server refuses
-// regions it cannot trust and requests that name what is not theirs.
+// regions it cannot trust and requests that name what is not theirs; the
+// client runs no gRPC callback threads (worker/client/call_queue.h).
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <random>
 #include <string>
 #include <vector>
@@ -266,6 +272,71 @@ TEST_CASE("a server refuses a region it cannot trust, and a push naming another 
     for (int i = 1; i < 5; ++i) CHECK_FALSE(known(ids[i]));
     CHECK(known(answer.region()));
   }
+}
+
+namespace {
+
+// The names of this process's threads.
+std::vector<std::string> ThreadNames() {
+  std::vector<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+bool HasCallbackThreads() {
+  const std::vector<std::string> names = ThreadNames();
+  return std::count(names.begin(), names.end(), "nexting_thread") > 0;
+}
+
+}  // namespace
+
+TEST_CASE("a worker's client runs no gRPC callback threads, which would poll its calls' sockets "
+          "beside the caller that waits for them",
+          "[integration][shared_memory]") {
+  std::string yaml = Yaml("");
+  yaml.replace(yaml.find("workers: 1"), 10, "workers: 2");
+  auto cluster = TestCluster::Start("no_callback_threads", yaml, 2);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  // Every kind of call the client makes: the start-up barrier's watch (the
+  // first worker waits there for the second), the regions' offers, pushes
+  // and pulls waited for on the caller's queue and not, ticks.
+  auto first = std::async(std::launch::async, [&] { return testing::Connect(**cluster, 0); });
+  REQUIRE(first.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
+  auto second = testing::Connect(**cluster, 1);
+  INFO(second.status().message());
+  REQUIRE(second.ok());
+  auto client = first.get();
+  INFO(client.status().message());
+  REQUIRE(client.ok());
+  Client& c = **client;
+  REQUIRE(testing::WaitForRegions(c, 2));
+  std::vector<float> g(70000, 0.5f), half(70000);
+  REQUIRE(c.PushDense({{"half", g}}).get().ok());
+  REQUIRE(c.PullDense({{"half", absl::MakeSpan(half)}}).get().ok());
+  REQUIRE(c.PushAndWait({{"half", g}}, {}).ok());
+  REQUIRE(c.PullAndWait({{"half", absl::MakeSpan(half)}}, {}).ok());
+  REQUIRE(c.Clock().ok());
+  REQUIRE(c.PushAndClock({{"half", g}}, {}).ok());
+  CHECK(c.Stats().shared_memory_requests > 0);
+  CHECK_FALSE(HasCallbackThreads());
+
+  // The check sees them where they run: after one call through gRPC's
+  // callback API in this process.
+  auto stub = v1::ParameterService::NewStub(MakeChannel((*cluster)->server_address(0), 64 << 20));
+  grpc::ClientContext context;
+  v1::StatsRequest request;
+  v1::StatsResponse stats;
+  std::promise<grpc::Status> done;
+  stub->async()->Stats(&context, &request, &stats,
+                       [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  REQUIRE(done.get_future().get().ok());
+  CHECK(HasCallbackThreads());
 }
 
 }  // namespace cairn

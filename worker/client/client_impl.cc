@@ -134,7 +134,11 @@ ClientImpl::~ClientImpl() {
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
-  auto coordinator = std::make_unique<CoordinatorClient>(options.coordinator, 1ll << 30);
+  // The watch only waits at the start-up barrier: on the calling thread, so
+  // that the process runs no gRPC callback threads (call_queue.h).
+  auto coordinator = std::make_unique<CoordinatorClient>(
+      options.coordinator, 1ll << 30, absl::ZeroDuration(),
+      CoordinatorClient::WatchWait::kCallingThread);
   auto client = std::make_unique<ClientImpl>(options, std::move(coordinator), nullptr);
   RETURN_IF_ERROR(client->Start());
   return std::unique_ptr<Client>(std::move(client));

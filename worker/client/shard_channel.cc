@@ -19,6 +19,7 @@
 #include "common/push_payload.h"
 #include "common/shared_region.h"
 #include "common/status_conversion.h"
+#include "worker/client/call_queue.h"
 #include "worker/client/shared_arena.h"
 
 namespace cairn {
@@ -28,22 +29,27 @@ namespace {
 // saves less than its bookkeeping costs.
 constexpr uint64_t kMinSharedBytes = 4096;
 
-// A call started on a waiting caller's completion queue: what the queue
-// fills in, and what runs when the caller takes the call off it.
+// A call started on a completion queue (a waiting caller's, or the
+// channels' CallQueue): what the queue fills in, and what runs when the
+// call is taken off it.
 class QueuedCall final : public CqTag {
  public:
   explicit QueuedCall(ShardChannel::Done finish) : finish_(std::move(finish)) {}
 
   grpc::Status* status() { return &status_; }
   // Keeps the call's reader until the call completes; returns it.
-  grpc::GenericClientAsyncResponseReader* Hold(
-      std::unique_ptr<grpc::GenericClientAsyncResponseReader> reader) {
-    generic_ = std::move(reader);
-    return generic_.get();
+  template <typename Reader>
+  Reader* Hold(std::unique_ptr<Reader> reader) {
+    Reader* held = reader.get();
+    reader_ = std::shared_ptr<Reader>(std::move(reader));
+    return held;
   }
 
   // `ok` is always true for a unary call's Finish.
   void Complete(bool /*ok*/) override {
+    // The reader lives in the call's arena, which `finish_` may end (with
+    // the call's context): it goes first. Finish filled in what it read.
+    reader_.reset();
     finish_(std::move(status_));
     delete this;
   }
@@ -51,7 +57,7 @@ class QueuedCall final : public CqTag {
  private:
   ShardChannel::Done finish_;
   grpc::Status status_;
-  std::unique_ptr<grpc::GenericClientAsyncResponseReader> generic_;
+  std::shared_ptr<void> reader_;
 };
 
 // The answers of pulls through gRPC whose `done` is running, by the
@@ -92,19 +98,15 @@ struct SharedLink {
 
 class GrpcShardChannel final : public ShardChannel {
  public:
-  GrpcShardChannel(const std::string& address, const ShardChannelOptions& options)
+  GrpcShardChannel(const std::string& address, const ShardChannelOptions& options,
+                   std::shared_ptr<CallQueue> calls)
       : address_(address),
         counters_(options.counters),
+        calls_(std::move(calls)),
         channel_(MakeChannel(address, options.max_message_bytes, options.dead_after)),
         stub_(v1::ParameterService::NewStub(channel_)),
         raw_(channel_) {
     if (options.shared_memory_bytes > 0) OfferRegion(options);
-  }
-
-  ~GrpcShardChannel() override {
-    // The offer's callback refers to this channel: wait for it.
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(+[](bool* pending) { return !*pending; }, &offer_pending_));
   }
 
   void Push(grpc::ClientContext* context, const std::shared_ptr<const PushPayload>& payload,
@@ -216,22 +218,18 @@ class GrpcShardChannel final : public ShardChannel {
       // The server may still write into a failed call's range.
       if (at.has_value()) Release(*link, *at, status.ok());
     };
-    if (cq == nullptr) {
-      raw_.UnaryCall(context, kPullMethod, grpc::StubOptions(), request_bytes.get(),
-                     reply->bytes(), std::move(finish));
-      return;
-    }
-    grpc::ByteBuffer* into = reply->bytes();
-    auto* call = new QueuedCall(std::move(finish));
-    grpc::GenericClientAsyncResponseReader* reader =
-        call->Hold(raw_.PrepareUnaryCall(context, kPullMethod, *request_bytes, cq));
-    reader->StartCall();
-    reader->Finish(into, call->status(), call);
+    StartRaw(context, kPullMethod, *request_bytes, reply->bytes(), std::move(finish), cq);
   }
 
   void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
              v1::ClockResponse* response, Done done) override {
-    stub_->async()->Clock(context, request, response, std::move(done));
+    auto* call = new QueuedCall(std::move(done));
+    // The call may complete, and delete itself, on the queue's thread as
+    // soon as Finish is asked for: nothing touches it after that.
+    grpc::ClientAsyncResponseReader<v1::ClockResponse>* reader =
+        call->Hold(stub_->PrepareAsyncClock(context, *request, calls_->Begin()));
+    reader->StartCall();
+    reader->Finish(response, call->status(), call);
   }
 
   bool SharesMemory() const override { return link() != nullptr; }
@@ -314,19 +312,22 @@ class GrpcShardChannel final : public ShardChannel {
       if (at.has_value()) Release(*link, *at, status.ok());
       done(std::move(status));
     };
-    if (cq == nullptr) {
-      raw_.UnaryCall(context, kPushMethod, grpc::StubOptions(), request.get(), reply.get(),
-                     std::move(finish));
-      return;
-    }
-    grpc::ByteBuffer* into = reply.get();
+    StartRaw(context, kPushMethod, *request, reply.get(), std::move(finish), cq);
+  }
+
+  // Starts a call of `method` through the generic stub on `cq`, or on the
+  // channels' own queue when it is null; `reply` is filled in before
+  // `finish` runs.
+  void StartRaw(grpc::ClientContext* context, const std::string& method,
+                const grpc::ByteBuffer& request, grpc::ByteBuffer* reply, Done finish,
+                grpc::CompletionQueue* cq) {
     auto* call = new QueuedCall(std::move(finish));
     // The call may complete, and delete itself, on the queue's thread as
     // soon as Finish is asked for: nothing touches it after that.
-    grpc::GenericClientAsyncResponseReader* reader =
-        call->Hold(raw_.PrepareUnaryCall(context, kPushMethod, *request, cq));
+    grpc::GenericClientAsyncResponseReader* reader = call->Hold(
+        raw_.PrepareUnaryCall(context, method, request, cq != nullptr ? cq : calls_->Begin()));
     reader->StartCall();
-    reader->Finish(into, call->status(), call);
+    reader->Finish(reply, call->status(), call);
   }
 
   // A successful call's range is free again; a failed one's is kept from
@@ -355,9 +356,9 @@ class GrpcShardChannel final : public ShardChannel {
              link.arena.quarantined_bytes());
   }
 
-  std::shared_ptr<SharedLink> link() const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    return link_;
+  std::shared_ptr<SharedLink> link() const {
+    absl::MutexLock lock(&slot_->mu);
+    return slot_->link;
   }
 
   // Creates a region and offers it; from the server's yes on, values go
@@ -380,45 +381,53 @@ class GrpcShardChannel final : public ShardChannel {
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     auto answer = std::make_shared<v1::OpenRegionResponse>();
     std::shared_ptr<SharedRegion> held(std::move(*region));
-    {
-      absl::MutexLock lock(&mu_);
-      offer_pending_ = true;
-    }
-    stub_->async()->OpenRegion(
-        context.get(), offer.get(), answer.get(),
-        [this, offer, context, answer, held](grpc::Status status) mutable {
-          absl::MutexLock lock(&mu_);
-          offer_pending_ = false;
-          if (!status.ok()) {
-            LOG_INFO("values to server {} go through gRPC: it refused the shared region: {}",
-                     address_, status.error_message());
-            return;
-          }
-          link_ = std::make_shared<SharedLink>(std::move(held), answer->region());
-          if (counters_ != nullptr) counters_->regions.fetch_add(1, std::memory_order_relaxed);
-          LOG_INFO("values to server {} go through a {}-byte shared region", address_,
-                   link_->region->size());
-        });
+    // The answer may come after this channel is gone: it writes into the
+    // link slot, which it shares, not into the channel.
+    Done accepted = [slot = slot_, address = address_, counters = counters_, offer, context,
+                     answer, held](grpc::Status status) mutable {
+      if (!status.ok()) {
+        LOG_INFO("values to server {} go through gRPC: it refused the shared region: {}",
+                 address, status.error_message());
+        return;
+      }
+      LOG_INFO("values to server {} go through a {}-byte shared region", address, held->size());
+      {
+        absl::MutexLock lock(&slot->mu);
+        slot->link = std::make_shared<SharedLink>(std::move(held), answer->region());
+      }
+      if (counters != nullptr) counters->regions.fetch_add(1, std::memory_order_relaxed);
+    };
+    auto* call = new QueuedCall(std::move(accepted));
+    grpc::ClientAsyncResponseReader<v1::OpenRegionResponse>* reader =
+        call->Hold(stub_->PrepareAsyncOpenRegion(context.get(), *offer, calls_->Begin()));
+    reader->StartCall();
+    reader->Finish(answer.get(), call->status(), call);
   }
 
   const std::string address_;
   const std::shared_ptr<SharedMemoryCounters> counters_;
+  const std::shared_ptr<CallQueue> calls_;  // where calls no caller waits on complete
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::ParameterService::Stub> stub_;
   grpc::GenericStub raw_;
   std::atomic<bool> full_noted_{false};
   const std::shared_ptr<ReceivedPulls> received_ = std::make_shared<ReceivedPulls>();
 
-  mutable absl::Mutex mu_;
-  std::shared_ptr<SharedLink> link_ ABSL_GUARDED_BY(mu_);
-  bool offer_pending_ ABSL_GUARDED_BY(mu_) = false;
+  // The region, once the server accepted it.
+  struct LinkSlot {
+    absl::Mutex mu;
+    std::shared_ptr<SharedLink> link ABSL_GUARDED_BY(mu);
+  };
+  const std::shared_ptr<LinkSlot> slot_ = std::make_shared<LinkSlot>();
 };
 
 }  // namespace
 
 ShardConnector GrpcShardConnector(ShardChannelOptions options) {
-  return [options](const std::string& address) {
-    return std::make_shared<GrpcShardChannel>(address, options);
+  // One queue for every channel of the connector (of one client).
+  auto calls = std::make_shared<CallQueue>();
+  return [options, calls](const std::string& address) {
+    return std::make_shared<GrpcShardChannel>(address, options, calls);
   };
 }
 

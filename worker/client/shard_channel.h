@@ -53,11 +53,12 @@ class ShardChannel {
   // Start one call of the RPC of the same name. `context` (its deadline
   // set), `request` and `response` stay valid until `done` has run.
   //
-  // `cq`: null, and `done` runs on one of gRPC's threads; or the queue of a
-  // caller that waits for the call, which is started on it, and `done` runs
-  // on the thread that takes the call's CqTag off it (so the queue must be
-  // driven until then). A channel that answers by other means (a unit
-  // test's fake) may ignore `cq` and run `done` on any thread.
+  // `cq`: null, and `done` runs on a thread of the channel's own (the real
+  // channel's CallQueue, call_queue.h; Clock's always does); or the queue
+  // of a caller that waits for the call, which is started on it, and `done`
+  // runs on the thread that takes the call's CqTag off it (so the queue
+  // must be driven until then). A channel that answers by other means (a
+  // unit test's fake) may ignore `cq` and run `done` on any thread.
   //
   // A push's values stay in the caller's memory (push_payload.h): the
   // channel holds `pin` for as long as it may read them (gRPC's slices
