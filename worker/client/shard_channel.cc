@@ -36,13 +36,15 @@ class QueuedCall final : public CqTag {
  public:
   explicit QueuedCall(ShardChannel::Done finish) : finish_(std::move(finish)) {}
 
-  grpc::Status* status() { return &status_; }
-  // Keeps the call's reader until the call completes; returns it.
-  template <typename Reader>
-  Reader* Hold(std::unique_ptr<Reader> reader) {
-    Reader* held = reader.get();
+  // Starts the call of `reader` (kept until the call completes) and asks
+  // for its end, the answer read into `answer`. The call may complete, and
+  // delete this, on the queue's thread at once: nothing may touch it after.
+  template <typename Reader, typename Answer>
+  void Start(std::unique_ptr<Reader> reader, Answer* answer) {
+    Reader* started = reader.get();
     reader_ = std::shared_ptr<Reader>(std::move(reader));
-    return held;
+    started->StartCall();
+    started->Finish(answer, &status_, this);
   }
 
   // `ok` is always true for a unary call's Finish.
@@ -223,13 +225,8 @@ class GrpcShardChannel final : public ShardChannel {
 
   void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
              v1::ClockResponse* response, Done done) override {
-    auto* call = new QueuedCall(std::move(done));
-    // The call may complete, and delete itself, on the queue's thread as
-    // soon as Finish is asked for: nothing touches it after that.
-    grpc::ClientAsyncResponseReader<v1::ClockResponse>* reader =
-        call->Hold(stub_->PrepareAsyncClock(context, *request, calls_->Begin()));
-    reader->StartCall();
-    reader->Finish(response, call->status(), call);
+    (new QueuedCall(std::move(done)))
+        ->Start(stub_->PrepareAsyncClock(context, *request, calls_->Begin()), response);
   }
 
   bool SharesMemory() const override { return link() != nullptr; }
@@ -321,13 +318,10 @@ class GrpcShardChannel final : public ShardChannel {
   void StartRaw(grpc::ClientContext* context, const std::string& method,
                 const grpc::ByteBuffer& request, grpc::ByteBuffer* reply, Done finish,
                 grpc::CompletionQueue* cq) {
-    auto* call = new QueuedCall(std::move(finish));
-    // The call may complete, and delete itself, on the queue's thread as
-    // soon as Finish is asked for: nothing touches it after that.
-    grpc::GenericClientAsyncResponseReader* reader = call->Hold(
-        raw_.PrepareUnaryCall(context, method, request, cq != nullptr ? cq : calls_->Begin()));
-    reader->StartCall();
-    reader->Finish(reply, call->status(), call);
+    (new QueuedCall(std::move(finish)))
+        ->Start(raw_.PrepareUnaryCall(context, method, request,
+                                      cq != nullptr ? cq : calls_->Begin()),
+                reply);
   }
 
   // A successful call's range is free again; a failed one's is kept from
@@ -397,11 +391,9 @@ class GrpcShardChannel final : public ShardChannel {
       }
       if (counters != nullptr) counters->regions.fetch_add(1, std::memory_order_relaxed);
     };
-    auto* call = new QueuedCall(std::move(accepted));
-    grpc::ClientAsyncResponseReader<v1::OpenRegionResponse>* reader =
-        call->Hold(stub_->PrepareAsyncOpenRegion(context.get(), *offer, calls_->Begin()));
-    reader->StartCall();
-    reader->Finish(answer.get(), call->status(), call);
+    (new QueuedCall(std::move(accepted)))
+        ->Start(stub_->PrepareAsyncOpenRegion(context.get(), *offer, calls_->Begin()),
+                answer.get());
   }
 
   const std::string address_;
