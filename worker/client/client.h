@@ -216,9 +216,9 @@ class Client {
   // Pull and Push, waiting for the result on the calling thread: the same
   // requests, results and errors as Pull(...).get() and Push(...).get(), but
   // the calling thread takes the servers' answers off gRPC itself, as a
-  // blocking gRPC call does, instead of being woken by one of gRPC's
-  // threads (a hand-off that costs about a quarter of a 1 MiB call over
-  // loopback; docs/benchmarks.md). For a caller that waits at once, as a
+  // blocking gRPC call does, instead of being woken by the client's thread
+  // that completes the calls of Pull and Push (a hand-off that costs about
+  // a quarter of a 1 MiB call over loopback; docs/benchmarks.md). For a caller that waits at once, as a
   // training step does. Thread-safe, like the forms above.
   virtual absl::Status PullAndWait(std::vector<DenseBuffer> dense,
                                    std::vector<SparseRows> sparse) = 0;

@@ -613,7 +613,7 @@ void ClientImpl::OnOpDone(const std::shared_ptr<Op>& op) {
     CompleteOp(op, error);
     return;
   }
-  // Retry off the gRPC thread: refresh the map (a failover moves a group to
+  // Retry off the thread that completes calls: refresh the map (a failover moves a group to
   // a new primary), back off, send again.
   Post([this, op, retry = std::move(retry), push_retry = std::move(push_retry)]() mutable {
     absl::SleepFor(kShardRetryBackoff.Delay(op->attempt));

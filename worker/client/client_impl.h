@@ -230,7 +230,8 @@ class ClientImpl final : public Client {
   // This registration's heartbeat and end; set in Start().
   std::unique_ptr<WorkerSession> session_;
 
-  // Work that must not run on a gRPC callback thread (map refresh, retries).
+  // Work that must not run on a thread that completes calls (the CallQueue's
+  // or a waiting caller's): map refresh, retries.
   WorkQueue<std::function<void()>> tasks_;  // the executor's; closed by the destructor
 
   std::thread executor_thread_;

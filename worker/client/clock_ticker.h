@@ -8,8 +8,9 @@
 // server. The first tick that failed for good is kept; the next Clock and
 // Finish report it.
 //
-// Thread-safe. Answers arrive on gRPC's threads; retries run on the
-// client's executor (Hooks::post), never on a gRPC thread.
+// Thread-safe. Answers arrive on the thread that completes the channel's
+// calls (ShardChannel::Clock); retries run on the client's executor
+// (Hooks::post), never there.
 #ifndef CAIRN_WORKER_CLIENT_CLOCK_TICKER_H_
 #define CAIRN_WORKER_CLIENT_CLOCK_TICKER_H_
 
