@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cassert>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "worker/client/shard_channel.h"
@@ -47,6 +49,7 @@ CallQueue::~CallQueue() {
 
 grpc::CompletionQueue* CallQueue::Begin() {
   absl::MutexLock lock(&state_->mu);
+  assert(!state_->stopping && "an operation announced on a CallQueue being destroyed");
   ++state_->in_flight;
   return &state_->cq;
 }

@@ -10,7 +10,10 @@
 // PushClockAndPull) and wake that caller: a hand-off and two more context
 // switches on each call (docs/benchmarks.md, "No callback threads in the
 // worker"). With this queue the caller that waits is the only thread
-// polling while its call is in flight, as with a synchronous gRPC call.
+// polling while its call is in flight, as with a synchronous gRPC call,
+// unless one of this queue's calls is in flight at the same time (a tick
+// of another server, a Push future): its thread then polls too, and may
+// read the caller's answer first.
 #ifndef CAIRN_WORKER_CLIENT_CALL_QUEUE_H_
 #define CAIRN_WORKER_CLIENT_CALL_QUEUE_H_
 
@@ -39,7 +42,8 @@ class CallQueue {
   // returned queue will deliver exactly once, and returns the queue to
   // start it on. The queue's thread completes the tag (CqTag::Complete)
   // and polls gRPC while at least one announced operation has not
-  // completed. Thread-safe; may be called from a tag's Complete.
+  // completed. Thread-safe; may be called from a tag's Complete; not once
+  // the destructor has begun (no owner is left to call it then).
   grpc::CompletionQueue* Begin();
 
  private:

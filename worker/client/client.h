@@ -142,6 +142,8 @@ class Client {
   // (bad options).
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
 
+  // Destroy a client only once the futures of its Pull and Push calls are
+  // ready: their completions use it.
   virtual ~Client() = default;
 
   virtual uint32_t worker_id() const = 0;
