@@ -74,6 +74,15 @@ int64_t ClockTracker::SlowestWorker() const {
   return best;
 }
 
+bool ClockTracker::LastAt(uint32_t worker, int64_t clock) const {
+  auto own = clocks_.find(worker);
+  if (own == clocks_.end() || own->second != clock) return false;
+  for (const auto& [id, c] : clocks_) {
+    if (id != worker && c <= clock) return false;
+  }
+  return true;
+}
+
 std::vector<uint32_t> ClockTracker::LiveIds() const {
   std::vector<uint32_t> ids;
   for (const auto& [id, c] : clocks_) ids.push_back(id);

@@ -71,6 +71,9 @@ class ClockTracker {
   int64_t MaxClock() const;
   // A live worker at MinClock() (the one a waiter waits for); -1 if none.
   int64_t SlowestWorker() const;
+  // True when `worker` is live at `clock` and every other live worker is
+  // past it: the worker's tick to clock + 1 raises MinClock() past `clock`.
+  bool LastAt(uint32_t worker, int64_t clock) const;
   size_t NumLive() const { return clocks_.size(); }
   std::vector<uint32_t> LiveIds() const;
 

@@ -465,11 +465,28 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
   for (const TableGrads& g : grads) bsp |= g.table->spec().consistency() == v1::CONSISTENCY_BSP;
 
   if (bsp) {
-    // Into the iteration buffers (pending_): one push at a time.
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(CheckPushLocked(request, grads));
-    if (!InsertLocked(window, request.sequence())) return true;
-    for (TableGrads& g : grads) ApplyOrHoldLocked(request, &g);
+    // Into the iteration buffers (pending_): one push at a time. A push that
+    // is its iteration's only gradient and closes it with its tick (one
+    // worker, or the others already past the iteration without pushing) is
+    // applied and ticked under this one hold of the lock, so nothing (a
+    // snapshot, a joiner's transfer, a pull) sees the update without its
+    // tick; the tick the service records after it changes nothing then.
+    std::vector<Waiter> ready;
+    int64_t released = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      RETURN_IF_ERROR(CheckPushLocked(request, grads));
+      if (!InsertLocked(window, request.sequence())) return true;
+      if (ClosesIterationAloneLocked(request, grads)) {
+        for (TableGrads& g : grads) ApplyNow(&g);
+        clocks_.Tick(request.worker_id(), request.end_clock());
+        Advance(&ready);
+        released = ReleasedClock();
+      } else {
+        for (TableGrads& g : grads) ApplyOrHoldLocked(request, &g);
+      }
+    }
+    CompleteReady(&ready, released);
   } else {
     // Applied now (SSP, ASP): under the shared lock, so pushes to different
     // tables, and to different partitions of a dense table, apply on
@@ -1371,6 +1388,29 @@ void Shard::ApplyNow(TableGrads* grads) {
   } else if (!grads->buffer.empty()) {
     grads->table->Apply(grads->buffer);
   }
+}
+
+bool Shard::ClosesIterationAloneLocked(const v1::PushRequest& request,
+                                       const Grads& grads) const {
+  const int64_t iteration = request.clock();
+  if (request.forwarded() || request.end_clock() != iteration + 1) return false;
+  if (hold_.active || closed_before_ != iteration || !pending_.empty()) return false;
+  for (const TableGrads& g : grads) {
+    const v1::TableSpec& spec = g.table->spec();
+    if (spec.kind() != v1::TABLE_KIND_DENSE || spec.consistency() != v1::CONSISTENCY_BSP) {
+      return false;
+    }
+  }
+  auto group = groups_.find(request.group());
+  if (group == groups_.end() || !group->second.backups.empty() ||
+      !group->second.joining.empty()) {
+    return false;
+  }
+  if (auto joiners = joiners_.find(request.group());
+      joiners != joiners_.end() && !joiners->second.empty()) {
+    return false;
+  }
+  return clocks_.LastAt(request.worker_id(), iteration);
 }
 
 void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads) {

@@ -339,6 +339,16 @@ class Shard {
   absl::StatusOr<Grads> GatherPush(const v1::PushRequest& request,
                                    absl::Span<const absl::string_view> values,
                                    uint64_t* bytes) const;
+  // Whether `request` (accepted, its tables `grads`) is the only gradient of
+  // its BSP iteration and its tick closes that iteration: a worker's push
+  // carrying end_clock = clock + 1, every table dense BSP, nothing summed
+  // for any iteration yet, no checkpoint hold, the iteration the next to
+  // close, the worker the last live one at it, and no replica to forward
+  // to (the tick counts only once backups hold the push). Then the sum
+  // BspTableSum would build is the push itself, bit for bit (one
+  // contributor: not scaled), and Push applies it from where it is.
+  bool ClosesIterationAloneLocked(const v1::PushRequest& request, const Grads& grads) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One table's part of an accepted push: applied now (SSP, ASP), or added to
   // the pushing worker's gradients of the request's iteration (BSP), moved
   // in whole when it is the worker's first piece of that iteration.

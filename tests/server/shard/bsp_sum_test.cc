@@ -1,7 +1,9 @@
 // How a shard sums a BSP iteration: in worker-id order, bit for bit, however
 // the workers' pushes are cut, whatever order they arrive in, whether their
 // keys come ascending (summed from the request) or not (gathered first), and
-// with the iteration buffers reused from one iteration to the next.
+// with the iteration buffers reused from one iteration to the next; and an
+// iteration whose only gradient is a push carrying the tick that closes it,
+// applied from the push with that tick, to the same bits.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstdint>
@@ -128,6 +130,98 @@ TEST_CASE("BSP sums each iteration in worker-id order bit for bit, however its p
       std::memcpy(&want_bits, &expected[i], sizeof(float));
       CHECK(got_bits == want_bits);
     }
+  }
+}
+
+// A push of worker `w`'s whole iteration-`t` gradient carrying its tick
+// (PushRequest.end_clock), as a training step's one request sends it.
+v1::PushRequest PushWithTick(uint32_t w, uint64_t seq, int64_t t) {
+  v1::PushRequest r = PushChunks(w, seq, t, {0, 1, 2, 3});
+  r.set_end_clock(t + 1);
+  return r;
+}
+
+std::vector<uint32_t> Bits(const std::vector<float>& v) {
+  std::vector<uint32_t> bits(v.size());
+  std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
+  return bits;
+}
+
+TEST_CASE("A lone worker's push carrying its tick closes the iteration at once, to the bits of "
+          "a push summed and then ticked",
+          "[shard][bsp]") {
+  v1::TableSpec spec = VectorTable();
+  spec.mutable_optimizer()->set_learning_rate(0.1f);
+  spec.mutable_optimizer()->set_momentum(0.9f);
+  Shard alone(0, Job({spec}), nullptr);
+  Shard summed(0, Job({spec}), nullptr);
+  REQUIRE(alone.InstallMap(Map(4, {0})).ok());
+  REQUIRE(summed.InstallMap(Map(4, {0})).ok());
+  for (int64_t t = 0; t < 5; ++t) {
+    const uint64_t seq = static_cast<uint64_t>(t) + 1;
+    // No ClockRequest: the tick came with the push. A pull sent ahead of
+    // the worker's tick (after_tick) waits for that tick: answered at once.
+    REQUIRE(alone.Push(PushWithTick(0, seq, t)).ok());
+    PullResult ahead;
+    StartPull(alone, &ahead, 0, t + 1, absl::InfiniteFuture(), /*after_tick=*/true);
+    REQUIRE(ahead.done);
+    REQUIRE(ahead.status.ok());
+    const std::vector<float> got = PullAll(alone, 0, t + 1);
+    // The service records the carried tick once more after the push: a
+    // clock that does not move changes nothing.
+    REQUIRE(alone.Clock(Tick(0, t + 1)).ok());
+    CHECK(Bits(PullAll(alone, 0, t + 1)) == Bits(got));
+
+    // The same gradient without a tick waits in the iteration's sum until
+    // the ClockRequest closes it.
+    REQUIRE(summed.Push(PushChunks(0, seq, t, {0, 1, 2, 3})).ok());
+    PullResult waiting;
+    StartPull(summed, &waiting, 0, t + 1, absl::InfiniteFuture(), /*after_tick=*/true);
+    CHECK_FALSE(waiting.done);
+    REQUIRE(summed.Clock(Tick(0, t + 1)).ok());
+    CHECK(waiting.done);
+    INFO("iteration " << t);
+    CHECK(Bits(PullAll(summed, 0, t + 1)) == Bits(got));
+  }
+}
+
+TEST_CASE("A push carrying its tick while another worker is still in the iteration is summed, "
+          "not applied",
+          "[shard][bsp]") {
+  Shard shard(0, Job({VectorTable()}), nullptr);
+  REQUIRE(shard.InstallMap(Map(4, {0, 1})).ok());
+  REQUIRE(shard.Push(PushWithTick(0, 1, 0)).ok());
+  REQUIRE(shard.Clock(Tick(0, 1)).ok());
+  PullResult waiting;
+  StartPull(shard, &waiting, 0, 1);
+  CHECK_FALSE(waiting.done);  // worker 1 has not ticked
+  // Worker 1's push carries the tick that closes the iteration, but worker
+  // 0's gradient is in the sum: both are summed, and the mean applied.
+  REQUIRE(shard.Push(PushWithTick(1, 1, 0)).ok());
+  CHECK_FALSE(waiting.done);
+  REQUIRE(shard.Clock(Tick(1, 1)).ok());
+  REQUIRE(waiting.done);
+  const std::vector<float> got = PullAll(shard, 0, 1);
+  for (int i = 0; i < kElements; ++i) {
+    INFO("element " << i);
+    const float want = 0.0f - 1.0f * ((Grad(0, 0, i) + Grad(1, 0, i)) * 0.5f);
+    CHECK(Bits({got[i]}) == Bits({want}));
+  }
+}
+
+TEST_CASE("The last worker of an iteration that no other worker pushed to applies its push alone",
+          "[shard][bsp]") {
+  Shard shard(0, Job({VectorTable()}), nullptr);
+  REQUIRE(shard.InstallMap(Map(4, {0, 1})).ok());
+  REQUIRE(shard.Clock(Tick(1, 1)).ok());  // worker 1 ends iteration 0 without a push
+  REQUIRE(shard.Push(PushWithTick(0, 1, 0)).ok());
+  // Worker 1's pull waits for worker 0's tick: answered at once, the push
+  // carried it.
+  const std::vector<float> got = PullAll(shard, 1, 1);
+  for (int i = 0; i < kElements; ++i) {
+    INFO("element " << i);
+    const float want = 0.0f - 1.0f * Grad(0, 0, i);  // one contributor: not halved
+    CHECK(Bits({got[i]}) == Bits({want}));
   }
 }
 
