@@ -25,13 +25,17 @@ struct ChildStdio {
 // signal at its default action and none blocked, and inherits no descriptor
 // of the caller but `stdio` (the caller's own must be O_CLOEXEC).
 //
+// With `cpus` not empty, the child runs only on those CPUs (its scheduler
+// affinity, set before exec, so every thread it starts inherits it).
+//
 // Returns the child's pid once exec succeeded. Errors name `binary`:
-// NotFound (no such file), PermissionDenied (not executable), Internal (fork
-// or pipe failed); a child whose exec failed is reaped before returning.
-// Thread-safe; between fork and exec the child makes only
+// NotFound (no such file), PermissionDenied (not executable), InvalidArgument
+// (a CPU of `cpus` out of range or not one the child may use), Internal (fork
+// or pipe failed); a child that failed before or at exec is reaped before
+// returning. Thread-safe; between fork and exec the child makes only
 // async-signal-safe calls.
 absl::StatusOr<pid_t> SpawnChild(const std::string& binary, const std::vector<std::string>& args,
-                                 ChildStdio stdio);
+                                 ChildStdio stdio, const std::vector<int>& cpus = {});
 
 // The Status for a failed system call: `what`, then strerror(error), with
 // ENOENT/ENOTDIR -> NotFound, EACCES/EPERM -> PermissionDenied, the rest ->

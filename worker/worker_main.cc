@@ -21,6 +21,7 @@
 #include "absl/strings/str_replace.h"
 #include "common/config/job_config.h"
 #include "common/config/security_settings.h"
+#include "common/cpu_affinity.h"
 #include "common/daemon.h"
 #include "common/identity.h"
 #include "common/log.h"
@@ -187,7 +188,8 @@ int RunLocal(Session& s, const Flags& flags) {
   s.progress->Finish();  // before any message, so it starts on a line of its own
   if (!summary.ok()) return Fail(TrainingExitCode(summary.status()), summary.status());
   return Finish(s, flags, *summary,
-                RunInfo{"local", s.backend->Describe(), 0, 1, s.config.training.batch_size});
+                RunInfo{"local", s.backend->Describe(), 0, 1, s.config.training.batch_size,
+                        FormatCpuList(AllowedCpus())});
 }
 
 #ifdef CAIRN_WORKER_HAS_CLIENT
@@ -274,7 +276,8 @@ int RunWithCluster(Session& s, const Flags& flags) {
   if (!left.ok()) LOG_WARN("leaving the job: {}", left.ToString());
   return Finish(
       s, flags, *summary,
-      RunInfo{"ps", s.backend->Describe(), worker, workers, s.config.training.batch_size});
+      RunInfo{"ps", s.backend->Describe(), worker, workers, s.config.training.batch_size,
+              FormatCpuList(AllowedCpus())});
 #else
   return Fail(kExitConfig, absl::FailedPreconditionError(
                                "this cairn-worker was built without the Cairn client library; "
@@ -371,7 +374,7 @@ int Run(const Flags& flags) {
   absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(t.device);
   if (!backend.ok()) return Fail(SetupExitCode(backend.status()), backend.status());
   s.backend = *std::move(backend);
-  LOG_INFO("device {}", s.backend->Describe());
+  LOG_INFO("device {}, on CPUs {}", s.backend->Describe(), FormatCpuList(AllowedCpus()));
 
   int load_failed = kExitConfig;  // what a failure to load means
   const absl::Status loaded = t.model == "ctr" ? LoadCtr(s, &load_failed) : LoadMlp(s, &load_failed);

@@ -1,9 +1,10 @@
 // The small shared modules of common/: the fixed hashes (hash.h), retry
-// backoff (backoff.h), the background work queue (work_queue.h) and child
-// processes (spawn.h).
+// backoff (backoff.h), the background work queue (work_queue.h), child
+// processes (spawn.h) and CPU affinity (cpu_affinity.h).
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include "absl/time/clock.h"
 #include "common/backoff.h"
+#include "common/cpu_affinity.h"
 #include "common/hash.h"
 #include "common/spawn.h"
 #include "common/work_queue.h"
@@ -143,6 +145,43 @@ TEST_CASE("SpawnChild names a binary it cannot execute, with the code of why", "
   pid = SpawnChild(path, {}, {});
   unlink(path.c_str());
   REQUIRE(absl::IsPermissionDenied(pid.status()));  // no x bit: EACCES, for root too
+}
+
+TEST_CASE("A CPU list is written as the kernel writes it", "[cpu_affinity]") {
+  CHECK(FormatCpuList({}) == "");
+  CHECK(FormatCpuList({3}) == "3");
+  CHECK(FormatCpuList({0, 1}) == "0-1");
+  CHECK(FormatCpuList({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
+}
+
+TEST_CASE("SpawnChild runs a child on the CPUs it is given", "[spawn][cpu_affinity]") {
+  const std::vector<int> allowed = AllowedCpus();
+  REQUIRE_FALSE(allowed.empty());
+  std::string dir = TempPath("spawn-cpus.XXXXXX");
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  const std::string out_path = dir + "/out";
+  const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(out >= 0);
+  // The kernel's own record of the child's affinity.
+  const std::vector<int> last = {allowed.back()};
+  absl::StatusOr<pid_t> pid =
+      SpawnChild("/bin/sh", {"-c", "grep Cpus_allowed_list /proc/self/status"}, {-1, out, -1},
+                 last);
+  close(out);
+  REQUIRE(pid.ok());
+  CHECK(WEXITSTATUS(WaitFor(*pid)) == 0);
+  CHECK(ReadFile(out_path) == "Cpus_allowed_list:\t" + FormatCpuList(last) + "\n");
+  std::system(("rm -rf " + dir).c_str());
+
+  // A CPU the child may not use (beyond every CPU of this machine) is refused
+  // with its list named, and the child reaped.
+  pid = SpawnChild("/bin/true", {}, {}, {CPU_SETSIZE - 1});
+  REQUIRE(absl::IsInvalidArgument(pid.status()));
+  CHECK_THAT(std::string(pid.status().message()),
+             Catch::StartsWith("cannot start /bin/true on CPUs " +
+                               std::to_string(CPU_SETSIZE - 1) + ": "));
+  pid = SpawnChild("/bin/true", {}, {}, {-1});
+  CHECK(absl::IsInvalidArgument(pid.status()));
 }
 
 }  // namespace

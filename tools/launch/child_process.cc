@@ -34,7 +34,8 @@ ExitStatus FromWaitStatus(int wait_status) {
 }
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
-    std::string name, const std::string& binary, const std::vector<std::string>& args) {
+    std::string name, const std::string& binary, const std::vector<std::string>& args,
+    const std::vector<int>& cpus) {
   int out_pipe[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
   auto close_all = [&] {
@@ -46,7 +47,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     return absl::InternalError(
         absl::StrCat("cannot create pipes for ", name, ": ", std::strerror(error)));
   }
-  absl::StatusOr<pid_t> pid = SpawnChild(binary, args, {-1, out_pipe[1], err_pipe[1]});
+  absl::StatusOr<pid_t> pid = SpawnChild(binary, args, {-1, out_pipe[1], err_pipe[1]}, cpus);
   if (!pid.ok()) {
     close_all();
     return absl::Status(pid.status().code(),

@@ -42,14 +42,17 @@ ExitStatus FromWaitStatus(int wait_status);
 class ChildProcess {
  public:
   // Starts `binary` (a path; PATH is not searched) with `args` as argv[1..]
-  // and the launcher's environment. `name` ("server 1") only labels errors.
+  // and the launcher's environment, on `cpus` only when not empty (its
+  // scheduler affinity, common/spawn.h). `name` ("server 1") only labels
+  // errors.
   // The pipe ends the launcher reads are non-blocking and close-on-exec.
   // Errors: NotFound / PermissionDenied naming `binary` when it cannot be
   // executed (exec's errno is reported back through a close-on-exec pipe);
   // Internal when pipes or fork fail.
   static absl::StatusOr<std::unique_ptr<ChildProcess>> Spawn(std::string name,
                                                              const std::string& binary,
-                                                             const std::vector<std::string>& args);
+                                                             const std::vector<std::string>& args,
+                                                             const std::vector<int>& cpus = {});
 
   // SIGKILLs and reaps the child if it has not been reaped; closes the pipes.
   ~ChildProcess();

@@ -6,14 +6,15 @@
 //
 //   cairn-launch JOB.yaml [--summary PATH] [--bin-dir DIR] [--workdir DIR]
 //                [--set key=value ...] [--no-workers] [--prometheus]
-//                [--deploy-dir DIR] [--plot PATH.svg|PATH.png]
+//                [--deploy-dir DIR] [--plot PATH.svg|PATH.png] [--no-pin-workers]
 //                [-- extra worker flags]
 //
 // It writes the Prometheus file_sd targets of every process to
 // <workdir>/prometheus/targets/cairn.json beside a copy of the shipped
 // scrape config (targets_file.h); --prometheus also runs Prometheus against
 // them (prometheus_sidecar.h). On a terminal one combined progress line
-// stays below the log (console.h, progress_board.h).
+// stays below the log (console.h, progress_board.h). Two or more workers
+// each run on CPUs of their own unless --no-pin-workers (worker_cpus.h).
 //
 // Exit codes: 0 every worker finished (or, with --no-workers, the cluster
 // came up); 1 a process failed (named on stderr with its exit status);
@@ -34,9 +35,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "common/config/job_config.h"
+#include "common/cpu_affinity.h"
 #include "common/daemon.h"
 #include "tools/launch/console.h"
 #include "tools/launch/job_monitoring.h"
@@ -49,6 +52,7 @@
 #include "tools/launch/prometheus_sidecar.h"
 #include "tools/launch/job_certificates.h"
 #include "tools/launch/supervisor.h"
+#include "tools/launch/worker_cpus.h"
 
 namespace cairn::launch {
 namespace {
@@ -66,6 +70,7 @@ struct Flags {
   std::string deploy_dir;
   std::string plot;
   bool tls = false;
+  bool no_pin_workers = false;
   std::string worker_command;  // instead of cairn-worker (examples/pytorch)
   std::vector<std::string> worker_flags;  // everything after "--"
 };
@@ -227,6 +232,20 @@ int Run(Flags flags) {
   // line ("metrics on http://HOST:PORT/metrics"): workers write no port file.
   // Their progress lines feed the live line (and are not printed then).
   std::vector<std::string> worker_urls(num_workers);
+  const std::vector<int> allowed = AllowedCpus();
+  const std::vector<std::vector<int>> worker_cpus =
+      flags.no_pin_workers ? std::vector<std::vector<int>>()
+                           : SplitCpusAmongWorkers(allowed, num_workers);
+  if (!worker_cpus.empty()) {
+    std::vector<std::string> each;
+    for (size_t i = 0; i < worker_cpus.size(); ++i) {
+      each.push_back(absl::StrCat("worker ", i, " on ", FormatCpuList(worker_cpus[i])));
+    }
+    supervisor.Log(absl::StrCat("workers pinned to CPUs of their own: ", absl::StrJoin(each, ", "),
+                                "; the servers and the coordinator may use any of ",
+                                FormatCpuList(allowed), " (--no-pin-workers: leave them all "
+                                "to the scheduler)"));
+  }
   ProgressBoard board;
   for (int i = 0; i < num_workers; ++i) {
     auto observe = [&, i](absl::string_view line) {
@@ -242,8 +261,10 @@ int Run(Flags flags) {
       monitoring.AddTarget("worker", worker_urls[i]);
       return true;
     };
+    const std::vector<int> cpus = worker_cpus.empty() ? std::vector<int>() : worker_cpus[i];
     if (absl::Status s = supervisor.Start(Role::kWorker, i, binaries[2],
-                                          WorkerArgs(plan, i, coordinator_ports->grpc), observe);
+                                          WorkerArgs(plan, i, coordinator_ports->grpc), observe,
+                                          cpus);
         !s.ok()) {
       return Fail(supervisor, s.message());
     }
@@ -367,6 +388,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-workers", flags.no_workers,
                "Start only the coordinator and the servers, print their /metrics URLs once all "
                "serve, and stop them (a smoke test of the cluster)");
+  app.add_flag("--no-pin-workers", flags.no_pin_workers,
+               "Leave every worker free to run on any CPU (by default two or more workers each "
+               "run on CPUs of their own, when there are as many CPUs as workers; pass this "
+               "when other jobs share the machine's CPUs)");
   app.add_flag("--prometheus", flags.prometheus,
                "Also run Prometheus (Debian's /usr/bin/prometheus) against the job's targets on "
                "a free loopback port, print its URL, and stop it with the job");

@@ -67,13 +67,14 @@ void Supervisor::Print(absl::string_view line) { console_.WriteLine(STDOUT_FILEN
 
 absl::Status Supervisor::Start(Role role, int index, const std::string& binary,
                                const std::vector<std::string>& args,
-                               LogMux::LineObserver stderr_observer) {
+                               LogMux::LineObserver stderr_observer,
+                               const std::vector<int>& cpus) {
   Member member;
   member.role = role;
   member.index = index;
   member.name = MemberName(role, index);
   absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-      ChildProcess::Spawn(member.name, binary, args);
+      ChildProcess::Spawn(member.name, binary, args, cpus);
   if (!child.ok()) return child.status();
   member.process = *std::move(child);
   const std::string prefix = absl::StrCat("[", member.name, "] ");

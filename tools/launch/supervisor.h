@@ -78,11 +78,13 @@ class Supervisor {
   // Starts `binary` with `args` as `role` number `index` and logs
   // "[launch] started <name> pid=<pid>" (tests and operators rely on this
   // line to find every process). `stderr_observer` sees each stderr line
-  // first and may drop it (LogMux::LineObserver).
+  // first and may drop it (LogMux::LineObserver). With `cpus`, the member
+  // runs on those CPUs only (ChildProcess::Spawn).
   // Errors from ChildProcess::Spawn, naming the binary.
   absl::Status Start(Role role, int index, const std::string& binary,
                      const std::vector<std::string>& args,
-                     LogMux::LineObserver stderr_observer = nullptr);
+                     LogMux::LineObserver stderr_observer = nullptr,
+                     const std::vector<int>& cpus = {});
 
   // Forwards output and watches the members until `ready()` returns true
   // (checked at least every 100 ms), a termination signal arrives, a member

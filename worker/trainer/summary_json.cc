@@ -33,6 +33,7 @@ nlohmann::json SummaryToJson(const TrainingSummary& summary, const RunInfo& run)
   }
   nlohmann::json out = {{"mode", run.mode},
           {"device", run.device},
+          {"cpus", run.cpus},
           {"worker", run.worker},
           {"workers", run.workers},
           {"batch_size", run.batch_size},

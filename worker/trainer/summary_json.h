@@ -1,7 +1,8 @@
 // The JSON summary `cairn-worker --summary PATH` writes after training.
 //
 // Fields (seconds unless named otherwise):
-//   mode ("local" | "ps"), device, worker, workers, batch_size,
+//   mode ("local" | "ps"), device, cpus (the CPUs the worker may run on,
+//   as a cpulist: "0-3,8"), worker, workers, batch_size,
 //   test_accuracy (0..1), test_loss, train_loss (last epoch's mean),
 //   test_auc (binary models only: the ctr model),
 //   examples_per_second (this worker's examples / step time), examples,
@@ -27,6 +28,7 @@ struct RunInfo {
   int worker = 0;
   int workers = 1;
   int batch_size = 0;
+  std::string cpus;  // common/cpu_affinity.h FormatCpuList(AllowedCpus())
 };
 
 nlohmann::json SummaryToJson(const TrainingSummary& summary, const RunInfo& run);
