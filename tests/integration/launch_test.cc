@@ -19,8 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/cpu_affinity.h"
 #include "tests/integration/launch_jobs.h"
 #include "tests/testing/process.h"
+#include "tools/launch/worker_cpus.h"
 
 namespace cairn {
 namespace {
@@ -134,10 +136,14 @@ TEST_CASE("launch runs a small BSP job to the end, reports it and leaves no proc
   CHECK(summary["test_accuracy"].get<double>() <= 1.0);
   CHECK(summary["wall_seconds"].get<double>() > 0);
   REQUIRE(summary["per_worker"].size() == 2);
+  // Each worker ran on CPUs of its own (all of them on a one-CPU machine).
+  const std::vector<int> allowed = AllowedCpus();
+  const std::vector<std::vector<int>> pinned = launch::SplitCpusAmongWorkers(allowed, 2);
   double throughput = 0;
   for (int w = 0; w < 2; ++w) {
     const nlohmann::json& worker = summary["per_worker"][w];
     CHECK(worker["worker"] == w);
+    CHECK(worker["cpus"] == FormatCpuList(pinned.empty() ? allowed : pinned[w]));
     throughput += worker["examples_per_second"].get<double>();
     // Both workers evaluate the same model after the same last BSP step.
     CHECK(worker["test_accuracy"].get<double>() ==
