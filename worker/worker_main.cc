@@ -256,7 +256,8 @@ absl::StatusOr<TrainingSummary> TrainWithCluster(Session& s, const TrainerOption
     return TrainCtr(*s.ctr, *store, s.ctr_train, s.ctr_test, options);
   }
   ASSIGN_OR_RETURN(std::unique_ptr<PsParameterStore> store,
-                   PsParameterStore::Create(s.client.get(), s.tables, s.mlp->num_params()));
+                   PsParameterStore::Create(s.client.get(), s.tables, s.mlp->num_params(),
+                                            /*in_shared_memory=*/true));
   *setup_failed = false;
   return Train(*s.mlp, *store, s.data.train, s.data.test, options);
 }

@@ -124,6 +124,7 @@ class FakeShard final : public ShardChannel {
   }
 
   void Pull(grpc::ClientContext*, v1::PullRequest* request, uint64_t /*reply_bytes*/,
+            char* /*reply_into*/,
             v1::PullResponse* response, Done done,
             grpc::CompletionQueue* /*cq: answered on the fake's thread*/) override
       ABSL_LOCKS_EXCLUDED(mu_) {

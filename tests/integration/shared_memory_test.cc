@@ -2,8 +2,11 @@
 // through a shared region are bit for bit those through gRPC; a region too
 // small for a request sends that request through gRPC; a server refuses
 // regions it cannot trust and requests that name what is not theirs; the
-// client runs no gRPC callback threads (worker/client/call_queue.h).
+// client runs no gRPC callback threads (worker/client/call_queue.h); a
+// buffer the client lends is read and written in place, and spoiled by a
+// call that failed.
 #include <fcntl.h>
+#include <signal.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -337,6 +340,95 @@ TEST_CASE("a worker's client runs no gRPC callback threads, which would poll its
                        [&done](grpc::Status s) { done.set_value(std::move(s)); });
   REQUIRE(done.get_future().get().ok());
   CHECK(HasCallbackThreads());
+}
+
+namespace {
+
+// One server; two tables alike (zeros: a seed mixes in the table's name), one
+// pushed and pulled through lent memory, the other through the caller's own. A lease long enough to outlast a
+// stopped server.
+std::string LendYaml() {
+  return R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 1
+  workers: 1
+  partitions: 4
+  lease_timeout: 60s
+  heartbeat_interval: 200ms
+  startup_timeout: 60s
+consistency:
+  mode: asp
+tables:
+  - name: lent
+    kind: dense
+    shape: [600, 1000]
+    optimizer: {type: sgd, learning_rate: 0.5, momentum: 0.9}
+    init: {type: zeros}
+  - name: own
+    kind: dense
+    shape: [600, 1000]
+    optimizer: {type: sgd, learning_rate: 0.5, momentum: 0.9}
+    init: {type: zeros}
+)";
+}
+
+absl::Span<float> Floats(SharedBuffer& buffer) {
+  return absl::Span<float>(reinterpret_cast<float*>(buffer.bytes().data()),
+                           buffer.bytes().size() / sizeof(float));
+}
+
+}  // namespace
+
+TEST_CASE("a buffer the client lends is pushed from and pulled into in place, to the bits of the "
+          "caller's own memory, and a call that failed spoils it",
+          "[integration][shared_memory]") {
+  auto cluster = TestCluster::Start("shm_lend", LendYaml(), 1);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto client = testing::Connect(**cluster, 0, absl::Seconds(30), /*rpc_deadline=*/absl::Seconds(2));
+  INFO(client.status().message());
+  REQUIRE(client.ok());
+  Client& c = **client;
+  REQUIRE(testing::WaitForRegions(c, 1));
+  constexpr size_t kFloats = 600000;
+  std::unique_ptr<SharedBuffer> grads = c.LendSharedBuffer(kFloats * sizeof(float));
+  std::unique_ptr<SharedBuffer> values = c.LendSharedBuffer(kFloats * sizeof(float));
+  REQUIRE(grads != nullptr);
+  REQUIRE(values != nullptr);
+  CHECK(reinterpret_cast<uintptr_t>(grads->bytes().data()) % 64 == 0);
+  // More than a quarter of the (default 64 MiB) region is not lent.
+  CHECK(c.LendSharedBuffer(17 << 20) == nullptr);
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> own_grads(kFloats), own_values(kFloats);
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    for (float& x : own_grads) x = u(rng);
+    std::copy(own_grads.begin(), own_grads.end(), Floats(*grads).begin());
+    const uint64_t before = c.Stats().shared_memory_in_place;
+    REQUIRE(c.PushDense({{"lent", Floats(*grads)}}).get().ok());
+    REQUIRE(c.PushDense({{"own", own_grads}}).get().ok());
+    REQUIRE(c.PullDense({{"lent", Floats(*values)}}).get().ok());
+    REQUIRE(c.PullDense({{"own", absl::MakeSpan(own_values)}}).get().ok());
+    // 2.4 MB each way, cut at 2 MiB: two requests each, all in place; the
+    // caller's own memory went through the region's blocks.
+    CHECK(c.Stats().shared_memory_in_place == before + 4);
+    const std::vector<float> pulled(Floats(*values).begin(), Floats(*values).end());
+    CHECK(testing::BitEqual(pulled, own_values));
+  }
+  CHECK_FALSE(grads->spoiled());
+  CHECK_FALSE(values->spoiled());
+
+  // A push whose server stopped answering fails once every attempt timed
+  // out; the server may still read the buffer when it wakes: spoiled.
+  REQUIRE(cluster.value()->server(0).Signal(SIGSTOP).ok());
+  const absl::Status failed = c.PushDense({{"lent", Floats(*grads)}}).get();
+  REQUIRE(cluster.value()->server(0).Signal(SIGCONT).ok());
+  CHECK_FALSE(failed.ok());
+  CHECK(grads->spoiled());
+  CHECK_FALSE(values->spoiled());
 }
 
 }  // namespace cairn

@@ -40,6 +40,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/bytes.h"
+#include "worker/client/shared_buffer.h"
 
 namespace prometheus {
 class Registry;
@@ -106,6 +107,9 @@ struct ClientStats {
   // Pulls of PushClockAndPull that rode on the step's push (one call for
   // both: one server, values through its region).
   uint64_t pulls_with_push = 0;
+  // Requests of those through regions whose values were read (pushes) or
+  // written (pulls) in place in a buffer LendSharedBuffer lent, not copied.
+  uint64_t shared_memory_in_place = 0;
 };
 
 // A dense table's whole tensor in caller memory (table's element count floats).
@@ -272,6 +276,15 @@ class Client {
                                         std::vector<DenseBuffer> next_dense,
                                         std::vector<SparseRows> next_sparse,
                                         absl::Status* pulled) = 0;
+
+  // `bytes` of this worker's shared region with the job's one server, for
+  // the caller to keep its values in (SharedBuffer): null when the job has
+  // several servers, none on this host, no region (rpc.shared_memory:
+  // false, or the server refused it), or the region has no free block that
+  // large (a lent buffer may use at most a quarter of the region, the rest
+  // is the room of requests in flight). Nothing changes then: the caller
+  // uses its own memory, copied through the region. Thread-safe.
+  virtual std::unique_ptr<SharedBuffer> LendSharedBuffer(size_t bytes) = 0;
 
   // Ends this worker's iteration clock() on every server; clock() + 1 after.
   // The ticks are sent without waiting for their replies (the next pull

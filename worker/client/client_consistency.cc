@@ -78,6 +78,7 @@ ClientStats ClientImpl::Stats() const {
   s.shared_memory_requests = shared_memory_->requests.load();
   s.shared_memory_bytes = shared_memory_->bytes.load();
   s.pulls_with_push = shared_memory_->pulls_with_push.load();
+  s.shared_memory_in_place = shared_memory_->in_place.load();
   return s;
 }
 

@@ -288,6 +288,14 @@ absl::Status ClientImpl::RefreshMap() {
   return InstallMap(r.map());
 }
 
+std::unique_ptr<SharedBuffer> ClientImpl::LendSharedBuffer(size_t bytes) {
+  std::shared_ptr<const Servers> current = servers();
+  if (current == nullptr || current->alive.size() != 1) return nullptr;
+  auto channel = current->channels.find(*current->alive.begin());
+  if (channel == current->channels.end()) return nullptr;
+  return channel->second->Lend(bytes);
+}
+
 std::shared_ptr<const ClientImpl::Servers> ClientImpl::servers() const {
   absl::MutexLock lock(&mu_);
   return servers_;
@@ -506,6 +514,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     piece->channel = channel->second;
     if (first_launch) sent_to.insert(piece->server);
     uint64_t reply_bytes = 0;
+    char* reply_into = nullptr;
     if (op->is_push) {
       piece->push->header.set_map_version(version);
       if (resending) {
@@ -517,6 +526,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       reply_bytes = BuildPullRequest(op->inputs, piece->request.entries,
                                      {worker_id_, incarnation_, op->clock}, version,
                                      &piece->pull);
+      reply_into = ContiguousDestination(op->inputs, piece->request.entries, reply_bytes);
       // Ahead of the tick only while it is: sent again after it, a pull
       // carries the tick as any pull does.
       piece->pull.set_after_tick(op->after_tick && clock_.load() < op->clock);
@@ -532,27 +542,27 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       piece->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
       auto send_push = std::move(rider->send_push);
       rider->send_push = nullptr;
-      send_push(PullRider{&piece->context, &piece->pull, reply_bytes, &piece->pull_response,
-                          std::move(finish)});
+      send_push(PullRider{&piece->context, &piece->pull, reply_bytes, reply_into,
+                          &piece->pull_response, std::move(finish)});
       continue;
     }
     // The deadline counts from the send: a piece may wait for its window.
-    auto send = [this, piece, reply_bytes, queue, finish = std::move(finish)](
+    auto send = [this, piece, reply_bytes, reply_into, queue, finish = std::move(finish)](
                     std::optional<PullRider> pull) mutable {
       piece->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
       if (piece->op->is_push && pull.has_value()) {
         piece->channel->PushAndPull(&piece->context, piece->push,
                                     std::make_shared<SendPin>(piece->op, piece->push),
                                     &piece->push_response, std::move(finish), pull->context,
-                                    pull->request, pull->reply_bytes, pull->response,
-                                    std::move(pull->done), queue);
+                                    pull->request, pull->reply_bytes, pull->reply_into,
+                                    pull->response, std::move(pull->done), queue);
       } else if (piece->op->is_push) {
         piece->channel->Push(&piece->context, piece->push,
                              std::make_shared<SendPin>(piece->op, piece->push),
                              &piece->push_response, std::move(finish), queue);
       } else {
-        piece->channel->Pull(&piece->context, &piece->pull, reply_bytes, &piece->pull_response,
-                             std::move(finish), queue);
+        piece->channel->Pull(&piece->context, &piece->pull, reply_bytes, reply_into,
+                             &piece->pull_response, std::move(finish), queue);
       }
     };
     if (ride && op->is_push && carry_tick && piece->channel->SharesMemory()) {

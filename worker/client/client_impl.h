@@ -75,6 +75,7 @@ class ClientImpl final : public Client {
                                 std::vector<DenseBuffer> next_dense,
                                 std::vector<SparseRows> next_sparse,
                                 absl::Status* pulled) override;
+  std::unique_ptr<SharedBuffer> LendSharedBuffer(size_t bytes) override;
   absl::Status Clock() override;
   absl::Status Finish() override;
 
@@ -110,6 +111,7 @@ class ClientImpl final : public Client {
     grpc::ClientContext* context;  // the pull's, its deadline set
     v1::PullRequest* request;
     uint64_t reply_bytes;
+    char* reply_into;  // ContiguousDestination of the pull, or null
     v1::PullResponse* response;
     ShardChannel::Done done;
   };

@@ -174,6 +174,26 @@ uint64_t BuildPullRequest(absl::Span<const TableInput> inputs, const InputIndice
   return reply_bytes;
 }
 
+char* ContiguousDestination(absl::Span<const TableInput> inputs, const InputIndices& entries,
+                            uint64_t reply_bytes) {
+  float* first = nullptr;
+  float* next = nullptr;
+  for (const auto& [input, indices] : entries) {
+    const TableInput& in = inputs[input];
+    if (WireDtypeOrFloat32(in.spec->wire_dtype()) != v1::DTYPE_FLOAT32) return nullptr;
+    for (uint32_t j : indices) {
+      float* at = in.out + OffsetOf(in, j);
+      if (next != nullptr && at != next) return nullptr;
+      if (first == nullptr) first = at;
+      next = at + FloatsOf(in, j);
+    }
+  }
+  if (first == nullptr || static_cast<uint64_t>(next - first) * sizeof(float) != reply_bytes) {
+    return nullptr;
+  }
+  return reinterpret_cast<char*>(first);
+}
+
 bool ScatterPulled(const TableInput& in, const std::vector<uint32_t>& indices, v1::DType dtype,
                    absl::Span<const absl::Span<const char>> values) {
   dtype = WireDtypeOrFloat32(dtype);
@@ -198,7 +218,10 @@ bool ScatterPulled(const TableInput& in, const std::vector<uint32_t>& indices, v
     if (!next_piece()) return false;
     // The usual case: the whole row or chunk within one piece.
     if (static_cast<size_t>(end - src) >= floats * value_bytes) {
-      DecodeValues(src, floats, dtype, out);
+      // Answered in place (float32 where it belongs): nothing to copy.
+      if (src != reinterpret_cast<const char*>(out) || dtype != v1::DTYPE_FLOAT32) {
+        DecodeValues(src, floats, dtype, out);
+      }
       src += floats * value_bytes;
       continue;
     }

@@ -116,12 +116,21 @@ uint64_t BuildPullRequest(absl::Span<const TableInput> inputs, const InputIndice
                           const RequestIdentity& identity, uint64_t map_version,
                           v1::PullRequest* out);
 
+// Where the answer to a pull of `entries` would land, when it can be
+// written there as it comes (float32 on the wire, every entry's values in
+// the caller's memory one right after the other, in the request's order):
+// the first value's address; null otherwise. `reply_bytes` is what
+// BuildPullRequest returned.
+char* ContiguousDestination(absl::Span<const TableInput> inputs, const InputIndices& entries,
+                            uint64_t reply_bytes);
+
 // Copies the answer to one entry of a pull, `values` in `dtype` (the
 // TableValues' dtype; UNSPECIFIED reads as float32), into `in.out` at
 // `indices`, widened to float32. `values` may come in several pieces (as
 // gRPC received them: pull_reply_reader.h), cut anywhere, even inside a
 // value. False, with nothing promised about `in.out`, when the dtype is not
-// a wire dtype or the bytes are not exactly the indices' values.
+// a wire dtype or the bytes are not exactly the indices' values. float32
+// values already where they belong (answered in place) are not copied.
 bool ScatterPulled(const TableInput& in, const std::vector<uint32_t>& indices, v1::DType dtype,
                    absl::Span<const absl::Span<const char>> values);
 // The same with the values in one piece.

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <future>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -99,6 +100,76 @@ struct SharedLink {
 
   SharedLink(std::shared_ptr<SharedRegion> r, uint64_t i)
       : region(std::move(r)), id(i), arena(SharedRegion::kHeaderBytes, region->size()) {}
+
+  // Blocks of the arena lent to the caller (LentBuffer), by offset: their
+  // bytes and whether a call that used them in place failed.
+  struct Loan {
+    uint64_t bytes = 0;
+    std::shared_ptr<std::atomic<bool>> spoiled;
+  };
+  absl::Mutex loans_mu;
+  std::map<uint64_t, Loan> loans ABSL_GUARDED_BY(loans_mu);
+
+  // The offset of `bytes` at `p` when they lie within one lent block, with
+  // that block's spoiled flag; nullopt otherwise (not in the region, or not
+  // lent memory).
+  std::optional<std::pair<uint64_t, std::shared_ptr<std::atomic<bool>>>> LentRange(
+      const char* p, uint64_t bytes) ABSL_LOCKS_EXCLUDED(loans_mu) {
+    const char* base = region->data();
+    if (p < base || p >= base + region->size() || bytes == 0) return std::nullopt;
+    const uint64_t offset = static_cast<uint64_t>(p - base);
+    absl::MutexLock lock(&loans_mu);
+    auto it = loans.upper_bound(offset);
+    if (it == loans.begin()) return std::nullopt;
+    --it;
+    if (offset + bytes > it->first + it->second.bytes) return std::nullopt;
+    return std::make_pair(offset, it->second.spoiled);
+  }
+};
+
+// A lent block (ShardChannel::Lend): back to the arena when destroyed, or
+// kept from reuse for good once spoiled (a failed call may still write it).
+class LentBuffer final : public SharedBuffer {
+ public:
+  LentBuffer(std::shared_ptr<SharedLink> link, uint64_t offset, uint64_t bytes,
+             std::shared_ptr<std::atomic<bool>> spoiled)
+      : link_(std::move(link)), offset_(offset), bytes_(bytes), spoiled_(std::move(spoiled)) {}
+  ~LentBuffer() override {
+    {
+      absl::MutexLock lock(&link_->loans_mu);
+      link_->loans.erase(offset_);
+    }
+    if (spoiled_->load()) {
+      link_->arena.Quarantine(offset_);
+    } else {
+      link_->arena.Free(offset_);
+    }
+  }
+  absl::Span<char> bytes() override {
+    return absl::Span<char>(link_->region->data() + offset_, bytes_);
+  }
+  bool spoiled() const override { return spoiled_->load(); }
+
+ private:
+  const std::shared_ptr<SharedLink> link_;
+  const uint64_t offset_;
+  const uint64_t bytes_;
+  const std::shared_ptr<std::atomic<bool>> spoiled_;
+};
+
+// Where a pull's answer is written in the region: a block of the arena
+// (`lent` null), or the caller's lent block (`lent`: its spoiled flag).
+struct ReplyRoom {
+  uint64_t offset = 0;
+  std::shared_ptr<std::atomic<bool>> lent;
+};
+
+// A push's values already in the region, in a lent block (one range per
+// table, the tables one after the other): where each table's range starts,
+// and the block's spoiled flag.
+struct InPlacePush {
+  std::vector<uint64_t> offsets;
+  std::shared_ptr<std::atomic<bool>> spoiled;
 };
 
 class GrpcShardChannel final : public ShardChannel {
@@ -118,37 +189,41 @@ class GrpcShardChannel final : public ShardChannel {
             std::shared_ptr<void> pin, v1::PushResponse* response, Done done,
             grpc::CompletionQueue* cq) override {
     std::shared_ptr<SharedLink> link = this->link();
-    const std::optional<uint64_t> at = ReserveValues(link.get(), *payload);
+    std::optional<InPlacePush> in_place = InPlace(link.get(), *payload);
+    const std::optional<uint64_t> at =
+        in_place.has_value() ? std::nullopt : ReserveValues(link.get(), *payload);
     StartPush(context, payload, std::move(pin), response, std::move(done), cq, link, at,
-              /*rider=*/nullptr);
+              std::move(in_place), /*rider=*/nullptr);
   }
 
   void PushAndPull(grpc::ClientContext* context,
                    const std::shared_ptr<const PushPayload>& payload, std::shared_ptr<void> pin,
                    v1::PushResponse* response, Done push_done, grpc::ClientContext* pull_context,
-                   v1::PullRequest* pull, uint64_t reply_bytes, v1::PullResponse* pull_response,
-                   Done pull_done, grpc::CompletionQueue* cq) override {
+                   v1::PullRequest* pull, uint64_t reply_bytes, char* reply_into,
+                   v1::PullResponse* pull_response, Done pull_done,
+                   grpc::CompletionQueue* cq) override {
     std::shared_ptr<SharedLink> link = this->link();
-    const std::optional<uint64_t> at = ReserveValues(link.get(), *payload);
+    std::optional<InPlacePush> in_place = InPlace(link.get(), *payload);
+    const std::optional<uint64_t> at =
+        in_place.has_value() ? std::nullopt : ReserveValues(link.get(), *payload);
     // The pull rides only where both its answer and the push's values go
     // through the region: inline, the answer would be copied into the
     // PushResponse.
-    std::optional<uint64_t> reply_at;
-    if (at.has_value() && reply_bytes >= kMinSharedBytes) {
-      reply_at = link->arena.Allocate(reply_bytes);
-      if (!reply_at.has_value()) NoteFull(*link, reply_bytes);
+    std::optional<ReplyRoom> room;
+    if ((at.has_value() || in_place.has_value()) && reply_bytes >= kMinSharedBytes) {
+      room = Room(*link, reply_bytes, reply_into);
     }
-    if (!reply_at.has_value()) {
+    if (!room.has_value()) {
       StartPush(context, payload, std::move(pin), response, std::move(push_done), cq, link, at,
-                /*rider=*/nullptr);
-      Pull(pull_context, pull, reply_bytes, pull_response, std::move(pull_done), cq);
+                std::move(in_place), /*rider=*/nullptr);
+      Pull(pull_context, pull, reply_bytes, reply_into, pull_response, std::move(pull_done), cq);
       return;
     }
     v1::SharedRange* range = pull->mutable_reply_to();
     range->set_region(link->id);
-    range->set_offset(*reply_at);
+    range->set_offset(room->offset);
     range->set_length(reply_bytes);
-    Done both = [this, link, reply_at = *reply_at, response, pull_context, pull, reply_bytes,
+    Done both = [this, link, room = *room, response, pull_context, pull, reply_bytes, reply_into,
                  pull_response, push_done = std::move(push_done),
                  pull_done = std::move(pull_done), cq](grpc::Status status) mutable {
       const bool served = status.ok() && response->has_pull();
@@ -163,32 +238,49 @@ class GrpcShardChannel final : public ShardChannel {
         if (bytes > 0) Count(counters_.get(), bytes);
         if (counters_ != nullptr) {
           counters_->pulls_with_push.fetch_add(1, std::memory_order_relaxed);
+          if (room.lent != nullptr && bytes > 0) {
+            counters_->in_place.fetch_add(1, std::memory_order_relaxed);
+          }
         }
         pull_done(grpc::Status::OK);
-        Release(*link, reply_at, true);
+        Release(*link, room, true);
         return;
       }
       // Not served with the push: the pull goes on its own. A server may
       // still write into the range of a call that failed.
-      Release(*link, reply_at, status.ok());
+      Release(*link, room, status.ok());
       pull->clear_reply_to();
-      Pull(pull_context, pull, reply_bytes, pull_response, std::move(pull_done), cq);
+      Pull(pull_context, pull, reply_bytes, reply_into, pull_response, std::move(pull_done), cq);
     };
-    StartPush(context, payload, std::move(pin), response, std::move(both), cq, link, at, pull);
+    StartPush(context, payload, std::move(pin), response, std::move(both), cq, link, at,
+              std::move(in_place), pull);
+  }
+
+  std::unique_ptr<SharedBuffer> Lend(uint64_t bytes) override {
+    std::shared_ptr<SharedLink> link = this->link();
+    if (link == nullptr || bytes == 0 || bytes > link->arena.capacity() / 4) return nullptr;
+    std::optional<uint64_t> at = link->arena.Allocate(bytes);
+    if (!at.has_value()) return nullptr;
+    auto spoiled = std::make_shared<std::atomic<bool>>(false);
+    {
+      absl::MutexLock lock(&link->loans_mu);
+      link->loans[*at] = SharedLink::Loan{bytes, spoiled};
+    }
+    return std::make_unique<LentBuffer>(link, *at, bytes, std::move(spoiled));
   }
 
   void Pull(grpc::ClientContext* context, v1::PullRequest* request, uint64_t reply_bytes,
-            v1::PullResponse* response, Done done, grpc::CompletionQueue* cq) override {
+            char* reply_into, v1::PullResponse* response, Done done,
+            grpc::CompletionQueue* cq) override {
     std::shared_ptr<SharedLink> link = this->link();
-    std::optional<uint64_t> at;
+    std::optional<ReplyRoom> at;
     if (link != nullptr && reply_bytes >= kMinSharedBytes) {
-      at = link->arena.Allocate(reply_bytes);
-      if (!at.has_value()) NoteFull(*link, reply_bytes);
+      at = Room(*link, reply_bytes, reply_into);
     }
     if (at.has_value()) {
       v1::SharedRange* range = request->mutable_reply_to();
       range->set_region(link->id);
-      range->set_offset(*at);
+      range->set_offset(at->offset);
       range->set_length(reply_bytes);
     } else {
       request->clear_reply_to();
@@ -216,6 +308,9 @@ class GrpcShardChannel final : public ShardChannel {
         uint64_t bytes = 0;
         for (const v1::TableValues& t : response->tables()) bytes += t.shared().length();
         if (bytes > 0) Count(counters.get(), bytes);
+        if (bytes > 0 && at->lent != nullptr && counters != nullptr) {
+          counters->in_place.fetch_add(1, std::memory_order_relaxed);
+        }
       }
       if (status.ok()) received->Add(response, reply.get());
       done(status);
@@ -265,16 +360,81 @@ class GrpcShardChannel final : public ShardChannel {
     return at;
   }
 
+  // The push's values where they already are in a lent block of the
+  // region (LentBuffer): each table's one range, the tables one after the
+  // other. Nullopt otherwise, or below kMinSharedBytes (sent inline).
+  static std::optional<InPlacePush> InPlace(SharedLink* link, const PushPayload& payload) {
+    if (link == nullptr || payload.tables.empty()) return std::nullopt;
+    InPlacePush out;
+    const char* next = nullptr;
+    const char* first = nullptr;
+    for (const PushTablePayload& t : payload.tables) {
+      if (t.values.empty()) return std::nullopt;
+      for (absl::Span<const char> r : t.values) {
+        if (next != nullptr && r.data() != next) return std::nullopt;
+        if (first == nullptr) first = r.data();
+        next = r.data() + r.size();
+      }
+      out.offsets.push_back(
+          static_cast<uint64_t>(t.values.front().data() - link->region->data()));
+    }
+    const uint64_t bytes = static_cast<uint64_t>(next - first);
+    if (bytes < kMinSharedBytes) return std::nullopt;
+    auto lent = link->LentRange(first, bytes);
+    if (!lent.has_value()) return std::nullopt;
+    out.spoiled = std::move(lent->second);
+    return out;
+  }
+
+  // Where a pull's answer goes in the region: in place in the caller's lent
+  // block at `reply_into` when that is where it lies, else a block of the
+  // arena (nullopt when none is free).
+  std::optional<ReplyRoom> Room(SharedLink& link, uint64_t reply_bytes, char* reply_into) {
+    if (reply_into != nullptr) {
+      if (auto lent = link.LentRange(reply_into, reply_bytes); lent.has_value()) {
+        return ReplyRoom{lent->first, std::move(lent->second)};
+      }
+    }
+    std::optional<uint64_t> at = link.arena.Allocate(reply_bytes);
+    if (!at.has_value()) {
+      NoteFull(link, reply_bytes);
+      return std::nullopt;
+    }
+    return ReplyRoom{*at, nullptr};
+  }
+
   // Starts a push, its values at `at` of the region (reserved by
-  // ReserveValues) or, without it, as slices of the caller's memory.
-  // `rider` (only with `at`): the pull the request carries
-  // (PushRequest.pull).
+  // ReserveValues), or already in the region (`in_place`), or, without
+  // either, as slices of the caller's memory. `rider` (only with `at` or
+  // `in_place`): the pull the request carries (PushRequest.pull).
   void StartPush(grpc::ClientContext* context, const std::shared_ptr<const PushPayload>& payload,
                  std::shared_ptr<void> pin, v1::PushResponse* response, Done done,
                  grpc::CompletionQueue* cq, const std::shared_ptr<SharedLink>& link,
-                 std::optional<uint64_t> at, const v1::PullRequest* rider) {
+                 std::optional<uint64_t> at, std::optional<InPlacePush> in_place,
+                 const v1::PullRequest* rider) {
     auto request = std::make_shared<grpc::ByteBuffer>();
-    if (!at.has_value()) {
+    std::shared_ptr<std::atomic<bool>> spoiled;
+    if (in_place.has_value()) {
+      // Values where the caller wrote them in the region: only ranges go.
+      v1::PushRequest header = payload->header;
+      if (rider != nullptr) *header.mutable_pull() = *rider;
+      uint64_t value_bytes = 0;
+      for (size_t i = 0; i < payload->tables.size(); ++i) {
+        const PushTablePayload& t = payload->tables[i];
+        v1::TableValues* tv = header.add_tables();
+        *tv = t.meta;
+        v1::SharedRange* range = tv->mutable_shared();
+        range->set_region(link->id);
+        range->set_offset(in_place->offsets[i]);
+        range->set_length(t.value_bytes());
+        value_bytes += t.value_bytes();
+      }
+      bool own = false;
+      grpc::SerializationTraits<v1::PushRequest>::Serialize(header, request.get(), &own);
+      Count(counters_.get(), value_bytes);
+      if (counters_ != nullptr) counters_->in_place.fetch_add(1, std::memory_order_relaxed);
+      spoiled = std::move(in_place->spoiled);
+    } else if (!at.has_value()) {
       // Values as slices of the caller's memory; gRPC releases `pin`.
       *request = SerializePush(*payload, pin);
     } else {
@@ -304,12 +464,15 @@ class GrpcShardChannel final : public ShardChannel {
       Count(counters_.get(), value_bytes);
     }
     auto reply = std::make_shared<grpc::ByteBuffer>();
-    Done finish = [request, reply, response, link, at, done = std::move(done)](grpc::Status status) {
+    Done finish = [request, reply, response, link, at, spoiled,
+                   done = std::move(done)](grpc::Status status) {
       if (status.ok() &&
           !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(), response).ok()) {
         status = grpc::Status(grpc::StatusCode::INTERNAL, "cannot parse the server's PushResponse");
       }
       if (at.has_value()) Release(*link, *at, status.ok());
+      // The server may still read a failed call's values late.
+      if (spoiled != nullptr && !status.ok()) spoiled->store(true);
       done(std::move(status));
     };
     StartRaw(context, kPushMethod, *request, reply.get(), std::move(finish), cq);
@@ -328,7 +491,15 @@ class GrpcShardChannel final : public ShardChannel {
   }
 
   // A successful call's range is free again; a failed one's is kept from
-  // reuse (shared_arena.h).
+  // reuse (shared_arena.h). A lent block is the caller's: a failure spoils
+  // it (the server may still write it late).
+  static void Release(SharedLink& link, const ReplyRoom& room, bool ok) {
+    if (room.lent == nullptr) {
+      Release(link, room.offset, ok);
+    } else if (!ok) {
+      room.lent->store(true);
+    }
+  }
   static void Release(SharedLink& link, uint64_t offset, bool ok) {
     if (ok) {
       link.arena.Free(offset);

@@ -18,6 +18,7 @@
 #include "cairn/v1/shard.pb.h"
 #include "common/backoff.h"
 #include "worker/client/pull_reply_reader.h"
+#include "worker/client/shared_buffer.h"
 
 namespace grpc {
 class ByteBuffer;
@@ -69,8 +70,12 @@ class ShardChannel {
                     grpc::CompletionQueue* cq) = 0;
   // `reply_bytes`: the value bytes the answer will hold (the same-host path
   // reserves them in its region); the channel may set `request->reply_to`.
+  // `reply_into` (may be null): where the caller's buffers want those bytes
+  // when they are one range laid out as the answer's values; memory of a
+  // buffer this channel lent (Lend) is then answered into in place.
   virtual void Pull(grpc::ClientContext* context, v1::PullRequest* request, uint64_t reply_bytes,
-                    v1::PullResponse* response, Done done, grpc::CompletionQueue* cq) = 0;
+                    char* reply_into, v1::PullResponse* response, Done done,
+                    grpc::CompletionQueue* cq) = 0;
   virtual void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
                      v1::ClockResponse* response, Done done) = 0;
 
@@ -87,11 +92,19 @@ class ShardChannel {
                            const std::shared_ptr<const PushPayload>& payload,
                            std::shared_ptr<void> pin, v1::PushResponse* response, Done push_done,
                            grpc::ClientContext* pull_context, v1::PullRequest* pull,
-                           uint64_t reply_bytes, v1::PullResponse* pull_response, Done pull_done,
+                           uint64_t reply_bytes, char* reply_into,
+                           v1::PullResponse* pull_response, Done pull_done,
                            grpc::CompletionQueue* cq) {
     Push(context, payload, std::move(pin), response, std::move(push_done), cq);
-    Pull(pull_context, pull, reply_bytes, pull_response, std::move(pull_done), cq);
+    Pull(pull_context, pull, reply_bytes, reply_into, pull_response, std::move(pull_done), cq);
   }
+
+  // `bytes` of this channel's shared region lent to the caller
+  // (Client::LendSharedBuffer): a push whose values lie in it as one range
+  // per request is sent from there, and a pull answered there in place,
+  // without the copy through the region. Null without a region, or when it
+  // has no free block that large, or `bytes` is above a quarter of it.
+  virtual std::unique_ptr<SharedBuffer> Lend(uint64_t bytes) { return nullptr; }
 
   // Whether values to this server go through a shared region (the server
   // accepted the channel's offer): requests may then be cut larger
@@ -117,6 +130,8 @@ struct SharedMemoryCounters {
   std::atomic<uint64_t> requests{0};  // pushes and pulls whose values went through one
   std::atomic<uint64_t> bytes{0};     // value bytes that went through one
   std::atomic<uint64_t> pulls_with_push{0};  // pulls served with a push (PushAndPull)
+  // Pushes read and pulls answered in place in a lent buffer (Lend).
+  std::atomic<uint64_t> in_place{0};
 };
 
 // Opens the channel to the server at `address` (host:port from the map).

@@ -27,6 +27,12 @@ class ParameterStore {
   // tick on the push: Client::PushAndClock).
   virtual absl::Status PushAndClock(absl::Span<const float> grads) = 0;
 
+  // Where the caller may compute the next gradient it passes to
+  // PushAndClock, when the store has memory the push reads in place (the
+  // worker's shared region with its server); empty when it has none. It may
+  // change between iterations: ask each time.
+  virtual absl::Span<float> GradientBuffer() { return {}; }
+
   // The global step training starts at: 0, or the clock of the checkpoint a
   // resumed job restarts from (the step's batch is then the one a run from
   // step 0 would have drawn there).

@@ -11,7 +11,7 @@
 namespace cairn {
 
 absl::StatusOr<std::unique_ptr<PsParameterStore>> PsParameterStore::Create(
-    Client* client, std::vector<BoundTable> tables, size_t num_params) {
+    Client* client, std::vector<BoundTable> tables, size_t num_params, bool in_shared_memory) {
   for (const BoundTable& t : tables) {
     absl::StatusOr<const v1::TableSpec*> job_table = client->Table(t.spec.name());
     if (!job_table.ok()) {
@@ -35,24 +35,72 @@ absl::StatusOr<std::unique_ptr<PsParameterStore>> PsParameterStore::Create(
     }
   }
   return std::unique_ptr<PsParameterStore>(
-      new PsParameterStore(client, std::move(tables), num_params));
+      new PsParameterStore(client, std::move(tables), num_params, in_shared_memory));
 }
 
 PsParameterStore::PsParameterStore(Client* client, std::vector<BoundTable> tables,
-                                   size_t num_params)
+                                   size_t num_params, bool in_shared_memory)
     : client_(client),
       start_step_(client->clock()),
       tables_(std::move(tables)),
-      params_(num_params, 0.0f) {
+      lend_(in_shared_memory),
+      own_params_(num_params, 0.0f),
+      params_(absl::MakeSpan(own_params_)) {
+  ViewParams();
+  TryLend();
+}
+
+void PsParameterStore::ViewParams() {
+  pull_buffers_.clear();
   for (const BoundTable& t : tables_) {
-    pull_buffers_.push_back(
-        DenseBuffer{t.spec.name(), absl::MakeSpan(params_).subspan(t.offset, t.size)});
+    pull_buffers_.push_back(DenseBuffer{t.spec.name(), params_.subspan(t.offset, t.size)});
   }
 }
 
+void PsParameterStore::TryLend() {
+  if (!lend_ || lent_params_ != nullptr || params_.empty()) return;
+  if (++lend_tries_ > kLendTries) {
+    lend_ = false;
+    LOG_INFO("values stay in this worker's own memory: the client lent no shared memory");
+    return;
+  }
+  const size_t bytes = params_.size() * sizeof(float);
+  std::unique_ptr<SharedBuffer> params = client_->LendSharedBuffer(bytes);
+  if (params == nullptr) return;
+  std::unique_ptr<SharedBuffer> grads = client_->LendSharedBuffer(bytes);
+  if (grads == nullptr) return;  // `params` goes back
+  float* values = reinterpret_cast<float*>(params->bytes().data());
+  std::copy(params_.begin(), params_.end(), values);  // what was pulled stays
+  params_ = absl::MakeSpan(values, params_.size());
+  grads_ = absl::MakeSpan(reinterpret_cast<float*>(grads->bytes().data()), params_.size());
+  lent_params_ = std::move(params);
+  lent_grads_ = std::move(grads);
+  ViewParams();
+  LOG_INFO("values and gradients in {} bytes of shared memory each: pushes and pulls are read "
+           "and written there in place", bytes);
+}
+
+void PsParameterStore::DropSpoiled() {
+  if (lent_params_ == nullptr || (!lent_params_->spoiled() && !lent_grads_->spoiled())) return;
+  LOG_WARN("a call that used this worker's lent shared memory failed: values go back to its own "
+           "memory and are pulled again");
+  params_ = absl::MakeSpan(own_params_);
+  grads_ = {};
+  lent_params_.reset();  // kept from reuse by the client: the server may still write it
+  lent_grads_.reset();
+  lend_ = false;
+  pulled_ = false;
+  ViewParams();
+}
+
 absl::StatusOr<absl::Span<const float>> PsParameterStore::Pull() {
+  TryLend();
   if (!pulled_) {
-    RETURN_IF_ERROR(client_->PullAndWait(pull_buffers_, {}));
+    absl::Status pulled = client_->PullAndWait(pull_buffers_, {});
+    if (!pulled.ok()) {
+      DropSpoiled();
+      return pulled;
+    }
     pulled_ = true;
   }
   return absl::Span<const float>(params_);
@@ -76,9 +124,15 @@ absl::Status PsParameterStore::PushAndClock(absl::Span<const float> grads) {
   ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> buffers, PushBuffers(grads));
   pulled_ = false;  // the pull ahead writes into params_
   absl::Status ahead;
-  RETURN_IF_ERROR(client_->PushClockAndPull(std::move(buffers), {}, pull_buffers_, {}, &ahead));
+  absl::Status pushed = client_->PushClockAndPull(std::move(buffers), {}, pull_buffers_, {},
+                                                  &ahead);
+  if (!pushed.ok()) {
+    DropSpoiled();
+    return pushed;
+  }
   pulled_ = ahead.ok();
   if (!pulled_) LOG_WARN("{}; the next step pulls again", ahead.message());
+  DropSpoiled();
   return absl::OkStatus();
 }
 

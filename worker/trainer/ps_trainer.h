@@ -25,9 +25,18 @@ class PsParameterStore final : public ParameterStore {
   // Checks that the job has every table with the same kind and shape as this
   // worker's model: FailedPrecondition naming the table otherwise (the
   // worker's config and the coordinator's differ).
+  //
+  // `in_shared_memory`: keep the values, and the gradient the caller
+  // computes (GradientBuffer), in buffers lent by the client
+  // (Client::LendSharedBuffer: one server on this host), so that a step's
+  // push and pull are read and written there in place; the store's own
+  // memory, copied through the region, until the client can lend (it is
+  // asked again each step for the first kLendTries steps) and after a call
+  // that used lent memory failed (SharedBuffer::spoiled).
   static absl::StatusOr<std::unique_ptr<PsParameterStore>> Create(Client* client,
                                                                   std::vector<BoundTable> tables,
-                                                                  size_t num_params);
+                                                                  size_t num_params,
+                                                                  bool in_shared_memory = false);
 
   // Every table's values for the current iteration, in a host buffer owned
   // by the store: those the last PushAndClock pulled ahead, or a PullDense
@@ -42,6 +51,13 @@ class PsParameterStore final : public ParameterStore {
   // The client's clock when the store was created (a resumed job's workers
   // start at the checkpoint's clock).
   int64_t StartStep() const override { return start_step_; }
+  // The lent gradient buffer (num_params floats), or empty.
+  absl::Span<float> GradientBuffer() override { return grads_; }
+  // Whether the values are in lent memory now (for tests and logs).
+  bool in_shared_memory() const { return lent_params_ != nullptr; }
+
+  // How many steps the store asks the client to lend before it gives up.
+  static constexpr int kLendTries = 1000;
 
   // For a caller that pulls and pushes these tables together with others in
   // one Client operation (ps_ctr_store.h): where a pull writes (views into
@@ -52,12 +68,27 @@ class PsParameterStore final : public ParameterStore {
   absl::StatusOr<std::vector<ConstDenseBuffer>> PushBuffers(absl::Span<const float> grads) const;
 
  private:
-  PsParameterStore(Client* client, std::vector<BoundTable> tables, size_t num_params);
+  PsParameterStore(Client* client, std::vector<BoundTable> tables, size_t num_params,
+                   bool in_shared_memory);
+
+  // Moves the values into lent buffers, when the client lends them now.
+  void TryLend();
+  // Back to the store's own memory after a call that used a lent buffer
+  // failed; the values are pulled again.
+  void DropSpoiled();
+  // Points pull_buffers_ at params_.
+  void ViewParams();
 
   Client* const client_;
   const int64_t start_step_;
   const std::vector<BoundTable> tables_;
-  std::vector<float> params_;
+  bool lend_;       // wants lent memory
+  int lend_tries_ = 0;
+  std::vector<float> own_params_;
+  std::unique_ptr<SharedBuffer> lent_params_;  // with lent_grads_, or neither
+  std::unique_ptr<SharedBuffer> lent_grads_;
+  absl::Span<float> params_;  // own_params_, or lent_params_'s memory
+  absl::Span<float> grads_;   // lent_grads_'s memory, or empty
   std::vector<DenseBuffer> pull_buffers_;  // views into params_
   // params_ holds the current iteration's values (pulled ahead).
   bool pulled_ = false;

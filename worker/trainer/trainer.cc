@@ -81,12 +81,15 @@ class MlpTask final : public TrainingTask {
     return absl::OkStatus();
   }
   absl::StatusOr<double> Compute() override {
-    return mlp_.TrainStep(params_, inputs_, labels_, absl::MakeSpan(grads_));
+    // Into the store's memory when it has some the push reads in place.
+    step_grads_ = store_.GradientBuffer();
+    if (step_grads_.size() != grads_.size()) step_grads_ = absl::MakeSpan(grads_);
+    return mlp_.TrainStep(params_, inputs_, labels_, step_grads_);
   }
   // The store reads the next step's parameters with the push on its own
   // (PsParameterStore): they do not depend on the batch.
   absl::Status PushAndClock(absl::Span<const int32_t> /*next*/) override {
-    return store_.PushAndClock(grads_);
+    return store_.PushAndClock(step_grads_);
   }
 
   absl::Status Evaluate(EpochStats* stats) override {
@@ -107,6 +110,7 @@ class MlpTask final : public TrainingTask {
   std::vector<float> inputs_;  // host work buffers, sized once
   std::vector<int32_t> labels_;
   std::vector<float> grads_;
+  absl::Span<float> step_grads_;  // this step's gradient: grads_ or the store's buffer
   absl::Span<const float> params_;
 };
 
