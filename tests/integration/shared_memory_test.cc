@@ -429,6 +429,12 @@ TEST_CASE("a buffer the client lends is pushed from and pulled into in place, to
   CHECK_FALSE(failed.ok());
   CHECK(grads->spoiled());
   CHECK_FALSE(values->spoiled());
+  // From then on its values go through the region's own blocks.
+  const uint64_t before = c.Stats().shared_memory_in_place;
+  const absl::Status again = c.PushDense({{"lent", Floats(*grads)}}).get();
+  INFO(again.message());
+  CHECK(again.ok());
+  CHECK(c.Stats().shared_memory_in_place == before);
 }
 
 }  // namespace cairn

@@ -110,9 +110,10 @@ struct SharedLink {
   absl::Mutex loans_mu;
   std::map<uint64_t, Loan> loans ABSL_GUARDED_BY(loans_mu);
 
-  // The offset of `bytes` at `p` when they lie within one lent block, with
-  // that block's spoiled flag; nullopt otherwise (not in the region, or not
-  // lent memory).
+  // The offset of `bytes` at `p` when they lie within one lent block not
+  // spoiled, with that block's flag; nullopt otherwise (not in the region,
+  // not lent memory, or a block a failed call may still write late: its
+  // requests go through the arena's blocks).
   std::optional<std::pair<uint64_t, std::shared_ptr<std::atomic<bool>>>> LentRange(
       const char* p, uint64_t bytes) ABSL_LOCKS_EXCLUDED(loans_mu) {
     const char* base = region->data();
@@ -122,7 +123,9 @@ struct SharedLink {
     auto it = loans.upper_bound(offset);
     if (it == loans.begin()) return std::nullopt;
     --it;
-    if (offset + bytes > it->first + it->second.bytes) return std::nullopt;
+    if (offset + bytes > it->first + it->second.bytes || it->second.spoiled->load()) {
+      return std::nullopt;
+    }
     return std::make_pair(offset, it->second.spoiled);
   }
 };

@@ -75,6 +75,7 @@ void PsParameterStore::TryLend() {
   grads_ = absl::MakeSpan(reinterpret_cast<float*>(grads->bytes().data()), params_.size());
   lent_params_ = std::move(params);
   lent_grads_ = std::move(grads);
+  std::vector<float>().swap(own_params_);  // back only after a spoiled call
   ViewParams();
   LOG_INFO("values and gradients in {} bytes of shared memory each: pushes and pulls are read "
            "and written there in place", bytes);
@@ -84,6 +85,7 @@ void PsParameterStore::DropSpoiled() {
   if (lent_params_ == nullptr || (!lent_params_->spoiled() && !lent_grads_->spoiled())) return;
   LOG_WARN("a call that used this worker's lent shared memory failed: values go back to its own "
            "memory and are pulled again");
+  own_params_.assign(params_.size(), 0.0f);
   params_ = absl::MakeSpan(own_params_);
   grads_ = {};
   lent_params_.reset();  // kept from reuse by the client: the server may still write it

@@ -84,7 +84,7 @@ class PsParameterStore final : public ParameterStore {
   const std::vector<BoundTable> tables_;
   bool lend_;       // wants lent memory
   int lend_tries_ = 0;
-  std::vector<float> own_params_;
+  std::vector<float> own_params_;  // empty while the values are in lent memory
   std::unique_ptr<SharedBuffer> lent_params_;  // with lent_grads_, or neither
   std::unique_ptr<SharedBuffer> lent_grads_;
   absl::Span<float> params_;  // own_params_, or lent_params_'s memory
