@@ -43,15 +43,15 @@ training:
 )", training);
 }
 
-std::string Yaml(int servers = 2) {
-  return Job(R"(  model: mlp
-  layers: [784, 64, 10]
+// The MLP job: `hidden` units, `steps` steps of batch 32.
+std::string Yaml(int servers = 2, int hidden = 64, int steps = 200) {
+  return Job(absl::StrCat("  model: mlp\n  layers: [784, ", hidden, R"(, 10]
   batch_size: 32
   epochs: 1
-  max_steps: 200
+  max_steps: )", steps, R"(
   seed: 7
   optimizer: {type: sgd, learning_rate: 0.1, momentum: 0.9}
-)",
+)"),
              servers);
 }
 
@@ -133,15 +133,7 @@ TEST_CASE("a step whose lent memory a timed-out call spoiled goes on in the work
           "[integration][worker][anchor][shared_memory]") {
   // 1 s calls: a server stopped for 2.5 s times the step's first attempts
   // out, the last one gets through (push_attempts 3). The lease outlasts it.
-  std::string yaml = Job(R"(  model: mlp
-  layers: [784, 256, 10]
-  batch_size: 32
-  epochs: 1
-  max_steps: 1800
-  seed: 7
-  optimizer: {type: sgd, learning_rate: 0.1, momentum: 0.9}
-)",
-                         1);
+  std::string yaml = Yaml(/*servers=*/1, /*hidden=*/256, /*steps=*/1800);
   yaml.replace(yaml.find("  heartbeat_interval"), 0, "  lease_timeout: 60s\n");
   yaml += "rpc:\n  deadline: 1s\n";
   auto cluster = TestCluster::Start("anchor_spoiled", yaml, 1);
