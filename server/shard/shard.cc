@@ -438,7 +438,8 @@ absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) co
 }
 
 absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
-                                 absl::Span<const absl::string_view> values) {
+                                 absl::Span<const absl::string_view> values, bool* ticked) {
+  if (ticked != nullptr) *ticked = false;
   if (request.sequence() == 0) {
     return absl::InvalidArgumentError("push: sequence must be >= 1");
   }
@@ -470,7 +471,7 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
     // worker, or the others already past the iteration without pushing) is
     // applied and ticked under this one hold of the lock, so nothing (a
     // snapshot, a joiner's transfer, a pull) sees the update without its
-    // tick; the tick the service records after it changes nothing then.
+    // tick (reported through `ticked`, so the service records it no more).
     std::vector<Waiter> ready;
     int64_t released = 0;
     {
@@ -482,6 +483,7 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
         clocks_.Tick(request.worker_id(), request.end_clock());
         Advance(&ready);
         released = ReleasedClock();
+        if (ticked != nullptr) *ticked = true;
       } else {
         for (TableGrads& g : grads) ApplyOrHoldLocked(request, &g);
       }

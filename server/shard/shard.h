@@ -166,9 +166,13 @@ class Shard {
   // table's value bytes in place of its TableValues.values (the same-host
   // path, docs/shared-memory.md: a range of the worker's shared region,
   // valid until Push returns; any alignment).
+  //
+  // `ticked` (may be null) is set when the push was its BSP iteration's
+  // only gradient and its end_clock was recorded with it
+  // (ClosesIterationAloneLocked): the caller records that tick no more.
   absl::StatusOr<bool> Push(const v1::PushRequest& request,
-                            absl::Span<const absl::string_view> values = {})
-      ABSL_LOCKS_EXCLUDED(mu_);
+                            absl::Span<const absl::string_view> values = {},
+                            bool* ticked = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
 
 

@@ -205,9 +205,12 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
     }
     shared = *std::move(values);
   }
+  bool ticked_with_push = false;  // recorded by Shard::Push itself
   absl::StatusOr<bool> duplicate =
-      shard->Push(*request, shared.has_value() ? absl::MakeConstSpan(shared->values)
-                                               : absl::Span<const absl::string_view>());
+      shard->Push(*request,
+                  shared.has_value() ? absl::MakeConstSpan(shared->values)
+                                     : absl::Span<const absl::string_view>(),
+                  &ticked_with_push);
   if (duplicate.ok()) response->set_duplicate(*duplicate);
   if (duplicate.ok() && *duplicate && metrics_ != nullptr) metrics_->DuplicatePush();
   CAIRN_KILLPOINT("push.after_apply");  // applied, not yet acknowledged
@@ -219,8 +222,14 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   // and on every backup, as a ClockRequest after the acknowledgement would.
   const bool tick = request->end_clock() > 0 && !request->forwarded();
   auto finish = [this, context, reactor, request, response, start, metrics, tick,
-                 attached](absl::Status status) {
-    if (status.ok() && tick) RecordTick(attached->shard.get(), *request, response);
+                 ticked_with_push, attached](absl::Status status) {
+    if (status.ok() && tick) {
+      if (ticked_with_push) {
+        response->set_ticked(true);
+      } else {
+        RecordTick(attached->shard.get(), *request, response);
+      }
+    }
     if (metrics != nullptr) {
       metrics->Request(ShardMetrics::kPush, absl::StatusCodeToString(status.code()),
                        PushBytes(*request), 0, absl::ToDoubleSeconds(absl::Now() - start));

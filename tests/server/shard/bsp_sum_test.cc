@@ -161,20 +161,23 @@ TEST_CASE("A lone worker's push carrying its tick closes the iteration at once, 
     const uint64_t seq = static_cast<uint64_t>(t) + 1;
     // No ClockRequest: the tick came with the push. A pull sent ahead of
     // the worker's tick (after_tick) waits for that tick: answered at once.
-    REQUIRE(alone.Push(PushWithTick(0, seq, t)).ok());
+    bool ticked = false;
+    REQUIRE(alone.Push(PushWithTick(0, seq, t), {}, &ticked).ok());
+    CHECK(ticked);
     PullResult ahead;
     StartPull(alone, &ahead, 0, t + 1, absl::InfiniteFuture(), /*after_tick=*/true);
     REQUIRE(ahead.done);
     REQUIRE(ahead.status.ok());
     const std::vector<float> got = PullAll(alone, 0, t + 1);
-    // The service records the carried tick once more after the push: a
-    // clock that does not move changes nothing.
+    // A tick recorded again (a ClockRequest sent after all): a clock that
+    // does not move changes nothing.
     REQUIRE(alone.Clock(Tick(0, t + 1)).ok());
     CHECK(Bits(PullAll(alone, 0, t + 1)) == Bits(got));
 
     // The same gradient without a tick waits in the iteration's sum until
     // the ClockRequest closes it.
-    REQUIRE(summed.Push(PushChunks(0, seq, t, {0, 1, 2, 3})).ok());
+    REQUIRE(summed.Push(PushChunks(0, seq, t, {0, 1, 2, 3}), {}, &ticked).ok());
+    CHECK_FALSE(ticked);
     PullResult waiting;
     StartPull(summed, &waiting, 0, t + 1, absl::InfiniteFuture(), /*after_tick=*/true);
     CHECK_FALSE(waiting.done);
@@ -190,7 +193,9 @@ TEST_CASE("A push carrying its tick while another worker is still in the iterati
           "[shard][bsp]") {
   Shard shard(0, Job({VectorTable()}), nullptr);
   REQUIRE(shard.InstallMap(Map(4, {0, 1})).ok());
-  REQUIRE(shard.Push(PushWithTick(0, 1, 0)).ok());
+  bool ticked = true;
+  REQUIRE(shard.Push(PushWithTick(0, 1, 0), {}, &ticked).ok());
+  CHECK_FALSE(ticked);  // summed: the service records the tick after it
   REQUIRE(shard.Clock(Tick(0, 1)).ok());
   PullResult waiting;
   StartPull(shard, &waiting, 0, 1);
