@@ -14,7 +14,7 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options) 
   // grpc.health.v1 on every server (Kubernetes' grpc probes, grpc_health_probe):
   // SERVING from the start unless the owner says otherwise
   // (SetServing below).
-  grpc::EnableDefaultHealthCheckService(true);
+  grpc::EnableDefaultHealthCheckService(options.default_health_service);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.address, ProcessServerCredentials(), &port);
@@ -30,6 +30,7 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options) 
   // taken port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* service : options.services) builder.RegisterService(service);
+  if (options.completion_queue != nullptr) *options.completion_queue = builder.AddCompletionQueue();
   StartedServer out;
   out.server = builder.BuildAndStart();
   if (out.server == nullptr || port == 0) {

@@ -15,6 +15,7 @@
 namespace grpc {
 class Channel;
 class Server;
+class ServerCompletionQueue;
 class Service;
 class ServerBuilder;
 }  // namespace grpc
@@ -31,6 +32,13 @@ struct GrpcServerOptions {
   int64_t max_message_bytes = 256ll << 20;
   std::vector<grpc::Service*> services;  // must outlive the server
   int num_cqs = 0;                // 0: gRPC default; callback servers ignore it
+  // Set: the server gets one completion queue for its asynchronous methods,
+  // put here (to be driven by a CompletionLoop).
+  std::unique_ptr<grpc::ServerCompletionQueue>* completion_queue = nullptr;
+  // false: gRPC's own grpc.health.v1 service (callback API, so it starts
+  // gRPC's callback threads) is left out; the owner serves grpc.health.v1
+  // itself (common/health_service.h) and SetServing does nothing.
+  bool default_health_service = true;
 };
 
 struct StartedServer {
