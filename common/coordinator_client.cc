@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/backoff.h"
+#include "common/completion_loop.h"
 #include "common/grpc_util.h"
 #include "common/status_conversion.h"
 
@@ -63,6 +64,13 @@ CoordinatorClient::CoordinatorClient(const std::string& address, int64_t max_mes
       watch_wait_(watch_wait),
       stub_(v1::Coordinator::NewStub(MakeChannel(address, max_message_bytes, dead_after))) {}
 
+CoordinatorClient::CoordinatorClient(const std::string& address, int64_t max_message_bytes,
+                                     absl::Duration dead_after, CompletionLoop* watch_loop)
+    : address_(address),
+      watch_wait_(WatchWait::kCompletionLoop),
+      watch_loop_(watch_loop),
+      stub_(v1::Coordinator::NewStub(MakeChannel(address, max_message_bytes, dead_after))) {}
+
 absl::StatusOr<v1::RegisterServerResponse> CoordinatorClient::RegisterServer(
     const v1::RegisterServerRequest& request, absl::Time deadline) {
   return WithRetry(address_, deadline, [&](absl::Time d) {
@@ -101,6 +109,17 @@ absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::WatchPartitionMap
     if (!status.ok()) return FromGrpcStatus(status);
     return response;
   }
+  grpc::Status status;
+  absl::Notification done;
+  if (watch_wait_ == WatchWait::kCompletionLoop) {
+    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::GetPartitionMapResponse>> reader =
+        stub_->PrepareAsyncWatchPartitionMap(&context, request, watch_loop_->cq());
+    reader->StartCall();
+    reader->Finish(&response, &status, CompletionLoop::Once([&](bool) { done.Notify(); }));
+    done.WaitForNotification();
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
   // Through the callback API, waited for on a notification: a thread
   // blocked in a synchronous call polls the event set that every channel
   // and server of the process shares, and this call is nearly always in
@@ -109,8 +128,6 @@ absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::WatchPartitionMap
   // on each call it happens to read. The other calls stay synchronous:
   // they are short, and a heartbeat must not wait for gRPC's callback
   // threads, which a long handler (a checkpoint's snapshot) may hold.
-  grpc::Status status;
-  absl::Notification done;
   stub_->async()->WatchPartitionMap(&context, &request, &response, [&](grpc::Status s) {
     status = std::move(s);
     done.Notify();

@@ -14,6 +14,8 @@
 
 namespace cairn {
 
+class CompletionLoop;
+
 // Thread-safe (gRPC stubs are).
 class CoordinatorClient final : public CoordinatorChannel {
  public:
@@ -27,6 +29,10 @@ class CoordinatorClient final : public CoordinatorChannel {
     // worker client, whose watch is only the start-up barrier's): the
     // process then starts no callback threads (worker/client/call_queue.h).
     kCallingThread,
+    // On a CompletionLoop (common/completion_loop.h), the caller blocked on
+    // a notification (cairn-server: its loop's thread is then the only one
+    // polling gRPC while the watch is in flight).
+    kCompletionLoop,
   };
 
   // `dead_after` > 0: the channel's keepalive (MakeChannel), so a connection
@@ -35,6 +41,10 @@ class CoordinatorClient final : public CoordinatorChannel {
   CoordinatorClient(const std::string& address, int64_t max_message_bytes,
                     absl::Duration dead_after = absl::ZeroDuration(),
                     WatchWait watch_wait = WatchWait::kCallbackThreads);
+  // WatchWait::kCompletionLoop on `watch_loop`, which must outlive the
+  // client and run until the last watch returned.
+  CoordinatorClient(const std::string& address, int64_t max_message_bytes,
+                    absl::Duration dead_after, CompletionLoop* watch_loop);
 
   const std::string& address() const override { return address_; }
 
@@ -52,7 +62,8 @@ class CoordinatorClient final : public CoordinatorChannel {
   // Long poll: returns when the map version exceeds `known_version` or after `wait`.
   // With WatchWait::kCallbackThreads its answer comes on one of gRPC's
   // callback threads (the caller's thread polls nothing while it waits):
-  // never call it on one of those.
+  // never call it on one of those; with kCompletionLoop, never on the
+  // loop's thread.
   absl::StatusOr<v1::GetPartitionMapResponse> WatchPartitionMap(uint64_t known_version,
                                                                 absl::Duration wait) override;
   absl::Status Leave(const v1::LeaveRequest& request, absl::Duration timeout) override;
@@ -71,6 +82,7 @@ class CoordinatorClient final : public CoordinatorChannel {
  private:
   const std::string address_;
   const WatchWait watch_wait_;
+  CompletionLoop* const watch_loop_ = nullptr;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
 };
 

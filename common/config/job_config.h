@@ -91,6 +91,11 @@ struct RpcConfig {
   // Requests of one pull or push in flight to one server at a time
   // (ClientOptions::requests_in_flight); 0: all at once.
   int requests_in_flight = 4;
+  // Threads of a server that serve its calls, all on one completion queue
+  // (common/completion_loop.h). One is the fastest per call (no thread
+  // hands gRPC's polling to another); more apply pushes from many workers
+  // at once on a server with cores to spare.
+  int server_threads = 1;
 };
 
 // Default chunk size of a dense table, in float32 elements (64 KiB).

@@ -21,7 +21,9 @@
 #include "common/security/transport_security.h"
 #include "common/coordinator_client.h"
 #include "common/daemon.h"
+#include "common/completion_loop.h"
 #include "common/grpc_util.h"
+#include "common/health_service.h"
 #include "common/identity.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -110,20 +112,6 @@ int Run(const Flags& flags) {
                                                                             : kExitBadConfig;
   }
   ShardMetrics metrics((*metrics_server)->registry());
-  ParameterService service(&metrics, config->rpc.deadline);
-  ReplicaForwarder forwarder(config->rpc.max_message_bytes, config->rpc.deadline,
-                             config->cluster.lease_timeout);
-  service.SetForwarder(&forwarder);
-
-  GrpcServerOptions options;
-  options.address = flags.listen;
-  options.max_message_bytes = config->rpc.max_message_bytes;
-  options.services = {&service};
-  absl::StatusOr<StartedServer> started = StartGrpcServer(options);
-  if (!started.ok()) {
-    std::cerr << "cairn-server: " << started.status().message() << "\n";
-    return kExitPortTaken;
-  }
   const std::string advertise_host =
       ResolveAdvertiseHost(flags.advertise, listen->host, env).value;
   // Field case B20: never register an address other hosts cannot dial.
@@ -145,13 +133,38 @@ int Run(const Flags& flags) {
     std::cerr << "cairn-server: " << s.message() << "\n";
     return kExitBadConfig;
   }
-  SetServing(started->server.get(), false);  // until registered and serving its shard
+  ParameterService service(&metrics, config->rpc.deadline);
+  HealthService health({v1::ParameterService::service_full_name()});
+
+  GrpcServerOptions options;
+  options.address = flags.listen;
+  options.max_message_bytes = config->rpc.max_message_bytes;
+  options.services = {&service, &health};
+  // The loop's thread (rpc.server_threads) serves every call and completes
+  // this process's calls that wait (the map watch, forwarded pushes); no
+  // callback API anywhere, so no other thread polls gRPC while they are in
+  // flight (common/completion_loop.h).
+  std::unique_ptr<grpc::ServerCompletionQueue> completion_queue;
+  options.completion_queue = &completion_queue;
+  options.default_health_service = false;
+  absl::StatusOr<StartedServer> started = StartGrpcServer(options);
+  if (!started.ok()) {
+    std::cerr << "cairn-server: " << started.status().message() << "\n";
+    return kExitPortTaken;
+  }
+  CompletionLoop loop(std::move(completion_queue));
+  ReplicaForwarder forwarder(&loop, config->rpc.max_message_bytes, config->rpc.deadline,
+                             config->cluster.lease_timeout);
+  service.SetForwarder(&forwarder);
+  service.Serve(&loop);
+  health.Serve(&loop);  // NOT_SERVING until registered and serving its shard
+  loop.Start(config->rpc.server_threads);
   const std::string address = FormatHostPort(advertise_host, started->port);
   LOG_INFO("serving ParameterService on {} (max message {} bytes), /metrics on {}", address,
            config->rpc.max_message_bytes, (*metrics_server)->address());
 
   CoordinatorClient coordinator(config->cluster.coordinator, config->rpc.max_message_bytes,
-                                config->cluster.lease_timeout);
+                                config->cluster.lease_timeout, &loop);
   v1::RegisterServerRequest reg;
   reg.set_address(address);
   reg.set_metrics_address(DialableAddress((*metrics_server)->address(), advertise_host));
@@ -192,7 +205,7 @@ int Run(const Flags& flags) {
       code = kExitFailure;
       break;
     }
-    SetServing(started->server.get(), true);
+    health.SetServing(true);
     if (first && !flags.port_file.empty()) {
       const int mport = std::stoi((*metrics_server)->address().substr(
           (*metrics_server)->address().rfind(':') + 1));
@@ -203,7 +216,7 @@ int Run(const Flags& flags) {
       }
     }
     const int sig = WaitForTermination(&must_stop);
-    SetServing(started->server.get(), false);  // draining
+    health.SetServing(false);  // draining
     if (sig != 0) LOG_INFO("signal {}: shutting down", sig);
     absl::StatusOr<IncarnationEnd> end = (*incarnation)->Stop(config->cluster.shutdown_grace);
     if (!end.ok()) {
@@ -242,6 +255,7 @@ int Run(const Flags& flags) {
     break;
   }
   started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  loop.Shutdown();
   if (flags.cold_dir.empty()) {  // ours: the cold tiers of every incarnation
     std::error_code ignored;
     std::filesystem::remove_all(cold_dir, ignored);

@@ -266,6 +266,14 @@ TEST_CASE("requests in flight per server: 4 by default, 0 for all at once, never
              Contains("`rpc.requests_in_flight`"));
 }
 
+TEST_CASE("server threads: 1 by default, at least 1 and at most 256", "[config]") {
+  CHECK(ParseOk("rpc: {deadline: 5s}\n").rpc.server_threads == 1);
+  CHECK(ParseOk("rpc: {server_threads: 8}\n").rpc.server_threads == 8);
+  CHECK_THAT(ParseError("rpc: {server_threads: 0}\n"),
+             Contains("job.yaml:1:23: `rpc.server_threads`"));
+  CHECK_THAT(ParseError("rpc: {server_threads: 257}\n"), Contains("`rpc.server_threads`"));
+}
+
 TEST_CASE("consistency staleness only goes with ssp", "[config]") {
   CHECK_THAT(ParseError("consistency: {mode: bsp, staleness: 2}\n"),
              Contains("`consistency.staleness` only applies to ssp; the consistency here is bsp"));

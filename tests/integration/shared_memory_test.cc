@@ -26,6 +26,7 @@
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/grpc_util.h"
 #include "common/shared_region.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/connect_workers.h"
 #include "tests/integration/same_host.h"
 #include "tests/integration/test_cluster.h"
@@ -279,10 +280,10 @@ TEST_CASE("a server refuses a region it cannot trust, and a push naming another 
 
 namespace {
 
-// The names of this process's threads.
-std::vector<std::string> ThreadNames() {
+// The names of the threads of process `pid` ("self": this one).
+std::vector<std::string> ThreadNames(const std::string& pid = "self") {
   std::vector<std::string> names;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + pid + "/task")) {
     std::ifstream comm(task.path() / "comm");
     std::string name;
     std::getline(comm, name);
@@ -291,8 +292,8 @@ std::vector<std::string> ThreadNames() {
   return names;
 }
 
-bool HasCallbackThreads() {
-  const std::vector<std::string> names = ThreadNames();
+bool HasCallbackThreads(const std::string& pid = "self") {
+  const std::vector<std::string> names = ThreadNames(pid);
   return std::count(names.begin(), names.end(), "nexting_thread") > 0;
 }
 
@@ -328,6 +329,18 @@ TEST_CASE("a worker's client runs no gRPC callback threads, which would poll its
   REQUIRE(c.PushAndClock({{"half", g}}, {}).ok());
   CHECK(c.Stats().shared_memory_requests > 0);
   CHECK_FALSE(HasCallbackThreads());
+  // Nor does a server, which also forwarded those pushes to its backup
+  // (replication 2), watches the coordinator's map and serves grpc.health.v1.
+  for (int i = 0; i < 2; ++i) {
+    auto health = grpc::health::v1::Health::NewStub(
+        MakeChannel((*cluster)->server_address(i), 64 << 20));
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckRequest request;
+    grpc::health::v1::HealthCheckResponse answer;
+    REQUIRE(health->Check(&context, request, &answer).ok());
+    CHECK(answer.status() == grpc::health::v1::HealthCheckResponse::SERVING);
+    CHECK_FALSE(HasCallbackThreads(std::to_string((*cluster)->server(i).pid())));
+  }
 
   // The check sees them where they run: after one call through gRPC's
   // callback API in this process.

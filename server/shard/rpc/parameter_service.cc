@@ -68,32 +68,44 @@ void RecordTick(Shard* shard, const v1::PushRequest& push, v1::PushResponse* res
 }  // namespace
 
 ParameterService::ParameterService(ShardMetrics* metrics, absl::Duration max_wait)
-    : metrics_(metrics), max_wait_(max_wait) {}
+    : metrics_(metrics),
+      max_wait_(max_wait),
+      pull_handler_([this](PullCall* call) { ServePull(call); }),
+      push_handler_([this](PushCall* call) { ServePush(call); }),
+      clock_handler_([this](ClockCall* call) { ServeClock(call); }),
+      stats_handler_([this](StatsCall* call) { ServeStats(call); }),
+      checkpoint_handler_([this](CheckpointCall* call) { ServeCheckpoint(call); }),
+      open_region_handler_([this](OpenRegionCall* call) { ServeOpenRegion(call); }),
+      replicate_handler_([this](ReplicateCall* call) { ServeReplicate(call); }) {}
+
+void ParameterService::Serve(CompletionLoop* loop) {
+  grpc::ServerCompletionQueue* cq = loop->server_cq();
+  PullCall::Listen(this, &ParameterService::RequestPull, cq, &pull_handler_);
+  PushCall::Listen(this, &ParameterService::RequestPush, cq, &push_handler_);
+  ClockCall::Listen(this, &ParameterService::RequestClock, cq, &clock_handler_);
+  StatsCall::Listen(this, &ParameterService::RequestStats, cq, &stats_handler_);
+  CheckpointCall::Listen(this, &ParameterService::RequestCheckpoint, cq, &checkpoint_handler_);
+  OpenRegionCall::Listen(this, &ParameterService::RequestOpenRegion, cq, &open_region_handler_);
+  ReplicateCall::Listen(this, &ParameterService::RequestReplicate, cq, &replicate_handler_);
+}
 
 void ParameterService::Attach(std::shared_ptr<const Attached> attached) {
   absl::MutexLock lock(&mu_);
   attached_ = std::move(attached);
 }
 
-std::shared_ptr<const ParameterService::Attached> ParameterService::CurrentOrFinish(
-    grpc::ServerUnaryReactor* reactor) const {
-  std::shared_ptr<const Attached> attached;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    attached = attached_;
-  }
-  if (attached == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "server is not registered with the coordinator (not yet, or it "
-                                 "is registering again after being declared dead)"));
-  }
-  return attached;
+std::shared_ptr<const ParameterService::Attached> ParameterService::Current() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return attached_;
 }
 
-grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* context,
-                                                 const grpc::ByteBuffer* request_bytes,
-                                                 grpc::ByteBuffer* reply_bytes) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+grpc::Status ParameterService::NotAttached() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "server is not registered with the coordinator (not yet, or it is "
+                      "registering again after being declared dead)");
+}
+
+void ParameterService::ServePull(PullCall* pull) {
   // What the shard reads and fills until the pull is answered (maybe later,
   // on the thread that releases a waiting pull).
   struct Call {
@@ -102,18 +114,23 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
     PullReplyBuffer values;
   };
   auto call = std::make_shared<Call>();
-  grpc::ByteBuffer copy(*request_bytes);  // Deserialize takes the buffer's slices
-  if (!grpc::SerializationTraits<v1::PullRequest>::Deserialize(&copy, &call->request).ok()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "pull: the request is not a cairn.v1.PullRequest"));
-    return reactor;
+  // Deserialize takes the buffer's slices.
+  if (!grpc::SerializationTraits<v1::PullRequest>::Deserialize(pull->mutable_request(),
+                                                               &call->request)
+           .ok()) {
+    pull->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "pull: the request is not a cairn.v1.PullRequest"));
+    return;
   }
   const v1::PullRequest* request = &call->request;
-  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
-  if (attached == nullptr) return reactor;
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
+    pull->Finish(NotAttached());
+    return;
+  }
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
-  const absl::Time deadline = PullDeadline(*context);
+  const absl::Time deadline = PullDeadline(pull->context());
   ShardMetrics* metrics = metrics_;
   // The answer's values go straight into the worker's shared region when
   // its request reserved room there, else into the reply's own slice.
@@ -128,31 +145,30 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
     area.allocate = [values = &call->values](uint64_t bytes) { return values->Allocate(bytes); };
   }
   shard->Pull(request, &call->response, deadline,
-              [reactor, call, reply_bytes, start, metrics, attached, held](absl::Status status) {
+              [pull, call, start, metrics, attached, held](absl::Status status) {
                 if (status.ok()) {
                   if (call->values.allocated()) {
-                    *reply_bytes = call->values.Serialize(call->response);
+                    *pull->response() = call->values.Serialize(call->response);
                   } else {
                     bool own = false;
                     status = FromGrpcStatus(grpc::SerializationTraits<v1::PullResponse>::Serialize(
-                        call->response, reply_bytes, &own));
+                        call->response, pull->response(), &own));
                   }
                 }
                 RecordPull(metrics, call->request, call->response, status, start);
-                reactor->Finish(ToGrpcStatus(status));
+                pull->Finish(ToGrpcStatus(status));
               },
               area);
-  return reactor;
 }
 
-absl::Time ParameterService::PullDeadline(const grpc::CallbackServerContext& context) const {
+absl::Time ParameterService::PullDeadline(const grpc::ServerContext& context) const {
   absl::Duration wait = max_wait_;
   const absl::Duration left = absl::FromChrono(context.deadline()) - absl::Now();
   if (left < wait) wait = left;
   return MonotonicNow() + wait;
 }
 
-void ParameterService::PullAfterPush(const grpc::CallbackServerContext& context,
+void ParameterService::PullAfterPush(const grpc::ServerContext& context,
                                      std::shared_ptr<const Attached> attached,
                                      const v1::PullRequest* pull, v1::PullResponse* response,
                                      std::function<void(absl::Status)> done) {
@@ -180,19 +196,21 @@ void ParameterService::PullAfterPush(const grpc::CallbackServerContext& context,
               area);
 }
 
-grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* context,
-                                                 const v1::PushRequest* request,
-                                                 v1::PushResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+void ParameterService::ServePush(PushCall* call) {
+  const v1::PushRequest* request = &call->request();
+  v1::PushResponse* response = call->response();
   // Under TLS a forwarded copy must come from a server, a push from a worker.
-  if (std::optional<Role> role = CallerRole(*context); role.has_value()) {
+  if (std::optional<Role> role = CallerRole(call->context()); role.has_value()) {
     if (absl::Status s = AuthorizePush(request->forwarded(), *role); !s.ok()) {
-      reactor->Finish(ToGrpcStatus(s));
-      return reactor;
+      call->Finish(ToGrpcStatus(s));
+      return;
     }
   }
-  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
-  if (attached == nullptr) return reactor;
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
+    call->Finish(NotAttached());
+    return;
+  }
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
   // Values in the worker's shared region are applied from there.
@@ -200,8 +218,8 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   if (SharedRegions::UsesRegion(*request)) {
     absl::StatusOr<SharedRegions::PushValues> values = regions_.ResolvePush(*request);
     if (!values.ok()) {
-      reactor->Finish(ToGrpcStatus(values.status()));
-      return reactor;
+      call->Finish(ToGrpcStatus(values.status()));
+      return;
     }
     shared = *std::move(values);
   }
@@ -221,7 +239,7 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   // A tick carried by the push is recorded once the push is applied here
   // and on every backup, as a ClockRequest after the acknowledgement would.
   const bool tick = request->end_clock() > 0 && !request->forwarded();
-  auto finish = [this, context, reactor, request, response, start, metrics, tick,
+  auto finish = [this, call, request, response, start, metrics, tick,
                  ticked_with_push, attached](absl::Status status) {
     if (status.ok() && tick) {
       if (ticked_with_push) {
@@ -238,22 +256,22 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
     // is recorded; if it was not (or the push failed), the worker pulls on
     // its own, and that pull reports any error.
     if (status.ok() && request->has_pull() && response->ticked() && !request->forwarded()) {
-      PullAfterPush(*context, attached, &request->pull(), response->mutable_pull(),
-                    [reactor, request, response](absl::Status pulled) {
+      PullAfterPush(call->context(), attached, &request->pull(), response->mutable_pull(),
+                    [call, request, response](absl::Status pulled) {
                       if (!pulled.ok()) {
                         LOG_DEBUG("pull riding on a push of worker {} not served: {}",
                                   request->worker_id(), pulled.message());
                         response->clear_pull();
                       }
-                      reactor->Finish(grpc::Status::OK);
+                      call->Finish(grpc::Status::OK);
                     });
       return;
     }
-    reactor->Finish(ToGrpcStatus(status));
+    call->Finish(ToGrpcStatus(status));
   };
   if (!duplicate.ok() || backups.empty() || forwarder_ == nullptr) {
     finish(duplicate.status());
-    return reactor;
+    return;
   }
   // Also a duplicate goes to the backups: the first try may have reached the
   // primary but not them. Replicas apply it once. They get the values inline
@@ -267,15 +285,16 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
                                                 : absl::Span<const absl::string_view>(),
                              version),
       std::move(region), backups, std::move(finish));
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* ParameterService::Clock(grpc::CallbackServerContext* context,
-                                                  const v1::ClockRequest* request,
-                                                  v1::ClockResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
-  if (attached == nullptr) return reactor;
+void ParameterService::ServeClock(ClockCall* call) {
+  const v1::ClockRequest* request = &call->request();
+  v1::ClockResponse* response = call->response();
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
+    call->Finish(NotAttached());
+    return;
+  }
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
   absl::StatusOr<int64_t> min_clock = shard->Clock(*request);
@@ -284,32 +303,33 @@ grpc::ServerUnaryReactor* ParameterService::Clock(grpc::CallbackServerContext* c
     metrics_->Request(ShardMetrics::kClock, absl::StatusCodeToString(min_clock.status().code()),
                       0, 0, absl::ToDoubleSeconds(absl::Now() - start));
   }
-  reactor->Finish(ToGrpcStatus(min_clock.status()));
-  return reactor;
+  call->Finish(ToGrpcStatus(min_clock.status()));
 }
 
-grpc::ServerUnaryReactor* ParameterService::Stats(grpc::CallbackServerContext* context,
-                                                  const v1::StatsRequest* request,
-                                                  v1::StatsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
-  if (attached == nullptr) return reactor;
+void ParameterService::ServeStats(StatsCall* call) {
+  v1::StatsResponse* response = call->response();
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
+    call->Finish(NotAttached());
+    return;
+  }
   Shard* shard = attached->shard.get();
   shard->Stats(response);
   if (metrics_ != nullptr) {
     metrics_->Tables(*response);
     metrics_->Request(ShardMetrics::kStats, "OK", 0, 0, 0);
   }
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  call->Finish(grpc::Status::OK);
 }
 
-grpc::ServerUnaryReactor* ParameterService::Checkpoint(grpc::CallbackServerContext* context,
-                                                       const v1::ShardCheckpointRequest* request,
-                                                       v1::ShardCheckpointResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
-  if (attached == nullptr) return reactor;
+void ParameterService::ServeCheckpoint(CheckpointCall* call) {
+  const v1::ShardCheckpointRequest* request = &call->request();
+  v1::ShardCheckpointResponse* response = call->response();
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
+    call->Finish(NotAttached());
+    return;
+  }
   Shard* shard = attached->shard.get();
   absl::Status status;
   switch (request->phase()) {
@@ -331,14 +351,12 @@ grpc::ServerUnaryReactor* ParameterService::Checkpoint(grpc::CallbackServerConte
       status = absl::InvalidArgumentError(
           absl::StrCat("checkpoint: unknown phase ", static_cast<int>(request->phase())));
   }
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+  call->Finish(ToGrpcStatus(status));
 }
 
-grpc::ServerUnaryReactor* ParameterService::OpenRegion(grpc::CallbackServerContext* context,
-                                                       const v1::OpenRegionRequest* request,
-                                                       v1::OpenRegionResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+void ParameterService::ServeOpenRegion(OpenRegionCall* call) {
+  const v1::OpenRegionRequest* request = &call->request();
+  v1::OpenRegionResponse* response = call->response();
   absl::StatusOr<uint64_t> id = regions_.Open(*request);
   if (id.ok()) {
     response->set_region(*id);
@@ -348,23 +366,22 @@ grpc::ServerUnaryReactor* ParameterService::OpenRegion(grpc::CallbackServerConte
     LOG_INFO("worker {}'s shared region refused, its values come through gRPC: {}",
              request->worker_id(), id.status().message());
   }
-  reactor->Finish(ToGrpcStatus(id.status()));
-  return reactor;
+  call->Finish(ToGrpcStatus(id.status()));
 }
 
-grpc::ServerUnaryReactor* ParameterService::Replicate(grpc::CallbackServerContext* context,
-                                                      const v1::ReplicaChunk* request,
-                                                      v1::ReplicaChunkResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::shared_ptr<const Attached> attached = CurrentOrFinish(reactor);
-  if (attached == nullptr) return reactor;
+void ParameterService::ServeReplicate(ReplicateCall* call) {
+  const v1::ReplicaChunk* request = &call->request();
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
+    call->Finish(NotAttached());
+    return;
+  }
   Shard* shard = attached->shard.get();
   absl::StatusOr<bool> done = shard->ReceiveReplica(*request);
   if (done.ok() && *done && attached->on_replica_installed) {
     attached->on_replica_installed(request->group());
   }
-  reactor->Finish(ToGrpcStatus(done.status()));
-  return reactor;
+  call->Finish(ToGrpcStatus(done.status()));
 }
 
 }  // namespace cairn

@@ -1,7 +1,8 @@
-// The gRPC ParameterService of cairn-server (callback API). Handlers only
-// convert messages and statuses; a pull that must wait parks its reactor and
-// is finished by the thread that releases it (Shard::Pull's callback), so no
-// gRPC thread blocks on a barrier.
+// The gRPC ParameterService of cairn-server (asynchronous API, served on one
+// CompletionLoop thread, common/completion_loop.h). Handlers only convert
+// messages and statuses; a pull that must wait parks its call and is
+// answered by the thread that releases it (Shard::Pull's callback), so the
+// loop's thread never blocks on a barrier.
 #ifndef CAIRN_SERVER_SHARD_RPC_PARAMETER_SERVICE_H_
 #define CAIRN_SERVER_SHARD_RPC_PARAMETER_SERVICE_H_
 
@@ -12,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/v1/shard.grpc.pb.h"
+#include "common/async_unary_call.h"
 #include "server/shard/rpc/shared_regions.h"
 
 namespace cairn {
@@ -20,13 +22,19 @@ class ReplicaForwarder;
 class Shard;
 class ShardMetrics;
 
+// Every method of cairn.v1.ParameterService on gRPC's asynchronous API; Pull
+// raw (its answer's values go out as a slice of their own, pull_reply.h; its
+// bytes are cairn.v1.PullRequest and PullResponse as in the .proto).
+using AsyncParameterService = v1::ParameterService::WithRawMethod_Pull<
+    v1::ParameterService::WithAsyncMethod_Push<v1::ParameterService::WithAsyncMethod_Clock<
+        v1::ParameterService::WithAsyncMethod_Stats<
+            v1::ParameterService::WithAsyncMethod_Checkpoint<
+                v1::ParameterService::WithAsyncMethod_Replicate<
+                    v1::ParameterService::WithAsyncMethod_OpenRegion<
+                        v1::ParameterService::Service>>>>>>>;
+
 // Thread-safe. `metrics` (may be null) must outlive the service.
-// Pull is served raw (its answer's values go out as a slice of their own,
-// pull_reply.h); its bytes are cairn.v1.PullRequest and PullResponse as in
-// the .proto.
-class ParameterService final
-    : public v1::ParameterService::WithRawCallbackMethod_Pull<
-          v1::ParameterService::CallbackService> {
+class ParameterService final : public AsyncParameterService {
  public:
   // `max_wait` caps a pull's wait when the caller set no earlier deadline.
   // Until Attach() is called every request gets UNAVAILABLE (the server
@@ -34,7 +42,7 @@ class ParameterService final
   ParameterService(ShardMetrics* metrics, absl::Duration max_wait);
 
   // What requests are served from: one registration's shard, and what to
-  // call (on a gRPC thread; it must only queue) once this server holds a
+  // call (on the loop's thread; it must only queue) once this server holds a
   // replica group it joins.
   struct Attached {
     std::shared_ptr<Shard> shard;
@@ -51,48 +59,50 @@ class ParameterService final
   // applied here. Call before serving.
   void SetForwarder(ReplicaForwarder* forwarder) { forwarder_ = forwarder; }
 
-  // `request`: a PullRequest's bytes; `reply`: its PullResponse's.
-  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
-                                 const grpc::ByteBuffer* request,
-                                 grpc::ByteBuffer* reply) override;
-  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
-                                 const v1::PushRequest* request,
-                                 v1::PushResponse* response) override;
-  grpc::ServerUnaryReactor* Clock(grpc::CallbackServerContext* context,
-                                  const v1::ClockRequest* request,
-                                  v1::ClockResponse* response) override;
-  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
-                                  const v1::StatsRequest* request,
-                                  v1::StatsResponse* response) override;
-  // The coordinator's two-phase checkpoint (Shard::PrepareCheckpoint etc.).
-  grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
-                                       const v1::ShardCheckpointRequest* request,
-                                       v1::ShardCheckpointResponse* response) override;
-  // A worker on this host offers a shared-memory region for values
-  // (shared_regions.h). Served also before Attach: it needs no shard.
-  grpc::ServerUnaryReactor* OpenRegion(grpc::CallbackServerContext* context,
-                                       const v1::OpenRegionRequest* request,
-                                       v1::OpenRegionResponse* response) override;
-  // A chunk of a replica group's state from its primary (Shard::ReceiveReplica).
-  grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* context,
-                                      const v1::ReplicaChunk* request,
-                                      v1::ReplicaChunkResponse* response) override;
+  // Serves every method on `loop` (its server_cq, of the server this
+  // service is registered with), from now until the server shuts down.
+  // Call once, after the server started.
+  void Serve(CompletionLoop* loop);
 
  private:
-  // What to serve from; null, after finishing `reactor` with UNAVAILABLE,
-  // while nothing is attached.
-  std::shared_ptr<const Attached> CurrentOrFinish(grpc::ServerUnaryReactor* reactor) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+  using PullCall = AsyncUnaryCall<ParameterService, grpc::ByteBuffer, grpc::ByteBuffer>;
+  using PushCall = AsyncUnaryCall<ParameterService, v1::PushRequest, v1::PushResponse>;
+  using ClockCall = AsyncUnaryCall<ParameterService, v1::ClockRequest, v1::ClockResponse>;
+  using StatsCall = AsyncUnaryCall<ParameterService, v1::StatsRequest, v1::StatsResponse>;
+  using CheckpointCall = AsyncUnaryCall<ParameterService, v1::ShardCheckpointRequest,
+                                        v1::ShardCheckpointResponse>;
+  using OpenRegionCall =
+      AsyncUnaryCall<ParameterService, v1::OpenRegionRequest, v1::OpenRegionResponse>;
+  using ReplicateCall =
+      AsyncUnaryCall<ParameterService, v1::ReplicaChunk, v1::ReplicaChunkResponse>;
+
+  // The handlers, on the loop's thread. Pull's request: a PullRequest's
+  // bytes; its reply: its PullResponse's.
+  void ServePull(PullCall* call);
+  void ServePush(PushCall* call);
+  void ServeClock(ClockCall* call);
+  void ServeStats(StatsCall* call);
+  // The coordinator's two-phase checkpoint (Shard::PrepareCheckpoint etc.).
+  void ServeCheckpoint(CheckpointCall* call);
+  // A worker on this host offers a shared-memory region for values
+  // (shared_regions.h). Served also before Attach: it needs no shard.
+  void ServeOpenRegion(OpenRegionCall* call);
+  // A chunk of a replica group's state from its primary (Shard::ReceiveReplica).
+  void ServeReplicate(ReplicateCall* call);
+
+  // What to serve from; null while nothing is attached (answer NotAttached()).
+  std::shared_ptr<const Attached> Current() const ABSL_LOCKS_EXCLUDED(mu_);
+  static grpc::Status NotAttached();
   // When a pull's wait ends: the server's longest wait, or what is left of
   // the client's deadline if that comes first (on the monotonic clock,
   // Shard::ExpireWaiters).
-  absl::Time PullDeadline(const grpc::CallbackServerContext& context) const;
+  absl::Time PullDeadline(const grpc::ServerContext& context) const;
   // Serves the pull that rode on a push (PushRequest.pull) into `response`
   // (its values into the worker's region when its reply_to names room
   // there, else inline), then runs `done` with the result; it waits at most
   // half of what is left of the push's deadline. `pull` and `response` stay
   // valid until then (they are the push's).
-  void PullAfterPush(const grpc::CallbackServerContext& context,
+  void PullAfterPush(const grpc::ServerContext& context,
                      std::shared_ptr<const Attached> attached, const v1::PullRequest* pull,
                      v1::PullResponse* response, std::function<void(absl::Status)> done);
 
@@ -102,6 +112,14 @@ class ParameterService final
   ShardMetrics* const metrics_;
   const absl::Duration max_wait_;
   SharedRegions regions_;
+  // What each method's calls run (PullCall::Listen etc. keep pointers).
+  const PullCall::Handler pull_handler_;
+  const PushCall::Handler push_handler_;
+  const ClockCall::Handler clock_handler_;
+  const StatsCall::Handler stats_handler_;
+  const CheckpointCall::Handler checkpoint_handler_;
+  const OpenRegionCall::Handler open_region_handler_;
+  const ReplicateCall::Handler replicate_handler_;
 };
 
 }  // namespace cairn

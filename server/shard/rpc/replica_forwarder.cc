@@ -60,13 +60,18 @@ struct Call {
   grpc::ClientContext context;
   grpc::ByteBuffer request;
   grpc::ByteBuffer response;
+  grpc::Status status;
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> reader;
 };
 
 }  // namespace
 
-ReplicaForwarder::ReplicaForwarder(int64_t max_message_bytes, absl::Duration timeout,
-                                   absl::Duration dead_after)
-    : max_message_bytes_(max_message_bytes), timeout_(timeout), dead_after_(dead_after) {}
+ReplicaForwarder::ReplicaForwarder(CompletionLoop* loop, int64_t max_message_bytes,
+                                   absl::Duration timeout, absl::Duration dead_after)
+    : loop_(loop),
+      max_message_bytes_(max_message_bytes),
+      timeout_(timeout),
+      dead_after_(dead_after) {}
 
 grpc::GenericStub* ReplicaForwarder::StubFor(const std::string& address) {
   absl::MutexLock lock(&mu_);
@@ -125,9 +130,14 @@ void ReplicaForwarder::Forward(std::shared_ptr<const PushPayload> copy,
     call->request = SerializePush(*copy, held);
     call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
     const uint32_t id = r.server_id;
-    StubFor(r.address)->UnaryCall(
-        &call->context, kPushMethod, grpc::StubOptions(), &call->request, &call->response,
-        [call, fanout, id](grpc::Status s) {
+    call->reader =
+        StubFor(r.address)->PrepareUnaryCall(&call->context, kPushMethod, call->request,
+                                             loop_->cq());
+    call->reader->StartCall();
+    call->reader->Finish(
+        &call->response, &call->status,
+        CompletionLoop::Once([call, fanout, id](bool) {
+          const grpc::Status& s = call->status;
           absl::Status status = s.ok() ? absl::OkStatus()
                                        : Annotate(FromGrpcStatus(s),
                                                   absl::StrCat("replicate to backup server ", id));
@@ -137,7 +147,7 @@ void ReplicaForwarder::Forward(std::shared_ptr<const PushPayload> copy,
           if (!status.ok()) status = absl::UnavailableError(status.message());
           delete call;  // drops this call's hold on the slices
           Fanout::FinishOne(fanout, status, /*slices=*/false);
-        });
+        }));
   }
   held.reset();  // the slices hold the rest
 }

@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "cairn/v1/shard.pb.h"
+#include "common/completion_loop.h"
 #include "common/push_payload.h"
 #include "server/shard/shard.h"
 
@@ -37,10 +38,13 @@ namespace cairn {
 // Thread-safe.
 class ReplicaForwarder {
  public:
+  // `loop`: where the forwarded calls complete (the server's own, so that
+  // no other thread polls gRPC); it must outlive the forwarder.
   // `max_message_bytes`: the channels' send/receive limit; `timeout`: each
   // forwarded call's deadline; `dead_after`: the channels' keepalive
   // (MakeChannel), so a backup cut off fails its forwards within about a lease.
-  ReplicaForwarder(int64_t max_message_bytes, absl::Duration timeout, absl::Duration dead_after);
+  ReplicaForwarder(CompletionLoop* loop, int64_t max_message_bytes, absl::Duration timeout,
+                   absl::Duration dead_after);
 
   // The copy of `request` a backup gets: marked forwarded, stamped
   // `map_version`, without the worker's tick (a tick is for the server it was
@@ -55,7 +59,7 @@ class ReplicaForwarder {
   // Sends `copy` (from Copy()) to every replica in `to`, in parallel, its
   // values as slices of the memory it points at (common/push_payload.h);
   // calls `done` once with OK when all acknowledged, or with the first error
-  // (Unavailable naming the backup), on a gRPC thread. `done` runs only
+  // (Unavailable naming the backup), on the loop's thread. `done` runs only
   // once gRPC let go of every slice of that memory, which must stay valid
   // until then; `owner` is held until then too.
   void Forward(std::shared_ptr<const PushPayload> copy, std::shared_ptr<const void> owner,
@@ -65,6 +69,7 @@ class ReplicaForwarder {
  private:
   grpc::GenericStub* StubFor(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
 
+  CompletionLoop* const loop_;
   const int64_t max_message_bytes_;
   const absl::Duration timeout_;
   const absl::Duration dead_after_;

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/bytes.h"
+#include "common/completion_loop.h"
 #include "common/grpc_util.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -137,7 +138,9 @@ TEST_CASE("every backup gets the copy, and done comes once all answered and the 
           "[replica_forwarder]") {
   Backup one = StartBackup();
   Backup two = StartBackup();
-  ReplicaForwarder forwarder(64 << 20, absl::Seconds(10), absl::Seconds(10));
+  CompletionLoop loop;
+  loop.Start();
+  ReplicaForwarder forwarder(&loop, 64 << 20, absl::Seconds(10), absl::Seconds(10));
   const v1::PushRequest push = WorkerPush();
   const std::string region_bytes = FloatsToBytes({1.5f, -2.0f, 4.0f});
   std::vector<absl::string_view> values = {push.tables(0).values(), region_bytes};
@@ -163,7 +166,9 @@ TEST_CASE("a backup that refuses, or is not there, fails the push as unavailable
   Backup good = StartBackup();
   Backup refusing = StartBackup(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                                              "map version 6 is older than 7"));
-  ReplicaForwarder forwarder(64 << 20, absl::Seconds(5), absl::Seconds(5));
+  CompletionLoop loop;
+  loop.Start();
+  ReplicaForwarder forwarder(&loop, 64 << 20, absl::Seconds(5), absl::Seconds(5));
   const v1::PushRequest push = WorkerPush();
   const std::string region_bytes = FloatsToBytes({1.5f, -2.0f, 4.0f});
   std::vector<absl::string_view> values = {push.tables(0).values(), region_bytes};
