@@ -160,7 +160,8 @@ int Run(const Flags& flags) {
   health.Serve(&loop);  // NOT_SERVING until registered and serving its shard
   loop.Start(config->rpc.server_threads);
   const std::string address = FormatHostPort(advertise_host, started->port);
-  LOG_INFO("serving ParameterService on {} (max message {} bytes), /metrics on {}", address,
+  LOG_INFO("serving ParameterService on {} on {} thread{} (max message {} bytes), /metrics on {}",
+           address, config->rpc.server_threads, config->rpc.server_threads == 1 ? "" : "s",
            config->rpc.max_message_bytes, (*metrics_server)->address());
 
   CoordinatorClient coordinator(config->cluster.coordinator, config->rpc.max_message_bytes,

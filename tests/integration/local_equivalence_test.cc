@@ -112,6 +112,22 @@ TEST_CASE("one worker through Cairn matches --local per-step loss for 200 steps"
   CHECK(b.back() < b.front());  // and it learns
 }
 
+TEST_CASE("servers that serve their calls on four threads each still match --local per-step loss",
+          "[integration][worker][anchor]") {
+  // Two servers, replication 2: pushes, parked pulls, forwarded copies and
+  // the map watch all complete on threads that run concurrently.
+  auto cluster = TestCluster::Start("anchor_threads", Yaml() + "rpc:\n  server_threads: 4\n", 2);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  const auto [local, ps] = RunLocalAndThroughCairn(**cluster, 200);
+  const double worst = WorstRelativeDifference(local, ps, 200);
+  INFO("worst relative difference " << worst);
+  CHECK(worst <= 1e-5);
+  for (int i = 0; i < 2; ++i) {
+    CHECK((*cluster)->server(i).ReadStderr().find("on 4 threads") != std::string::npos);
+  }
+}
+
 TEST_CASE("one worker of a one-server job, its values in lent shared memory, matches --local "
           "per-step loss for 200 steps",
           "[integration][worker][anchor][shared_memory]") {
