@@ -61,8 +61,10 @@ class CompletionLoop {
   // Shuts the queue down, runs the tags still delivered (each with ok =
   // false once cancelled) and joins the threads. A server serving on the
   // queue must be shut down first (grpc::Server::Shutdown), and no
-  // operation may be started afterwards. Idempotent; not on a thread of
-  // the loop.
+  // operation may be started afterwards, also not by a tag run during the
+  // drain (gRPC aborts the process): for a loop whose calls are all over
+  // (tests, tools). A daemon that ends with calls possibly still in flight
+  // exits without it. Idempotent; not on a thread of the loop.
   void Shutdown();
 
   // The queue, to start operations on. Thread-safe.

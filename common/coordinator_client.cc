@@ -104,7 +104,10 @@ absl::StatusOr<v1::GetPartitionMapResponse> CoordinatorClient::WatchPartitionMap
   request.set_known_version(known_version);
   request.set_wait_ms(absl::ToInt64Milliseconds(wait));
   v1::GetPartitionMapResponse response;
-  if (watch_wait_ == WatchWait::kCallingThread) {
+  // kCompletionLoop without a loop (the first constructor) waits as
+  // kCallingThread does.
+  if (watch_wait_ == WatchWait::kCallingThread ||
+      (watch_wait_ == WatchWait::kCompletionLoop && watch_loop_ == nullptr)) {
     const grpc::Status status = stub_->WatchPartitionMap(&context, request, &response);
     if (!status.ok()) return FromGrpcStatus(status);
     return response;

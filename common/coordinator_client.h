@@ -41,6 +41,7 @@ class CoordinatorClient final : public CoordinatorChannel {
   CoordinatorClient(const std::string& address, int64_t max_message_bytes,
                     absl::Duration dead_after = absl::ZeroDuration(),
                     WatchWait watch_wait = WatchWait::kCallbackThreads);
+  // (kCompletionLoop given here, with no loop, waits as kCallingThread.)
   // WatchWait::kCompletionLoop on `watch_loop`, which must outlive the
   // client and run until the last watch returned.
   CoordinatorClient(const std::string& address, int64_t max_message_bytes,

@@ -37,6 +37,8 @@ class HealthService::WatchCall {
   }
 
   const std::string& service() const { return request_.service(); }
+  // Thread-safe (ServerContext::TryCancel); its end's tag then comes.
+  void Cancel() { context_.TryCancel(); }
 
  private:
   // One of the call's three operations; `fired` once it completed (under
@@ -92,6 +94,7 @@ class HealthService::WatchCall {
   Step arrived_{this, &WatchCall::Arrived};
   Step written_{this, &WatchCall::Written};
   Step ended_{this, &WatchCall::Ended};
+  // Under the service's mutex.
   bool writing_ = false;
   bool sent_any_ = false;
   Status sent_ = HealthCheckResponse::UNKNOWN;
@@ -130,6 +133,11 @@ void HealthService::ServeCheck(CheckCall* call) {
 }
 
 void HealthService::ListenWatch(grpc::ServerCompletionQueue* cq) { new WatchCall(this, cq); }
+
+void HealthService::CancelWatches() {
+  absl::MutexLock lock(&mu_);
+  for (WatchCall* watch : watches_) watch->Cancel();
+}
 
 void HealthService::SetServing(bool serving) {
   absl::MutexLock lock(&mu_);

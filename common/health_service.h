@@ -41,6 +41,11 @@ class HealthService final : public AsyncHealthService {
   // it as its next message when it differs from the last one it got.
   void SetServing(bool serving) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Cancels every Watch in flight (their callers see CANCELLED), so that a
+  // server shutting down need not wait for them to end. A Watch that
+  // arrives later is served as usual.
+  void CancelWatches() ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   class WatchCall;
   friend class WatchCall;

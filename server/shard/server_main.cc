@@ -255,8 +255,11 @@ int Run(const Flags& flags) {
                                                       : kExitOk;
     break;
   }
+  health.CancelWatches();  // so that Shutdown need not wait for them
   started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  loop.Shutdown();
+  // The loop is left running: a call that outlived the server's shutdown
+  // (a forward to a slow backup) may still complete on it and start its
+  // answer, which a shut-down queue would refuse. The process ends now.
   if (flags.cold_dir.empty()) {  // ours: the cold tiers of every incarnation
     std::error_code ignored;
     std::filesystem::remove_all(cold_dir, ignored);

@@ -111,6 +111,33 @@ TEST_CASE("Watch sends the status, then each change and nothing else, until the 
   s.health.SetServing(false);
 }
 
+TEST_CASE("CancelWatches ends every Watch in flight as cancelled, and later ones are served",
+          "[health]") {
+  Served s;
+  grpc::ClientContext first_context;
+  grpc::ClientContext second_context;
+  auto first = s.stub->Watch(&first_context, HealthCheckRequest());
+  auto second = s.stub->Watch(&second_context, HealthCheckRequest());
+  HealthCheckResponse answer;
+  REQUIRE(first->Read(&answer));
+  REQUIRE(second->Read(&answer));
+  s.health.CancelWatches();
+  CHECK_FALSE(first->Read(&answer));
+  CHECK(first->Finish().error_code() == grpc::StatusCode::CANCELLED);
+  CHECK_FALSE(second->Read(&answer));
+  CHECK(second->Finish().error_code() == grpc::StatusCode::CANCELLED);
+
+  grpc::ClientContext later_context;
+  auto later = s.stub->Watch(&later_context, HealthCheckRequest());
+  REQUIRE(later->Read(&answer));
+  CHECK(answer.status() == HealthCheckResponse::NOT_SERVING);
+  s.health.SetServing(true);
+  REQUIRE(later->Read(&answer));
+  CHECK(answer.status() == HealthCheckResponse::SERVING);
+  later_context.TryCancel();
+  CHECK_FALSE(later->Read(&answer));
+}
+
 TEST_CASE("a server shut down with a Watch in flight ends it", "[health]") {
   auto s = std::make_unique<Served>();
   grpc::ClientContext context;
