@@ -99,15 +99,22 @@ std::pair<nlohmann::json, nlohmann::json> RunLocalAndThroughCairn(
   return {std::move(local), std::move(ps)};
 }
 
+// Runs both as RunLocalAndThroughCairn does and checks that their per-step
+// losses agree within 1e-5; Cairn's summary.
+nlohmann::json CheckMatchesLocal(const TestCluster& cluster, int steps) {
+  const auto [local, ps] = RunLocalAndThroughCairn(cluster, steps);
+  const double worst = WorstRelativeDifference(local, ps, steps);
+  INFO("worst relative difference " << worst);
+  CHECK(worst <= 1e-5);
+  return ps;
+}
+
 TEST_CASE("one worker through Cairn matches --local per-step loss for 200 steps",
           "[integration][worker][anchor]") {
   auto cluster = TestCluster::Start("anchor", Yaml(), 2);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
-  const auto [local, ps] = RunLocalAndThroughCairn(**cluster, 200);
-  const double worst = WorstRelativeDifference(local, ps, 200);
-  INFO("worst relative difference " << worst);
-  CHECK(worst <= 1e-5);
+  const nlohmann::json ps = CheckMatchesLocal(**cluster, 200);
   const std::vector<double> b = ps["loss_trace"].get<std::vector<double>>();
   CHECK(b.back() < b.front());  // and it learns
 }
@@ -119,10 +126,7 @@ TEST_CASE("servers that serve their calls on four threads each still match --loc
   auto cluster = TestCluster::Start("anchor_threads", Yaml() + "rpc:\n  server_threads: 4\n", 2);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
-  const auto [local, ps] = RunLocalAndThroughCairn(**cluster, 200);
-  const double worst = WorstRelativeDifference(local, ps, 200);
-  INFO("worst relative difference " << worst);
-  CHECK(worst <= 1e-5);
+  CheckMatchesLocal(**cluster, 200);
   for (int i = 0; i < 2; ++i) {
     CHECK((*cluster)->server(i).ReadStderr().find("on 4 threads") != std::string::npos);
   }
