@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <future>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,9 +23,11 @@ namespace {
 using testing::TestCluster;
 
 constexpr size_t kFloats = 300000;  // 1.2 MB: through the region, in one request
+// 3.2 MB: above the region's 2 MiB split, one request only in lent memory.
+constexpr size_t kLargeFloats = 800000;
 constexpr int kSteps = 6;
 
-std::string Yaml(int workers, bool shared_memory) {
+std::string Yaml(int workers, bool shared_memory, size_t floats) {
   return absl::StrCat(R"(
 cluster:
   coordinator: "127.0.0.1:1"
@@ -42,7 +45,7 @@ consistency:
 tables:
   - name: w
     kind: dense
-    shape: [300000]
+    shape: [)", floats, R"(]
     optimizer: {type: sgd, learning_rate: 0.1, momentum: 0.9}
     init: {type: uniform, scale: 1, seed: 5}
 )");
@@ -63,29 +66,45 @@ struct Straggler {
 
 // One worker's steps: each gradient depends on the parameters the worker
 // read (so a wrong read changes every later value), then PushClockAndPull.
-WorkerRun Steps(Client& c, int id, const Straggler& late) {
+// With `lend`, parameters and gradients live in buffers the client lent.
+WorkerRun Steps(Client& c, int id, const Straggler& late, size_t floats, bool lend) {
   WorkerRun run;
-  run.params.assign(kFloats, 0.0f);
-  std::vector<float> grads(kFloats);
+  std::vector<float> own_params(floats, 0.0f);
+  std::vector<float> own_grads(floats);
+  absl::Span<float> params = absl::MakeSpan(own_params);
+  absl::Span<float> grads = absl::MakeSpan(own_grads);
+  std::unique_ptr<SharedBuffer> lent_params;
+  std::unique_ptr<SharedBuffer> lent_grads;
+  if (lend) {
+    lent_params = c.LendSharedBuffer(floats * sizeof(float));
+    lent_grads = c.LendSharedBuffer(floats * sizeof(float));
+    if (lent_params == nullptr || lent_grads == nullptr) {
+      run.status = absl::InternalError("the client lent no buffer");
+      return run;
+    }
+    params = absl::MakeSpan(reinterpret_cast<float*>(lent_params->bytes().data()), floats);
+    grads = absl::MakeSpan(reinterpret_cast<float*>(lent_grads->bytes().data()), floats);
+  }
   std::mt19937 rng(100 + id);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  run.status = c.PullAndWait({{"w", absl::MakeSpan(run.params)}}, {});
+  run.status = c.PullAndWait({{"w", params}}, {});
   for (int step = 0; step < kSteps && run.status.ok(); ++step) {
-    for (size_t i = 0; i < kFloats; ++i) grads[i] = 0.1f * run.params[i] + u(rng);
+    for (size_t i = 0; i < floats; ++i) grads[i] = 0.1f * params[i] + u(rng);
     if (id == late.id && step == late.step) absl::SleepFor(late.delay);
     absl::Status ahead;
-    run.status = c.PushClockAndPull({{"w", grads}}, {}, {{"w", absl::MakeSpan(run.params)}}, {},
-                                    &ahead);
+    run.status = c.PushClockAndPull({{"w", grads}}, {}, {{"w", params}}, {}, &ahead);
     if (run.status.ok() && !ahead.ok()) run.status = ahead;
   }
+  run.params.assign(params.begin(), params.end());
   run.stats = c.Stats();
   return run;
 }
 
 std::vector<WorkerRun> Train(const std::string& name, int workers, bool shared_memory,
                              const Straggler& late = {},
-                             absl::Duration rpc_deadline = absl::Seconds(20)) {
-  auto cluster = TestCluster::Start(name, Yaml(workers, shared_memory), 1);
+                             absl::Duration rpc_deadline = absl::Seconds(20),
+                             size_t floats = kFloats, bool lend = false) {
+  auto cluster = TestCluster::Start(name, Yaml(workers, shared_memory, floats), 1);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
   std::vector<std::unique_ptr<Client>> clients =
@@ -95,8 +114,9 @@ std::vector<WorkerRun> Train(const std::string& name, int workers, bool shared_m
   }
   std::vector<std::future<WorkerRun>> pending;
   for (int id = 0; id < workers; ++id) {
-    pending.push_back(std::async(std::launch::async,
-                                 [&clients, id, &late] { return Steps(*clients[id], id, late); }));
+    pending.push_back(std::async(std::launch::async, [&clients, id, &late, floats, lend] {
+      return Steps(*clients[id], id, late, floats, lend);
+    }));
   }
   std::vector<WorkerRun> runs;
   for (auto& p : pending) runs.push_back(p.get());
@@ -130,6 +150,30 @@ TEST_CASE("with one server the pull rides on the push, one call per step, and re
     }
     // The steps moved the parameters.
     CHECK_FALSE(testing::BitEqual(apart[0].params, std::vector<float>(kFloats, 0.0f)));
+  }
+}
+
+TEST_CASE("a model above the region's split in lent memory still takes one call per step, "
+          "each read and answered in place, and reads what two calls through gRPC read",
+          "[integration][shared_memory]") {
+  for (int workers : {1, 2}) {
+    INFO(workers << " worker(s)");
+    const std::vector<WorkerRun> apart =
+        Train(absl::StrCat("lent_apart_", workers), workers, /*shared_memory=*/false, {},
+              absl::Seconds(20), kLargeFloats);
+    const std::vector<WorkerRun> riding =
+        Train(absl::StrCat("lent_riding_", workers), workers, /*shared_memory=*/true, {},
+              absl::Seconds(20), kLargeFloats, /*lend=*/true);
+    for (int id = 0; id < workers; ++id) {
+      INFO("worker " << id);
+      CHECK(riding[id].stats.pulls_with_push == kSteps);
+      // The first pull, then each step's push and the pull riding on it:
+      // one request each, all in place.
+      CHECK(riding[id].stats.shared_memory_in_place == 1 + 2 * kSteps);
+      CHECK(testing::BitEqual(riding[id].params, apart[id].params));
+      CHECK(testing::BitEqual(riding[id].params, riding[0].params));
+    }
+    CHECK_FALSE(testing::BitEqual(apart[0].params, std::vector<float>(kLargeFloats, 0.0f)));
   }
 }
 

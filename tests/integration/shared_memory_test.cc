@@ -421,13 +421,16 @@ TEST_CASE("a buffer the client lends is pushed from and pulled into in place, to
     for (float& x : own_grads) x = u(rng);
     std::copy(own_grads.begin(), own_grads.end(), Floats(*grads).begin());
     const uint64_t before = c.Stats().shared_memory_in_place;
+    const uint64_t requests_before = c.Stats().shared_memory_requests;
     REQUIRE(c.PushDense({{"lent", Floats(*grads)}}).get().ok());
     REQUIRE(c.PushDense({{"own", own_grads}}).get().ok());
     REQUIRE(c.PullDense({{"lent", Floats(*values)}}).get().ok());
     REQUIRE(c.PullDense({{"own", absl::MakeSpan(own_values)}}).get().ok());
-    // 2.4 MB each way, cut at 2 MiB: two requests each, all in place; the
-    // caller's own memory went through the region's blocks.
-    CHECK(c.Stats().shared_memory_in_place == before + 4);
+    // 2.4 MB each way. In lent memory only keys travel: one request each,
+    // in place. The caller's own memory went through the region's blocks,
+    // cut at 2 MiB: two requests each.
+    CHECK(c.Stats().shared_memory_in_place == before + 2);
+    CHECK(c.Stats().shared_memory_requests == requests_before + 2 + 4);
     const std::vector<float> pulled(Floats(*values).begin(), Floats(*values).end());
     CHECK(testing::BitEqual(pulled, own_values));
   }

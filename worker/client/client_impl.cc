@@ -4,6 +4,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <thread>
 #include <utility>
 
@@ -15,6 +17,7 @@
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
 #include "common/time_source.h"
+#include "common/wire_dtype.h"
 #include "worker/client/internal/op.h"
 #include "worker/client/request_plan.h"
 
@@ -353,6 +356,18 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
 }
 
 
+bool ClientImpl::AllInLentMemory(const Op& op, const ShardChannel& channel) {
+  for (const TableInput& in : op.inputs) {
+    if (WireDtypeOrFloat32(in.spec->wire_dtype()) != v1::DTYPE_FLOAT32) return false;
+    const uint64_t floats = in.keys == nullptr
+                                ? DenseElements(*in.spec)
+                                : in.n * static_cast<uint64_t>(in.spec->width());
+    const char* values = reinterpret_cast<const char*>(op.is_push ? in.in : in.out);
+    if (values == nullptr || !channel.InLentMemory(values, floats * sizeof(float))) return false;
+  }
+  return !op.inputs.empty();
+}
+
 void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                         const InputIndices* only,
                         std::vector<std::shared_ptr<PushPayload>> resend) {
@@ -375,11 +390,20 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     const uint64_t shared_split = job_.shared_memory_split_bytes() > 0
                                       ? std::max<int64_t>(job_.shared_memory_split_bytes(), 4096)
                                       : split;
-    auto split_of = [&servers, split, shared_split](uint32_t group) {
-      if (shared_split == split || !servers->router.HasGroup(group)) return split;
-      auto channel = servers->channels.find(servers->router.GroupPrimary(group));
-      return channel != servers->channels.end() && channel->second->SharesMemory() ? shared_split
-                                                                                   : split;
+    // Values all in memory the server's channel lent (a model's buffers,
+    // LendSharedBuffer) are read and answered in place: the requests carry
+    // only keys, and the whole share goes in one, so that a one-server
+    // step stays one call that closes its iteration (a lent block is at
+    // most a quarter of the region, which bounds that request's values).
+    std::map<uint32_t, bool> in_lent;  // server -> every value lent by its channel
+    auto split_of = [&](uint32_t group) {
+      if (!servers->router.HasGroup(group)) return split;
+      const uint32_t server = servers->router.GroupPrimary(group);
+      auto channel = servers->channels.find(server);
+      if (channel == servers->channels.end() || !channel->second->SharesMemory()) return split;
+      auto [lent, inserted] = in_lent.try_emplace(server, false);
+      if (inserted) lent->second = AllInLentMemory(*op, *channel->second);
+      return lent->second ? std::numeric_limits<uint64_t>::max() : shared_split;
     };
     for (PlannedRequest& request : PlanRequests(op->inputs, servers->router, only, split_of)) {
       auto piece = std::make_unique<Piece>();

@@ -2,7 +2,8 @@
 // the replica groups that hold their keys under one partition map
 // (router.h), each group's share is cut into requests of about
 // JobSpec.request_split_bytes of values (shared_memory_split_bytes for a
-// group whose primary shares a region with the worker), and the request
+// group whose primary shares a region with the worker; the caller's choice,
+// `split_bytes`), and the request
 // messages are built from those pieces; a pull's answer is copied back
 // into the caller's buffer. What a request carries is in proto/cairn/v1/shard.proto.
 //

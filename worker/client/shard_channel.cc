@@ -332,6 +332,11 @@ class GrpcShardChannel final : public ShardChannel {
 
   bool SharesMemory() const override { return link() != nullptr; }
 
+  bool InLentMemory(const char* p, uint64_t bytes) const override {
+    const std::shared_ptr<SharedLink> shared = link();
+    return shared != nullptr && shared->LentRange(p, bytes).has_value();
+  }
+
   absl::StatusOr<ValuePieces> PulledValues(const v1::PullResponse& response,
                                            int table) const override {
     const v1::TableValues& values = response.tables(table);

@@ -112,6 +112,11 @@ class ShardChannel {
   // when the region has no room for it.
   virtual bool SharesMemory() const { return false; }
 
+  // Whether the `bytes` at `p` lie within one block this channel lent
+  // (Lend) that no failed call spoiled: a push of them is read, and a pull
+  // answered, in place, so a request for them carries only their keys.
+  virtual bool InLentMemory(const char* /*p*/, uint64_t /*bytes*/) const { return false; }
+
   // The value bytes of table `table` of a pull's answer `response`: its
   // `values`, its range of this channel's shared region, or the pieces of
   // the reply as gRPC received it (pull_reply_reader.h). Valid while the
