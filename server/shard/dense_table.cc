@@ -150,6 +150,11 @@ void DenseTable::Apply(const GradBuffer& grads) {
 }
 
 void DenseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_view values) {
+  ApplyUniqueAndRead(keys, n, values, nullptr);
+}
+
+void DenseTable::ApplyUniqueAndRead(const std::string& keys, size_t n, absl::string_view values,
+                                    float* out) {
   const float* g = reinterpret_cast<const float*>(values.data());
   absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) {
@@ -159,6 +164,10 @@ void DenseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_vie
     absl::MutexLock block_lock(&b.mu);
     ApplyChunkLocked(b, k, g, len);
     g += len;
+    if (out != nullptr) {
+      std::memcpy(out, b.values.data() + (k * chunk_size_ - b.first_element), len * sizeof(float));
+      out += len;
+    }
   }
 }
 

@@ -30,6 +30,8 @@ class DenseTable final : public Table {
               GradBuffer* buffer) const override;
   void ApplyUnique(const std::string& keys, size_t n, absl::string_view values) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  void ApplyUniqueAndRead(const std::string& keys, size_t n, absl::string_view values,
+                          float* out) override ABSL_LOCKS_EXCLUDED(mu_);
   void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override;
   absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override

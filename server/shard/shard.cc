@@ -438,7 +438,8 @@ absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) co
 }
 
 absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
-                                 absl::Span<const absl::string_view> values, bool* ticked) {
+                                 absl::Span<const absl::string_view> values, bool* ticked,
+                                 PullReadBack* read_back) {
   if (ticked != nullptr) *ticked = false;
   if (request.sequence() == 0) {
     return absl::InvalidArgumentError("push: sequence must be >= 1");
@@ -479,11 +480,16 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
       RETURN_IF_ERROR(CheckPushLocked(request, grads));
       if (!InsertLocked(window, request.sequence())) return true;
       if (ClosesIterationAloneLocked(request, grads)) {
-        for (TableGrads& g : grads) ApplyNow(&g);
+        const std::vector<float*> into = ReadBackTargets(grads, read_back);
+        for (size_t i = 0; i < grads.size(); ++i) ApplyNow(&grads[i], into[i]);
         clocks_.Tick(request.worker_id(), request.end_clock());
         Advance(&ready);
         released = ReleasedClock();
         if (ticked != nullptr) *ticked = true;
+        if (read_back != nullptr) {
+          read_back->closed_before = closed_before_;
+          read_back->map_version = map_version_;
+        }
       } else {
         for (TableGrads& g : grads) ApplyOrHoldLocked(request, &g);
       }
@@ -654,18 +660,65 @@ int64_t Shard::RequiredClock(const v1::PullRequest& request) const {
   return required;
 }
 
+Shard::ReplyLayout Shard::LayOut(const v1::PullRequest& pull) const {
+  ReplyLayout layout;
+  layout.floats.resize(pull.tables_size());
+  layout.offsets.resize(pull.tables_size());
+  for (int i = 0; i < pull.tables_size(); ++i) {
+    const v1::TableKeys& tk = pull.tables(i);
+    layout.floats[i] =
+        tables_[tk.table_id()]->ValueFloats(tk.keys(), tk.keys().size() / sizeof(Key));
+    layout.offsets[i] = layout.total;
+    layout.total += layout.floats[i] * WireBytes(WireDtypeOrFloat32(tk.dtype()));
+  }
+  return layout;
+}
+
+std::vector<float*> Shard::ReadBackTargets(const Grads& grads, PullReadBack* read_back) const {
+  std::vector<float*> into(grads.size(), nullptr);
+  if (read_back == nullptr || read_back->pull == nullptr) return into;
+  const v1::PullRequest& pull = *read_back->pull;
+  read_back->written.assign(pull.tables_size(), false);
+  // Only a pull of exactly the push's tables and keys (a step's pull of
+  // the model it pushed): those keys passed the push's checks, the pull's
+  // own are checked only when it is served.
+  std::vector<size_t> source(pull.tables_size());
+  for (int i = 0; i < pull.tables_size(); ++i) {
+    const v1::TableKeys& tk = pull.tables(i);
+    auto same = std::find_if(grads.begin(), grads.end(), [&](const TableGrads& g) {
+      return g.direct != nullptr && g.ascending && g.table->spec().id() == tk.table_id() &&
+             g.direct->keys() == tk.keys();
+    });
+    if (same == grads.end()) return into;
+    source[i] = static_cast<size_t>(same - grads.begin());
+  }
+  const ReplyLayout layout = LayOut(pull);
+  if (layout.total > read_back->room.size()) return into;
+  for (int i = 0; i < pull.tables_size(); ++i) {
+    char* at = read_back->room.data() + layout.offsets[i];
+    if (into[source[i]] != nullptr ||
+        WireDtypeOrFloat32(pull.tables(i).dtype()) != v1::DTYPE_FLOAT32 ||
+        reinterpret_cast<uintptr_t>(at) % alignof(float) != 0) {
+      continue;  // read when the pull is served
+    }
+    into[source[i]] = reinterpret_cast<float*>(at);
+    read_back->written[i] = true;
+  }
+  return into;
+}
+
 bool Shard::ServeInto(const v1::PullRequest& request, v1::PullResponse* response,
                       const PullReplyArea& area) const {
   // Pull checked the keys on arrival.
-  std::vector<uint64_t> floats(request.tables_size());
-  uint64_t total = 0;
-  for (int i = 0; i < request.tables_size(); ++i) {
-    const v1::TableKeys& tk = request.tables(i);
-    floats[i] = tables_[tk.table_id()]->ValueFloats(tk.keys(), tk.keys().size() / sizeof(Key));
-    total += floats[i] * WireBytes(WireDtypeOrFloat32(tk.dtype()));
-  }
+  const ReplyLayout layout = LayOut(request);
+  const std::vector<uint64_t>& floats = layout.floats;
+  const uint64_t total = layout.total;
   const absl::Span<char> room = area.allocate ? area.allocate(total) : area.bytes;
   if (total > room.size()) return false;
+  const std::vector<bool>* written =
+      area.read_back != nullptr && !area.allocate && room.data() == area.read_back->room.data()
+          ? &area.read_back->written
+          : nullptr;
   char* out = room.data();
   std::vector<float> wide;
   for (int i = 0; i < request.tables_size(); ++i) {
@@ -679,8 +732,10 @@ bool Shard::ServeInto(const v1::PullRequest& request, v1::PullResponse* response
     const v1::DType dtype = WireDtypeOrFloat32(tk.dtype());
     tv->set_dtype(dtype);
     const uint64_t bytes = floats[i] * WireBytes(dtype);
-    if (dtype == v1::DTYPE_FLOAT32 &&
-        reinterpret_cast<uintptr_t>(out) % alignof(float) == 0) {
+    if (written != nullptr && static_cast<size_t>(i) < written->size() && (*written)[i]) {
+      // Written by the push this pull rode on, as its update went.
+    } else if (dtype == v1::DTYPE_FLOAT32 &&
+               reinterpret_cast<uintptr_t>(out) % alignof(float) == 0) {
       table->ReadTo(tk.keys(), n, reinterpret_cast<float*>(out));
     } else {
       wide.resize(floats[i]);
@@ -789,7 +844,15 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
       const int64_t required = RequiredClock(*request);
       const int64_t own_required = request->after_tick() ? request->clock() : 0;
       min_clock = ReleasedClock();
+      // Values a push wrote for this pull (PullReadBack) stand only while
+      // nothing has closed or changed maps since, and only if it is served
+      // now: a pull that waits is answered after later iterations close.
+      if (area.read_back != nullptr && (area.read_back->closed_before != closed_before_ ||
+                                        area.read_back->map_version != map_version_)) {
+        area.read_back = nullptr;
+      }
       if (MustWait(request->worker_id(), required, own_required, min_clock)) {
+        area.read_back = nullptr;
         waiters_.push_back(Waiter{request, response, required, deadline, std::move(done), area,
                                   own_required});
         wait = true;
@@ -1377,10 +1440,12 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
   return true;
 }
 
-void Shard::ApplyNow(TableGrads* grads) {
+void Shard::ApplyNow(TableGrads* grads, float* read_back) {
   if (grads->direct != nullptr) {
     const std::string& keys = grads->direct->keys();
-    if (grads->ascending) {
+    if (grads->ascending && read_back != nullptr) {
+      grads->table->ApplyUniqueAndRead(keys, grads->n, grads->values(), read_back);
+    } else if (grads->ascending) {
       grads->table->ApplyUnique(keys, grads->n, grads->values());
     } else if (!grads->table->ApplyIfDistinct(keys, grads->n, grads->values())) {
       // A key repeats: summed first (B07).

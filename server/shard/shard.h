@@ -89,6 +89,8 @@ using RestoreLoader = std::function<absl::StatusOr<RestoredRows>(
 // group `group`, of which this server is primary, and needs its state.
 using JoinerSink = std::function<void(uint32_t group, uint32_t server)>;
 
+struct PullReadBack;
+
 // Where a pull's answer may go instead of each TableValues.values: the
 // range of the worker's shared region its request reserved (reply_to), or
 // a buffer the caller allocates once the answer's size is known (the gRPC
@@ -103,6 +105,29 @@ struct PullReplyArea {
   // bytes, on the thread that serves the pull; its span must stay valid
   // until the pull's `done` has run.
   std::function<absl::Span<char>(uint64_t bytes)> allocate;
+  // When set (with `bytes`), the values of the tables it marks are already
+  // in `bytes`, written by the push this pull rode on (PullReadBack): Pull
+  // keeps it only when the pull is served at once and nothing closed or
+  // changed maps since, else reads every table as usual. Valid until the
+  // pull's `done` has run.
+  const PullReadBack* read_back = nullptr;
+};
+
+// The pull riding on a push (PushRequest.pull) answered as the push is
+// applied: when the push is a lone worker's and closes its iteration
+// (Shard::ClosesIterationAloneLocked), each dense table the pull asks for
+// with the push's own keys is written into the pull's reply area chunk by
+// chunk as the update leaves it, while those values are still in the
+// cache, instead of read again from the table once the whole update is
+// done (docs/benchmarks.md, "The answer written as the update goes").
+struct PullReadBack {
+  const v1::PullRequest* pull = nullptr;  // the riding pull
+  absl::Span<char> room;                  // its reply area (PullReplyArea::bytes)
+  // Set by Push: which of the pull's tables were written, and the shard's
+  // closed clock and map version right after.
+  std::vector<bool> written;
+  int64_t closed_before = -1;
+  uint64_t map_version = 0;
 };
 
 class Shard {
@@ -170,9 +195,14 @@ class Shard {
   // `ticked` (may be null) is set when the push was its BSP iteration's
   // only gradient and its end_clock was recorded with it
   // (ClosesIterationAloneLocked): the caller records that tick no more.
+  //
+  // `read_back` (may be null): the pull riding on the push and its reply
+  // area; with `ticked`, the tables it marks `written` hold their new
+  // values there (pass it to Pull in the area of that pull).
   absl::StatusOr<bool> Push(const v1::PushRequest& request,
                             absl::Span<const absl::string_view> values = {},
-                            bool* ticked = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+                            bool* ticked = nullptr, PullReadBack* read_back = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
 
 
@@ -334,8 +364,10 @@ class Shard {
       ABSL_SHARED_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(windows_mu_);
   bool InsertLocked(const WindowKey& window, uint64_t sequence)
       ABSL_SHARED_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(windows_mu_);
-  // Applies a table's part of a push now (tables lock what they change).
-  static void ApplyNow(TableGrads* grads);
+  // Applies a table's part of a push now (tables lock what they change);
+  // with `read_back`, a dense table's ascending chunks also leave their
+  // new values there, one after the other (Table::ApplyUnique).
+  static void ApplyNow(TableGrads* grads, float* read_back = nullptr);
   // Checks a push's tables, keys, lengths and values and gathers its
   // gradients (tables are fixed once ready: no shard lock needed); adds the
   // payload size to `*bytes`. Errors: those Push() names for its contents.
@@ -388,6 +420,17 @@ class Shard {
   // nothing written, otherwise).
   bool ServeInto(const v1::PullRequest& request, v1::PullResponse* response,
                  const PullReplyArea& area) const;
+  // Where each table of `pull` goes in its reply area, as ServeInto lays
+  // it out (byte offsets from the area's start), and the bytes in all.
+  struct ReplyLayout {
+    std::vector<uint64_t> floats;
+    std::vector<uint64_t> offsets;
+    uint64_t total = 0;
+  };
+  ReplyLayout LayOut(const v1::PullRequest& pull) const;
+  // For each of `grads`, where Push writes that table's new values for the
+  // riding pull of `read_back` (null: nowhere), marking them written.
+  std::vector<float*> ReadBackTargets(const Grads& grads, PullReadBack* read_back) const;
   // Applies buffered iterations below the min clock (stopping at checkpoint
   // boundaries to snapshot, and at a held boundary); moves released waiters
   // to `ready`.

@@ -82,6 +82,15 @@ class Table {
   // bit for bit, as Gather into an empty buffer and Apply, without copying
   // the gradient.
   virtual void ApplyUnique(const std::string& keys, size_t n, absl::string_view values) = 0;
+  // ApplyUnique, then the rows' new values written to `out` as ReadTo
+  // writes them (the same keys, in their order). This default does the
+  // two one after the other; a dense table writes each chunk as its
+  // update leaves it, while the chunk is still in the cache.
+  virtual void ApplyUniqueAndRead(const std::string& keys, size_t n, absl::string_view values,
+                                  float* out) {
+    ApplyUnique(keys, n, values);
+    ReadTo(keys, n, out);
+  }
 
   // The same for a push whose keys may repeat or come in any order: applies
   // it straight from its bytes and returns true when its `n` keys are

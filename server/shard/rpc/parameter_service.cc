@@ -171,12 +171,14 @@ absl::Time ParameterService::PullDeadline(const grpc::ServerContext& context) co
 void ParameterService::PullAfterPush(const grpc::ServerContext& context,
                                      std::shared_ptr<const Attached> attached,
                                      const v1::PullRequest* pull, v1::PullResponse* response,
+                                     std::shared_ptr<const PullReadBack> read_back,
                                      std::function<void(absl::Status)> done) {
   const absl::Time start = absl::Now();
   PullReplyArea area;
   std::shared_ptr<SharedRegion> held;
   if (std::optional<SharedRegions::Reply> reply = regions_.ResolveReply(*pull)) {
     area = PullReplyArea{reply->bytes, pull->reply_to().region(), pull->reply_to().offset()};
+    area.read_back = read_back.get();
     held = std::move(reply->region);
   }
   Shard* shard = attached->shard.get();
@@ -188,7 +190,7 @@ void ParameterService::PullAfterPush(const grpc::ServerContext& context,
   const absl::Duration left = absl::FromChrono(context.deadline()) - absl::Now();
   const absl::Time deadline = std::min(PullDeadline(context), MonotonicNow() + left / 2);
   shard->Pull(pull, response, deadline,
-              [pull, response, start, metrics, attached, held,
+              [pull, response, start, metrics, attached, held, read_back,
                done = std::move(done)](absl::Status status) {
                 RecordPull(metrics, *pull, *response, status, start);
                 done(std::move(status));
@@ -223,12 +225,26 @@ void ParameterService::ServePush(PushCall* call) {
     }
     shared = *std::move(values);
   }
+  // The riding pull's room in the worker's region, for the shard to write
+  // its values into as the push's update goes (Shard::PullReadBack).
+  std::shared_ptr<PullReadBack> read_back;
+  std::shared_ptr<SharedRegion> read_back_region;
+  if (request->has_pull() && request->end_clock() > 0 && !request->forwarded() &&
+      request->pull().worker_id() == request->worker_id()) {
+    if (std::optional<SharedRegions::Reply> reply = regions_.ResolveReply(request->pull())) {
+      read_back = std::make_shared<PullReadBack>();
+      read_back->pull = &request->pull();
+      read_back->room = reply->bytes;
+      read_back_region = std::move(reply->region);
+    }
+  }
   bool ticked_with_push = false;  // recorded by Shard::Push itself
   absl::StatusOr<bool> duplicate =
       shard->Push(*request,
                   shared.has_value() ? absl::MakeConstSpan(shared->values)
                                      : absl::Span<const absl::string_view>(),
-                  &ticked_with_push);
+                  &ticked_with_push, read_back.get());
+  read_back_region.reset();  // PullAfterPush holds the region while it writes
   if (duplicate.ok()) response->set_duplicate(*duplicate);
   if (duplicate.ok() && *duplicate && metrics_ != nullptr) metrics_->DuplicatePush();
   CAIRN_KILLPOINT("push.after_apply");  // applied, not yet acknowledged
@@ -240,7 +256,7 @@ void ParameterService::ServePush(PushCall* call) {
   // and on every backup, as a ClockRequest after the acknowledgement would.
   const bool tick = request->end_clock() > 0 && !request->forwarded();
   auto finish = [this, call, request, response, start, metrics, tick,
-                 ticked_with_push, attached](absl::Status status) {
+                 ticked_with_push, attached, read_back](absl::Status status) {
     if (status.ok() && tick) {
       if (ticked_with_push) {
         response->set_ticked(true);
@@ -257,6 +273,7 @@ void ParameterService::ServePush(PushCall* call) {
     // its own, and that pull reports any error.
     if (status.ok() && request->has_pull() && response->ticked() && !request->forwarded()) {
       PullAfterPush(call->context(), attached, &request->pull(), response->mutable_pull(),
+                    ticked_with_push ? read_back : nullptr,
                     [call, request, response](absl::Status pulled) {
                       if (!pulled.ok()) {
                         LOG_DEBUG("pull riding on a push of worker {} not served: {}",

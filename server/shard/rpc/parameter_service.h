@@ -21,6 +21,7 @@ namespace cairn {
 class ReplicaForwarder;
 class Shard;
 class ShardMetrics;
+struct PullReadBack;
 
 // Every method of cairn.v1.ParameterService on gRPC's asynchronous API; Pull
 // raw (its answer's values go out as a slice of their own, pull_reply.h; its
@@ -101,10 +102,12 @@ class ParameterService final : public AsyncParameterService {
   // (its values into the worker's region when its reply_to names room
   // there, else inline), then runs `done` with the result; it waits at most
   // half of what is left of the push's deadline. `pull` and `response` stay
-  // valid until then (they are the push's).
+  // valid until then (they are the push's). `read_back` (may be null):
+  // what the push already wrote into that region for it (Shard::Push).
   void PullAfterPush(const grpc::ServerContext& context,
                      std::shared_ptr<const Attached> attached, const v1::PullRequest* pull,
-                     v1::PullResponse* response, std::function<void(absl::Status)> done);
+                     v1::PullResponse* response, std::shared_ptr<const PullReadBack> read_back,
+                     std::function<void(absl::Status)> done);
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const Attached> attached_ ABSL_GUARDED_BY(mu_);

@@ -188,6 +188,104 @@ TEST_CASE("A lone worker's push carrying its tick closes the iteration at once, 
   }
 }
 
+// The pull of `keys` a worker sends with its push of iteration `t`, for
+// iteration t + 1, answered into the caller's room.
+v1::PullRequest RidingPull(int64_t t, const std::vector<Key>& keys) {
+  v1::PullRequest pull;
+  pull.set_map_version(1);
+  pull.set_worker_id(0);
+  pull.set_incarnation(1);
+  pull.set_clock(t + 1);
+  pull.set_after_tick(true);
+  v1::TableKeys* tk = pull.add_tables();
+  tk->set_table_id(0);
+  tk->set_table("w");
+  tk->set_keys(KeysToBytes(keys));
+  return pull;
+}
+
+// Serves `pull` into `room` (as a worker's region), trusting `read_back`
+// where Pull does.
+void PullInto(Shard& shard, const v1::PullRequest& pull, std::vector<float>* room,
+              const PullReadBack* read_back) {
+  PullReplyArea area;
+  area.bytes = absl::MakeSpan(reinterpret_cast<char*>(room->data()), room->size() * sizeof(float));
+  area.read_back = read_back;
+  v1::PullResponse response;
+  bool done = false;
+  absl::Status status;
+  shard.Pull(&pull, &response, absl::InfiniteFuture(),
+             [&](absl::Status s) {
+               status = s;
+               done = true;
+             },
+             area);
+  REQUIRE(done);
+  REQUIRE(status.ok());
+  REQUIRE(response.tables(0).has_shared());
+}
+
+TEST_CASE("A lone worker's push writes its riding pull's answer as its update goes, and a pull "
+          "served after a later iteration closed reads the table again",
+          "[shard][bsp]") {
+  v1::TableSpec spec = VectorTable();
+  spec.mutable_optimizer()->set_learning_rate(0.1f);
+  spec.mutable_optimizer()->set_momentum(0.9f);
+  Shard shard(0, Job({spec}), nullptr);
+  REQUIRE(shard.InstallMap(Map(4, {0})).ok());
+  const float kUnwritten = -12345.0f;
+  for (int64_t t = 0; t < 3; ++t) {
+    INFO("iteration " << t);
+    const v1::PullRequest pull = RidingPull(t, {0, 1, 2, 3});
+    std::vector<float> room(kElements, kUnwritten);
+    PullReadBack read_back;
+    read_back.pull = &pull;
+    read_back.room =
+        absl::MakeSpan(reinterpret_cast<char*>(room.data()), room.size() * sizeof(float));
+    bool ticked = false;
+    REQUIRE(shard.Push(PushWithTick(0, static_cast<uint64_t>(t) + 1, t), {}, &ticked, &read_back)
+                .ok());
+    REQUIRE(ticked);
+    REQUIRE(read_back.written == std::vector<bool>{true});
+    const std::vector<float> table = PullAll(shard, 0, t + 1);
+    // Written by the push: the table's values, bit for bit.
+    CHECK(Bits(room) == Bits(table));
+    // Served now, the pull keeps them (and would have written the same).
+    PullInto(shard, pull, &room, &read_back);
+    CHECK(Bits(room) == Bits(table));
+  }
+
+  // A pull of other keys than the push's is not written by it.
+  {
+    const v1::PullRequest pull = RidingPull(3, {0, 1});
+    std::vector<float> room(2 * kChunk, kUnwritten);
+    PullReadBack read_back;
+    read_back.pull = &pull;
+    read_back.room =
+        absl::MakeSpan(reinterpret_cast<char*>(room.data()), room.size() * sizeof(float));
+    REQUIRE(shard.Push(PushWithTick(0, 4, 3), {}, nullptr, &read_back).ok());
+    CHECK(read_back.written == std::vector<bool>{false});
+    CHECK(Bits(room) == Bits(std::vector<float>(2 * kChunk, kUnwritten)));
+  }
+
+  // What a push wrote for its pull stands no longer once a later
+  // iteration closed: that pull, served then, reads the table.
+  const v1::PullRequest pull = RidingPull(4, {0, 1, 2, 3});
+  std::vector<float> room(kElements, kUnwritten);
+  PullReadBack read_back;
+  read_back.pull = &pull;
+  read_back.room =
+      absl::MakeSpan(reinterpret_cast<char*>(room.data()), room.size() * sizeof(float));
+  REQUIRE(shard.Push(PushWithTick(0, 5, 4), {}, nullptr, &read_back).ok());
+  REQUIRE(read_back.written == std::vector<bool>{true});
+  const std::vector<float> after_4 = room;
+  REQUIRE(shard.Push(PushWithTick(0, 6, 5)).ok());
+  const std::vector<float> after_5 = PullAll(shard, 0, 6);
+  REQUIRE(Bits(after_5) != Bits(after_4));
+  PullInto(shard, pull, &room, &read_back);
+  CHECK(Bits(room) == Bits(after_5));
+}
+
 TEST_CASE("A push carrying its tick while another worker is still in the iteration is summed, "
           "not applied",
           "[shard][bsp]") {
