@@ -71,7 +71,7 @@ CaseRunner::CaseRunner(const CaseGroup& group, const v1::TableSpec& table, Clien
                        ReferenceClient* reference)
     : group_(group), table_(table), client_(client), reference_(reference) {}
 
-absl::Status CaseRunner::Prepare() {
+absl::Status CaseRunner::Prepare(bool lend) {
   const bool sparse = table_.kind() == v1::TABLE_KIND_SPARSE;
   const int64_t floats = sparse ? group_.rows * table_.width()
                                : static_cast<int64_t>(DenseNumElements(table_));
@@ -81,7 +81,21 @@ absl::Status CaseRunner::Prepare() {
                      group_.num_floats, " floats; the job's table ", table_.name(), " has ",
                      floats));
   }
-  values_.assign(group_.num_floats, group_.push ? kGradient : 0.0f);
+  const uint64_t bytes = static_cast<uint64_t>(group_.num_floats) * sizeof(float);
+  if (lend) {
+    lent_ = client_ == nullptr ? nullptr : client_->LendSharedBuffer(bytes);
+    if (lent_ == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("case ", group_.id, ": the client lent no buffer of ", bytes,
+                       " bytes (a lent buffer holds at most a quarter of the shared region)"));
+    }
+    values_ = absl::MakeSpan(reinterpret_cast<float*>(lent_->bytes().data()),
+                             static_cast<size_t>(group_.num_floats));
+  } else {
+    own_values_.resize(group_.num_floats);
+    values_ = absl::MakeSpan(own_values_);
+  }
+  std::fill(values_.begin(), values_.end(), group_.push ? kGradient : 0.0f);
   keys_.clear();
   if (group_.sparse) {
     std::mt19937_64 random(kKeySeed);
@@ -110,10 +124,10 @@ absl::Status CaseRunner::CairnStep() {
   // The waiting forms, as a training step calls them.
   if (group_.sparse) {
     return group_.push ? client_->PushAndWait({}, {{group_.table, keys_, values_}})
-                       : client_->PullAndWait({}, {{group_.table, keys_, absl::MakeSpan(values_)}});
+                       : client_->PullAndWait({}, {{group_.table, keys_, values_}});
   }
   return group_.push ? client_->PushAndWait({{group_.table, values_}}, {})
-                     : client_->PullAndWait({{group_.table, absl::MakeSpan(values_)}}, {});
+                     : client_->PullAndWait({{group_.table, values_}}, {});
 }
 
 std::function<absl::Status()> CaseRunner::Step(const std::string& method) {

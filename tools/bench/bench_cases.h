@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "cairn/v1/types.pb.h"
 #include "common/bytes.h"
 #include "tools/bench/bench_reference.h"
@@ -21,6 +23,10 @@ namespace cairn::bench {
 // gRPC alone, and the references (unary and stream gRPC calls, memcpy).
 inline constexpr char kCairnShared[] = "Cairn-shm";
 inline constexpr char kCairnGrpc[] = "Cairn-gRPC";
+// The same-host path with the caller's values in a buffer the client lent
+// from the region (Client::LendSharedBuffer), as cairn-worker keeps its
+// model with one server on its host: pushed from and pulled into in place.
+inline constexpr char kCairnSharedLent[] = "Cairn-shm-lent";
 // The same two over mutual TLS (docs/security.md), against a second cluster
 // started with certificates: their ratio to the plaintext rows is TLS's cost.
 inline constexpr char kCairnSharedTls[] = "Cairn-shm-TLS";
@@ -29,10 +35,11 @@ inline bool IsTlsMethod(const std::string& method) {
   return method == kCairnSharedTls || method == kCairnGrpcTls;
 }
 inline bool UsesSharedMemory(const std::string& method) {
-  return method == kCairnShared || method == kCairnSharedTls;
+  return method == kCairnShared || method == kCairnSharedLent || method == kCairnSharedTls;
 }
 inline bool IsCairnMethod(const std::string& method) {
-  return method == kCairnShared || method == kCairnGrpc || IsTlsMethod(method);
+  return method == kCairnShared || method == kCairnSharedLent || method == kCairnGrpc ||
+         IsTlsMethod(method);
 }
 // The plaintext method a TLS method is compared with ("" for others).
 inline std::string PlaintextOf(const std::string& method) {
@@ -72,8 +79,11 @@ class CaseRunner {
 
   // Allocates the buffers: gradients of 2^-10 (exact in float32), sparse keys
   // drawn from a fixed seed, dense chunk keys from the table's chunk size.
-  // InvalidArgument when the table does not match the group (kind, size).
-  absl::Status Prepare();
+  // With `lend`, the values live in a buffer the client lends
+  // (kCairnSharedLent). InvalidArgument when the table does not match the
+  // group (kind, size); FailedPrecondition when the client lends no buffer
+  // that large.
+  absl::Status Prepare(bool lend = false);
 
   // method: kCairnShared or kCairnGrpc (need the client), "unary" or
   // "stream" (need the reference), "memcpy" (needs neither).
@@ -96,7 +106,9 @@ class CaseRunner {
   Client* const client_;
   ReferenceClient* const reference_;
   std::vector<Key> keys_;      // sparse keys, or dense chunk indices
-  std::vector<float> values_;  // push source or pull destination
+  absl::Span<float> values_;   // push source or pull destination: one of
+  std::vector<float> own_values_;     // the caller's memory
+  std::unique_ptr<SharedBuffer> lent_;  // or a buffer the client lent
   std::vector<float> copy_source_;  // memcpy's source
 };
 

@@ -30,6 +30,9 @@ cluster:
 rpc:
   max_message_size: )", kBenchMaxMessageBytes, R"(
   request_split_size: 1MiB
+  # Room for Cairn-shm-lent's buffers (16 MiB each, and a lent buffer
+  # holds at most a quarter of the region); pages are touched as used.
+  shared_memory_size: 256MiB
 )", split_line, R"(  deadline: 60s
 consistency:
   mode: asp

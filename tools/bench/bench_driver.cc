@@ -94,7 +94,7 @@ absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
     }
     runners.push_back(
         std::make_unique<CaseRunner>(group, *table, client.get(), reference.get()));
-    RETURN_IF_ERROR(runners.back()->Prepare());
+    RETURN_IF_ERROR(runners.back()->Prepare(options.method == kCairnSharedLent));
   }
   // Priming: every case once before any is timed, so the process has seen
   // this workload's largest buffers (the steady state of a training loop).
@@ -120,6 +120,9 @@ absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
   runners.clear();
   if (UsesSharedMemory(options.method) && client->Stats().shared_memory_requests == 0) {
     return absl::InternalError("Cairn-shm: no request went through the shared region");
+  }
+  if (options.method == kCairnSharedLent && client->Stats().shared_memory_in_place == 0) {
+    return absl::InternalError("Cairn-shm-lent: no request was read or answered in place");
   }
   if (client != nullptr) RETURN_IF_ERROR(Annotate(client->Finish(), "leaving the job"));
   return rows;

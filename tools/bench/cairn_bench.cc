@@ -7,6 +7,10 @@
 // binary, --drive; see bench_driver.h for why), it times
 //   Cairn-shm   the client library's PushDense/PullDense/PushSparse/PullSparse,
 //               values through the same-host shared region
+//   Cairn-shm-lent  the same path with the values in a buffer the client
+//               lent from the region (Client::LendSharedBuffer), pushed from
+//               and pulled into in place, as cairn-worker keeps its model
+//               with one server on its host (not in the default --methods)
 //   Cairn-gRPC  the same, values through gRPC (ClientOptions::shared_memory off)
 //   Cairn-shm-TLS, Cairn-gRPC-TLS  the same two against a second cluster
 //               with mutual TLS on (certificates made for the run; not in
@@ -81,8 +85,9 @@ struct Flags {
   std::string shared_memory_split;  // the job's rpc.shared_memory_split_size; empty: its default
 };
 
-constexpr const char* kMethods[] = {kCairnShared,    kCairnGrpc, kCairnSharedTls, kCairnGrpcTls,
-                                    "unary",         "unary-callback", "stream", "memcpy"};
+constexpr const char* kMethods[] = {kCairnShared,   kCairnSharedLent, kCairnGrpc,
+                                    kCairnSharedTls, kCairnGrpcTls,    "unary",
+                                    "unary-callback", "stream",        "memcpy"};
 
 std::string ShellQuote(const std::string& arg) {
   if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
