@@ -29,6 +29,14 @@ v1::TableSpec VectorTable() {
   return t;
 }
 
+// The same with SGD and momentum: a step's update depends on the last.
+v1::TableSpec MomentumVectorTable() {
+  v1::TableSpec t = VectorTable();
+  t.mutable_optimizer()->set_learning_rate(0.1f);
+  t.mutable_optimizer()->set_momentum(0.9f);
+  return t;
+}
+
 // Worker `w`'s gradient at iteration `t`: magnitudes from 1e-3 to 1e7, so
 // that summing in another order rounds differently.
 float Grad(uint32_t w, int64_t t, int i) {
@@ -150,9 +158,7 @@ std::vector<uint32_t> Bits(const std::vector<float>& v) {
 TEST_CASE("A lone worker's push carrying its tick closes the iteration at once, to the bits of "
           "a push summed and then ticked",
           "[shard][bsp]") {
-  v1::TableSpec spec = VectorTable();
-  spec.mutable_optimizer()->set_learning_rate(0.1f);
-  spec.mutable_optimizer()->set_momentum(0.9f);
+  const v1::TableSpec spec = MomentumVectorTable();
   Shard alone(0, Job({spec}), nullptr);
   Shard summed(0, Job({spec}), nullptr);
   REQUIRE(alone.InstallMap(Map(4, {0})).ok());
@@ -204,6 +210,15 @@ v1::PullRequest RidingPull(int64_t t, const std::vector<Key>& keys) {
   return pull;
 }
 
+// `pull`'s answer to be written into `room` by the push it rides on.
+PullReadBack ReadBackInto(const v1::PullRequest& pull, std::vector<float>* room) {
+  PullReadBack read_back;
+  read_back.pull = &pull;
+  read_back.room =
+      absl::MakeSpan(reinterpret_cast<char*>(room->data()), room->size() * sizeof(float));
+  return read_back;
+}
+
 // Serves `pull` into `room` (as a worker's region), trusting `read_back`
 // where Pull does.
 void PullInto(Shard& shard, const v1::PullRequest& pull, std::vector<float>* room,
@@ -228,9 +243,7 @@ void PullInto(Shard& shard, const v1::PullRequest& pull, std::vector<float>* roo
 TEST_CASE("A lone worker's push writes its riding pull's answer as its update goes, and a pull "
           "served after a later iteration closed reads the table again",
           "[shard][bsp]") {
-  v1::TableSpec spec = VectorTable();
-  spec.mutable_optimizer()->set_learning_rate(0.1f);
-  spec.mutable_optimizer()->set_momentum(0.9f);
+  const v1::TableSpec spec = MomentumVectorTable();
   Shard shard(0, Job({spec}), nullptr);
   REQUIRE(shard.InstallMap(Map(4, {0})).ok());
   const float kUnwritten = -12345.0f;
@@ -238,10 +251,7 @@ TEST_CASE("A lone worker's push writes its riding pull's answer as its update go
     INFO("iteration " << t);
     const v1::PullRequest pull = RidingPull(t, {0, 1, 2, 3});
     std::vector<float> room(kElements, kUnwritten);
-    PullReadBack read_back;
-    read_back.pull = &pull;
-    read_back.room =
-        absl::MakeSpan(reinterpret_cast<char*>(room.data()), room.size() * sizeof(float));
+    PullReadBack read_back = ReadBackInto(pull, &room);
     bool ticked = false;
     REQUIRE(shard.Push(PushWithTick(0, static_cast<uint64_t>(t) + 1, t), {}, &ticked, &read_back)
                 .ok());
@@ -259,10 +269,7 @@ TEST_CASE("A lone worker's push writes its riding pull's answer as its update go
   {
     const v1::PullRequest pull = RidingPull(3, {0, 1});
     std::vector<float> room(2 * kChunk, kUnwritten);
-    PullReadBack read_back;
-    read_back.pull = &pull;
-    read_back.room =
-        absl::MakeSpan(reinterpret_cast<char*>(room.data()), room.size() * sizeof(float));
+    PullReadBack read_back = ReadBackInto(pull, &room);
     REQUIRE(shard.Push(PushWithTick(0, 4, 3), {}, nullptr, &read_back).ok());
     CHECK(read_back.written == std::vector<bool>{false});
     CHECK(Bits(room) == Bits(std::vector<float>(2 * kChunk, kUnwritten)));
@@ -272,10 +279,7 @@ TEST_CASE("A lone worker's push writes its riding pull's answer as its update go
   // iteration closed: that pull, served then, reads the table.
   const v1::PullRequest pull = RidingPull(4, {0, 1, 2, 3});
   std::vector<float> room(kElements, kUnwritten);
-  PullReadBack read_back;
-  read_back.pull = &pull;
-  read_back.room =
-      absl::MakeSpan(reinterpret_cast<char*>(room.data()), room.size() * sizeof(float));
+  PullReadBack read_back = ReadBackInto(pull, &room);
   REQUIRE(shard.Push(PushWithTick(0, 5, 4), {}, nullptr, &read_back).ok());
   REQUIRE(read_back.written == std::vector<bool>{true});
   const std::vector<float> after_4 = room;
