@@ -14,9 +14,10 @@ namespace {
 CAIRN_UPDATE_LOOP
 void AdagradStep(float* __restrict w, float* __restrict acc,
                  const float* __restrict g, size_t n, float lr, float eps,
-                 float wd) {
+                 float wd, float scale) {
   for (size_t i = 0; i < n; ++i) {
-    const float gi = g[i] + wd * w[i];
+    const float gs = g[i] * scale;
+    const float gi = gs + wd * w[i];
     const float a = acc[i] + gi * gi;
     acc[i] = a;
     const float denom = std::sqrt(a) + eps;
@@ -31,10 +32,10 @@ void AdagradOptimizer::InitSlots(float* slots, size_t n) const {
   std::fill_n(slots, n, options_.initial_accumulator);
 }
 
-void AdagradOptimizer::Apply(float* w, float* slots, const float* g, size_t n,
-                             int64_t /*step*/) const {
+void AdagradOptimizer::ApplyScaled(float* w, float* slots, const float* g, size_t n,
+                                   int64_t /*step*/, float grad_scale) const {
   AdagradStep(w, slots, g, n, options_.learning_rate, options_.epsilon,
-              options_.weight_decay);
+              options_.weight_decay, grad_scale);
 }
 
 }  // namespace cairn

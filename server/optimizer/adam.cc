@@ -62,13 +62,14 @@ const AdamStepConstants& Constants(const AdamOptions& o, int64_t step) {
 CAIRN_UPDATE_LOOP
 void AdamStep(float* __restrict w, float* __restrict m, float* __restrict v,
               const float* __restrict g, size_t n, float b1, float b2,
-              float eps, float wd, const AdamStepConstants& c) {
+              float eps, float wd, float scale, const AdamStepConstants& c) {
   const float one_minus_b1 = c.one_minus_b1;
   const float one_minus_b2 = c.one_minus_b2;
   const float step_size = c.step_size;
   const float inv_bc2 = c.inv_bc2;
   for (size_t i = 0; i < n; ++i) {
-    const float gi = g[i] + wd * w[i];
+    const float gs = g[i] * scale;
+    const float gi = gs + wd * w[i];
     const float mi = b1 * m[i] + one_minus_b1 * gi;
     const float vi = b2 * v[i] + one_minus_b2 * (gi * gi);
     m[i] = mi;
@@ -85,12 +86,12 @@ void AdamOptimizer::InitSlots(float* slots, size_t n) const {
   std::fill_n(slots, 2 * n, 0.0f);
 }
 
-void AdamOptimizer::Apply(float* w, float* slots, const float* g, size_t n,
-                          int64_t step) const {
+void AdamOptimizer::ApplyScaled(float* w, float* slots, const float* g, size_t n,
+                                int64_t step, float grad_scale) const {
   assert(step >= 1);
   const AdamStepConstants c = Constants(options_, step);
   AdamStep(w, slots, slots + n, g, n, options_.beta1, options_.beta2,
-           options_.epsilon, options_.weight_decay, c);
+           options_.epsilon, options_.weight_decay, grad_scale, c);
 }
 
 }  // namespace cairn

@@ -14,9 +14,10 @@ namespace {
 
 CAIRN_UPDATE_LOOP
 void PlainStep(float* __restrict w, const float* __restrict g, size_t n,
-               float lr, float wd) {
+               float lr, float wd, float scale) {
   for (size_t i = 0; i < n; ++i) {
-    const float gi = g[i] + wd * w[i];
+    const float gs = g[i] * scale;
+    const float gi = gs + wd * w[i];
     w[i] = w[i] - lr * gi;
   }
 }
@@ -24,9 +25,10 @@ void PlainStep(float* __restrict w, const float* __restrict g, size_t n,
 CAIRN_UPDATE_LOOP
 void MomentumStep(float* __restrict w, float* __restrict v,
                   const float* __restrict g, size_t n, float lr, float wd,
-                  float mu) {
+                  float mu, float scale) {
   for (size_t i = 0; i < n; ++i) {
-    const float gi = g[i] + wd * w[i];
+    const float gs = g[i] * scale;
+    const float gi = gs + wd * w[i];
     const float vi = mu * v[i] + gi;
     v[i] = vi;
     w[i] = w[i] - lr * vi;
@@ -36,9 +38,10 @@ void MomentumStep(float* __restrict w, float* __restrict v,
 CAIRN_UPDATE_LOOP
 void NesterovStep(float* __restrict w, float* __restrict v,
                   const float* __restrict g, size_t n, float lr, float wd,
-                  float mu) {
+                  float mu, float scale) {
   for (size_t i = 0; i < n; ++i) {
-    const float gi = g[i] + wd * w[i];
+    const float gs = g[i] * scale;
+    const float gi = gs + wd * w[i];
     const float vi = mu * v[i] + gi;
     v[i] = vi;
     w[i] = w[i] - lr * (gi + mu * vi);
@@ -55,17 +58,17 @@ void SgdOptimizer::InitSlots(float* slots, size_t n) const {
   std::fill_n(slots, static_cast<size_t>(SlotsPerElement()) * n, 0.0f);
 }
 
-void SgdOptimizer::Apply(float* w, float* slots, const float* g, size_t n,
-                         int64_t /*step*/) const {
+void SgdOptimizer::ApplyScaled(float* w, float* slots, const float* g, size_t n,
+                               int64_t /*step*/, float grad_scale) const {
   const float lr = options_.learning_rate;
   const float wd = options_.weight_decay;
   const float mu = options_.momentum;
   if (mu == 0.0f) {
-    PlainStep(w, g, n, lr, wd);
+    PlainStep(w, g, n, lr, wd, grad_scale);
   } else if (options_.nesterov) {
-    NesterovStep(w, slots, g, n, lr, wd, mu);
+    NesterovStep(w, slots, g, n, lr, wd, mu, grad_scale);
   } else {
-    MomentumStep(w, slots, g, n, lr, wd, mu);
+    MomentumStep(w, slots, g, n, lr, wd, mu, grad_scale);
   }
 }
 

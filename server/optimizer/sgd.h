@@ -41,8 +41,8 @@ class SgdOptimizer final : public Optimizer {
   // Velocity starts at 0.
   void InitSlots(float* slots, size_t n) const override;
   // `step` is unused.
-  void Apply(float* w, float* slots, const float* g, size_t n,
-             int64_t step) const override;
+  void ApplyScaled(float* w, float* slots, const float* g, size_t n, int64_t step,
+                   float grad_scale) const override;
 
  private:
   const SgdOptions options_;

@@ -73,8 +73,8 @@ int BspTableSum::Contributors() const {
   return n;
 }
 
-const GradBuffer& BspTableSum::Close(bool mean) {
-  static const GradBuffer* const kEmpty = new GradBuffer();
+GradBuffer* BspTableSum::Sum(bool mean, float* scale) {
+  *scale = 1.0f;
   GradBuffer* result = sum_.empty() ? nullptr : &sum_;
   for (auto& [worker, rows] : waiting_) {
     if (result == nullptr) {
@@ -83,10 +83,28 @@ const GradBuffer& BspTableSum::Close(bool mean) {
       result->AddAll(rows);
     }
   }
-  if (result == nullptr) return *kEmpty;
+  if (result == nullptr) return nullptr;
   const int n = Contributors();
-  if (mean && n > 1) result->Scale(1.0f / static_cast<float>(n));
-  return *result;
+  if (mean && n > 1) *scale = 1.0f / static_cast<float>(n);
+  return result;
+}
+
+const GradBuffer& BspTableSum::Close(bool mean) {
+  float scale = 1.0f;
+  GradBuffer* rows = Sum(mean, &scale);
+  if (rows == nullptr) return Empty();
+  if (scale != 1.0f) rows->Scale(scale);
+  return *rows;
+}
+
+const GradBuffer& BspTableSum::Close(bool mean, float* scale) {
+  GradBuffer* rows = Sum(mean, scale);
+  return rows == nullptr ? Empty() : *rows;
+}
+
+const GradBuffer& BspTableSum::Empty() {
+  static const GradBuffer* const kEmpty = new GradBuffer();
+  return *kEmpty;
 }
 
 void BspTableSum::Recycle() {

@@ -131,21 +131,23 @@ void DenseTable::Gather(const std::string& keys, size_t n, absl::string_view val
   }
 }
 
-void DenseTable::ApplyChunkLocked(Block& b, Key chunk, const float* grad,
-                                  uint32_t length) const {
+void DenseTable::ApplyChunkLocked(Block& b, Key chunk, const float* grad, uint32_t length,
+                                  float grad_scale) const {
   const uint64_t off = chunk * chunk_size_ - b.first_element;
   int64_t& step = b.steps[chunk - b.chunks.begin];
   ++step;
-  optimizer_->Apply(b.values.data() + off, b.slots.data() + off * slots_per_element_, grad,
-                    length, step);
+  optimizer_->ApplyScaled(b.values.data() + off, b.slots.data() + off * slots_per_element_,
+                          grad, length, step, grad_scale);
 }
 
-void DenseTable::Apply(const GradBuffer& grads) {
+void DenseTable::Apply(const GradBuffer& grads) { ApplyScaled(grads, 1.0f); }
+
+void DenseTable::ApplyScaled(const GradBuffer& grads, float grad_scale) {
   absl::ReaderMutexLock lock(&mu_);
   for (const GradBuffer::Row& row : grads.rows()) {
     Block& b = *blocks_[BlockOf(row.key)];
     absl::MutexLock block_lock(&b.mu);
-    ApplyChunkLocked(b, row.key, grads.RowData(row), row.length);
+    ApplyChunkLocked(b, row.key, grads.RowData(row), row.length, grad_scale);
   }
 }
 

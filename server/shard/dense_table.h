@@ -33,6 +33,8 @@ class DenseTable final : public Table {
   void ApplyUniqueAndRead(const std::string& keys, size_t n, absl::string_view values,
                           float* out) override ABSL_LOCKS_EXCLUDED(mu_);
   void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
+  bool ScalesInUpdate() const override { return true; }
+  void ApplyScaled(const GradBuffer& grads, float grad_scale) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override;
   absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -54,9 +56,10 @@ class DenseTable final : public Table {
     std::vector<float> slots ABSL_GUARDED_BY(mu);    // S * values.size(), slot-major per chunk
     std::vector<int64_t> steps ABSL_GUARDED_BY(mu);  // updates applied, per chunk
   };
-  // One optimizer step on chunk `chunk` of `b` with `length` floats of gradient.
-  void ApplyChunkLocked(Block& b, Key chunk, const float* grad, uint32_t length) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // One optimizer step on chunk `chunk` of `b` with `length` floats of
+  // gradient, each multiplied by `grad_scale` first (Optimizer::ApplyScaled).
+  void ApplyChunkLocked(Block& b, Key chunk, const float* grad, uint32_t length,
+                        float grad_scale = 1.0f) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Floats in chunk `chunk`.
   uint32_t ChunkLength(Key chunk) const;
   // The block holding `chunk`, -1 when not held.

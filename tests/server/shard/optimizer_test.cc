@@ -407,6 +407,43 @@ TEST_CASE("applying to a block or to its sub-blocks gives bit-identical results"
   CHECK(whole.w != w0);  // the steps did move the weights
 }
 
+TEST_CASE("a gradient scale folded into the update gives the bits of the gradient scaled first",
+          "[optimizer]") {
+  const auto spec = GENERATE(Sgd(0.01f, 0.0f, false, 0.01f),
+                             Sgd(0.01f, 0.9f, false, 0.0f),
+                             Sgd(0.01f, 0.9f, true, 1e-4f),
+                             Adagrad(0.1f, 1e-10f, 0.1f, 0.01f),
+                             Adam(1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f));
+  // A BSP mean's scales: 1 / workers, exact for 2 and 4, rounded for 3.
+  const float scale = GENERATE(1.0f, 0.5f, 1.0f / 3.0f, 0.25f);
+  INFO("spec: " << spec.ShortDebugString() << " scale: " << scale);
+  auto opt = Make(spec);
+  constexpr size_t kN = 333;
+  std::mt19937 rng(20261205);
+  std::uniform_real_distribution<float> dist(-1e3f, 1e3f);
+  std::vector<float> w0(kN);
+  for (float& x : w0) x = dist(rng) * 1e-3f;
+  Block folded(*opt, w0);
+  Block scaled_first(*opt, w0);
+  for (int64_t step = 1; step <= 3; ++step) {
+    std::vector<float> g(kN);
+    for (size_t i = 0; i < kN; ++i) g[i] = (i % 5 == 0) ? 0.0f : dist(rng);
+    std::vector<float> gs(g);
+    for (float& x : gs) x *= scale;
+    opt->ApplyScaled(folded.w.data(), folded.slots.data(), g.data(), kN, step, scale);
+    opt->Apply(scaled_first.w.data(), scaled_first.slots.data(), gs.data(), kN, step);
+  }
+  size_t mismatches = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    if (!SameBits(folded.w[i], scaled_first.w[i])) ++mismatches;
+    for (int s = 0; s < opt->SlotsPerElement(); ++s) {
+      if (!SameBits(folded.slots[s * kN + i], scaled_first.slots[s * kN + i])) ++mismatches;
+    }
+  }
+  CHECK(mismatches == 0);
+  CHECK(folded.w != w0);
+}
+
 TEST_CASE("slot counts and initial slot values follow the kind", "[optimizer]") {
   std::vector<float> slots(6, -1.0f);
   SECTION("plain sgd has none") {
