@@ -6,8 +6,9 @@
 // expected worker and server has registered. Each Pull/Push groups the keys
 // of all tables by owning server and sends one request per server (cut into
 // pieces of rpc.request_split_size, or rpc.shared_memory_split_size to a
-// server whose shared region the worker holds, uncut when every value lies
-// in a buffer LendSharedBuffer lent), to all servers in
+// server whose shared region the worker holds; uncut with one server when
+// dense tables lie one after the other in a buffer LendSharedBuffer lent),
+// to all servers in
 // parallel, at most rpc.requests_in_flight pieces at a time to each; the
 // returned future completes when every server answered. A request rejected
 // for a stale partition map is retried once after fetching the new map.

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -356,16 +356,19 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
 }
 
 
-bool ClientImpl::AllInLentMemory(const Op& op, const ShardChannel& channel) {
+bool ClientImpl::WholeInLentBlock(const Op& op, const ShardChannel& channel) {
+  const char* first = nullptr;
+  const char* next = nullptr;
   for (const TableInput& in : op.inputs) {
-    if (WireDtypeOrFloat32(in.spec->wire_dtype()) != v1::DTYPE_FLOAT32) return false;
-    const uint64_t floats = in.keys == nullptr
-                                ? DenseElements(*in.spec)
-                                : in.n * static_cast<uint64_t>(in.spec->width());
+    if (in.keys != nullptr || WireDtypeOrFloat32(in.spec->wire_dtype()) != v1::DTYPE_FLOAT32) {
+      return false;
+    }
     const char* values = reinterpret_cast<const char*>(op.is_push ? in.in : in.out);
-    if (values == nullptr || !channel.InLentMemory(values, floats * sizeof(float))) return false;
+    if (values == nullptr || (next != nullptr && values != next)) return false;
+    if (first == nullptr) first = values;
+    next = values + DenseElements(*in.spec) * sizeof(float);
   }
-  return !op.inputs.empty();
+  return first != nullptr && channel.InLentMemory(first, static_cast<uint64_t>(next - first));
 }
 
 void ClientImpl::Launch(const std::shared_ptr<Op>& op,
@@ -390,20 +393,20 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     const uint64_t shared_split = job_.shared_memory_split_bytes() > 0
                                       ? std::max<int64_t>(job_.shared_memory_split_bytes(), 4096)
                                       : split;
-    // Values all in memory the server's channel lent (a model's buffers,
-    // LendSharedBuffer) are read and answered in place: the requests carry
-    // only keys, and the whole share goes in one, so that a one-server
-    // step stays one call that closes its iteration (a lent block is at
-    // most a quarter of the region, which bounds that request's values).
-    std::map<uint32_t, bool> in_lent;  // server -> every value lent by its channel
+    // A one-group map's dense model in one block its server's channel lent
+    // (a model's buffer, LendSharedBuffer) is read or answered in place:
+    // the request carries only keys, so the whole op goes in one, and a
+    // one-server step stays one call that closes its iteration (a lent
+    // block is at most a quarter of the region, which bounds its values).
+    std::optional<bool> whole_lent;
     auto split_of = [&](uint32_t group) {
       if (!servers->router.HasGroup(group)) return split;
-      const uint32_t server = servers->router.GroupPrimary(group);
-      auto channel = servers->channels.find(server);
+      auto channel = servers->channels.find(servers->router.GroupPrimary(group));
       if (channel == servers->channels.end() || !channel->second->SharesMemory()) return split;
-      auto [lent, inserted] = in_lent.try_emplace(server, false);
-      if (inserted) lent->second = AllInLentMemory(*op, *channel->second);
-      return lent->second ? std::numeric_limits<uint64_t>::max() : shared_split;
+      if (!whole_lent.has_value()) {
+        whole_lent = servers->router.num_groups() == 1 && WholeInLentBlock(*op, *channel->second);
+      }
+      return *whole_lent ? std::numeric_limits<uint64_t>::max() : shared_split;
     };
     for (PlannedRequest& request : PlanRequests(op->inputs, servers->router, only, split_of)) {
       auto piece = std::make_unique<Piece>();

@@ -169,9 +169,10 @@ class ClientImpl final : public Client {
   // A worker joining after the start-up barrier: learns each server's min
   // clock (a Clock call at its own clock) and starts at the largest.
   absl::Status JoinAtMinimum(absl::Time deadline);
-  // Whether every value of `op` (each table's whole buffer, float32 on the
-  // wire) lies in memory `channel` lent.
-  static bool AllInLentMemory(const Op& op, const ShardChannel& channel);
+  // Whether `op`'s values, dense tables' whole buffers in float32 one
+  // right after the other, lie in one block `channel` lent: sent to that
+  // channel's server as one request, it is read or answered in place.
+  static bool WholeInLentBlock(const Op& op, const ShardChannel& channel);
   // Cuts `op`'s listed indices into pieces under the current map and sends
   // them; `resend` (pushes only) are requests of an earlier attempt, sent
   // again as they are to their group's current primary.

@@ -30,6 +30,8 @@ class Router {
   // Primary server of replica group g (a group of the map).
   uint32_t GroupPrimary(uint32_t g) const { return group_primary_.at(g); }
   bool HasGroup(uint32_t g) const { return group_primary_.count(g) > 0; }
+  // Replica groups of the map.
+  size_t num_groups() const { return group_primary_.size(); }
   // Server ids with at least one partition.
   std::vector<uint32_t> Servers() const;
 
