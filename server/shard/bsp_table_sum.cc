@@ -73,7 +73,7 @@ int BspTableSum::Contributors() const {
   return n;
 }
 
-GradBuffer* BspTableSum::Sum(bool mean, float* scale) {
+GradBuffer* BspTableSum::Close(bool mean, float* scale) {
   *scale = 1.0f;
   GradBuffer* result = sum_.empty() ? nullptr : &sum_;
   for (auto& [worker, rows] : waiting_) {
@@ -90,21 +90,12 @@ GradBuffer* BspTableSum::Sum(bool mean, float* scale) {
 }
 
 const GradBuffer& BspTableSum::Close(bool mean) {
+  static const GradBuffer* const kEmpty = new GradBuffer();
   float scale = 1.0f;
-  GradBuffer* rows = Sum(mean, &scale);
-  if (rows == nullptr) return Empty();
+  GradBuffer* rows = Close(mean, &scale);
+  if (rows == nullptr) return *kEmpty;
   if (scale != 1.0f) rows->Scale(scale);
   return *rows;
-}
-
-const GradBuffer& BspTableSum::Close(bool mean, float* scale) {
-  GradBuffer* rows = Sum(mean, scale);
-  return rows == nullptr ? Empty() : *rows;
-}
-
-const GradBuffer& BspTableSum::Empty() {
-  static const GradBuffer* const kEmpty = new GradBuffer();
-  return *kEmpty;
 }
 
 void BspTableSum::Recycle() {

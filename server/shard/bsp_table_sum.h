@@ -67,9 +67,10 @@ class BspTableSum {
   // 1 / Contributors() when `mean` and more than one worker pushed. Valid
   // until Recycle(). Empty when nobody pushed.
   const GradBuffer& Close(bool mean);
-  // The same rows left unscaled, with that scale (1 when none) in
-  // `*scale`, for an update that folds it in (Table::ApplyScaled).
-  const GradBuffer& Close(bool mean, float* scale);
+  // The same rows left unscaled (null when nobody pushed), with that scale
+  // (1 when none) in `*scale`, for Table::ApplyScaled, which folds it into
+  // the update or scales the rows in place first.
+  GradBuffer* Close(bool mean, float* scale);
   // Gives the buffers back to `spare` (as many as were in use) for later
   // iterations; the object is empty after.
   void Recycle();
@@ -89,10 +90,6 @@ class BspTableSum {
 
  private:
   GradBuffer TakeBuffer();
-  // Every gradient summed as the header says (null when nobody pushed),
-  // and the mean's scale in `*scale` (1 when none), not applied.
-  GradBuffer* Sum(bool mean, float* scale);
-  static const GradBuffer& Empty();
   GradBuffer& WaitingOf(uint32_t worker);
 
   const bool fold_;

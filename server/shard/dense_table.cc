@@ -140,9 +140,13 @@ void DenseTable::ApplyChunkLocked(Block& b, Key chunk, const float* grad, uint32
                           grad, length, step, grad_scale);
 }
 
-void DenseTable::Apply(const GradBuffer& grads) { ApplyScaled(grads, 1.0f); }
+void DenseTable::Apply(const GradBuffer& grads) { ApplyRows(grads, 1.0f); }
 
-void DenseTable::ApplyScaled(const GradBuffer& grads, float grad_scale) {
+void DenseTable::ApplyScaled(GradBuffer& grads, float grad_scale) {
+  ApplyRows(grads, grad_scale);
+}
+
+void DenseTable::ApplyRows(const GradBuffer& grads, float grad_scale) {
   absl::ReaderMutexLock lock(&mu_);
   for (const GradBuffer::Row& row : grads.rows()) {
     Block& b = *blocks_[BlockOf(row.key)];

@@ -33,8 +33,7 @@ class DenseTable final : public Table {
   void ApplyUniqueAndRead(const std::string& keys, size_t n, absl::string_view values,
                           float* out) override ABSL_LOCKS_EXCLUDED(mu_);
   void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
-  bool ScalesInUpdate() const override { return true; }
-  void ApplyScaled(const GradBuffer& grads, float grad_scale) override ABSL_LOCKS_EXCLUDED(mu_);
+  void ApplyScaled(GradBuffer& grads, float grad_scale) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override;
   absl::StatusOr<PartitionRows> ExportPartition(uint32_t partition) const override
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -60,6 +59,8 @@ class DenseTable final : public Table {
   // gradient, each multiplied by `grad_scale` first (Optimizer::ApplyScaled).
   void ApplyChunkLocked(Block& b, Key chunk, const float* grad, uint32_t length,
                         float grad_scale = 1.0f) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // ApplyChunkLocked on every row of `grads`, with `grad_scale`.
+  void ApplyRows(const GradBuffer& grads, float grad_scale) ABSL_LOCKS_EXCLUDED(mu_);
   // Floats in chunk `chunk`.
   uint32_t ChunkLength(Key chunk) const;
   // The block holding `chunk`, -1 when not held.

@@ -903,16 +903,10 @@ void Shard::ApplyBelow(int64_t clock) {
     IterationBuffer& iteration = pending_.begin()->second;
     for (auto& [table_id, sum] : iteration) {
       Table* table = tables_[table_id].get();
-      const bool mean = table->spec().aggregation() != v1::AGGREGATION_SUM;
-      if (table->ScalesInUpdate()) {
-        // The mean's scale folded into the update's pass (the same bits).
-        float scale = 1.0f;
-        const GradBuffer& grads = sum.Close(mean, &scale);
-        if (!grads.empty()) table->ApplyScaled(grads, scale);
-      } else {
-        const GradBuffer& grads = sum.Close(mean);
-        if (!grads.empty()) table->Apply(grads);
-      }
+      float scale = 1.0f;
+      GradBuffer* grads =
+          sum.Close(table->spec().aggregation() != v1::AGGREGATION_SUM, &scale);
+      if (grads != nullptr && !grads->empty()) table->ApplyScaled(*grads, scale);
       sum.Recycle();
     }
     pending_.erase(pending_.begin());

@@ -77,17 +77,14 @@ class Table {
   // Applies the optimizer once to every row of `grads`.
   virtual void Apply(const GradBuffer& grads) = 0;
 
-  // Whether ApplyScaled folds its scale into the update (a dense table);
-  // otherwise a caller scales the buffer in place and calls Apply.
-  virtual bool ScalesInUpdate() const { return false; }
   // Apply on every gradient multiplied by `grad_scale` (each product
-  // rounded to float): the bits of Apply on the buffer scaled first. A
-  // dense table folds the product into its update's pass; this default
-  // scales a copy of the buffer and applies that.
-  virtual void ApplyScaled(const GradBuffer& grads, float grad_scale) {
-    GradBuffer scaled = grads;
-    scaled.Scale(grad_scale);
-    Apply(scaled);
+  // rounded to float; a BSP mean's 1 / workers): the bits of Apply on the
+  // buffer scaled first. This default scales `grads` in place, then
+  // applies it; a dense table folds the product into its update's pass
+  // and leaves `grads` as it is.
+  virtual void ApplyScaled(GradBuffer& grads, float grad_scale) {
+    if (grad_scale != 1.0f) grads.Scale(grad_scale);
+    Apply(grads);
   }
 
   // Applies a push whose `n` keys are all distinct straight from its bytes,

@@ -366,15 +366,18 @@ struct ChunkedBlock {
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
+// Each update rule and variant, with and without weight decay, for the
+// bit-for-bit tests.
+std::vector<v1::OptimizerSpec> EveryRule() {
+  return {Sgd(0.01f, 0.0f, false, 0.01f),         Sgd(0.01f, 0.9f, false, 0.0f),
+          Sgd(0.01f, 0.9f, true, 1e-4f),          Adagrad(0.1f, 1e-10f, 0.1f, 0.01f),
+          Adagrad(0.1f, 0.0f, 0.0f),              Adam(1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f),
+          Adam(1e-3f, 0.9f, 0.999f, 0.0f)};
+}
+
 TEST_CASE("applying to a block or to its sub-blocks gives bit-identical results",
           "[optimizer]") {
-  const auto spec = GENERATE(Sgd(0.01f, 0.0f, false, 0.01f),
-                             Sgd(0.01f, 0.9f, false, 0.0f),
-                             Sgd(0.01f, 0.9f, true, 1e-4f),
-                             Adagrad(0.1f, 1e-10f, 0.1f, 0.01f),
-                             Adagrad(0.1f, 0.0f, 0.0f),
-                             Adam(1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f),
-                             Adam(1e-3f, 0.9f, 0.999f, 0.0f));
+  const auto spec = GENERATE(from_range(EveryRule()));
   // Element by element, and sizes around the vector widths (4, 8, 16 lanes)
   // so that vector bodies and scalar tails both meet every element.
   const auto sizes = GENERATE(std::vector<size_t>{1},
@@ -409,11 +412,7 @@ TEST_CASE("applying to a block or to its sub-blocks gives bit-identical results"
 
 TEST_CASE("a gradient scale folded into the update gives the bits of the gradient scaled first",
           "[optimizer]") {
-  const auto spec = GENERATE(Sgd(0.01f, 0.0f, false, 0.01f),
-                             Sgd(0.01f, 0.9f, false, 0.0f),
-                             Sgd(0.01f, 0.9f, true, 1e-4f),
-                             Adagrad(0.1f, 1e-10f, 0.1f, 0.01f),
-                             Adam(1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f));
+  const auto spec = GENERATE(from_range(EveryRule()));
   // A BSP mean's scales: 1 / workers, exact for 2 and 4, rounded for 3.
   const float scale = GENERATE(1.0f, 0.5f, 1.0f / 3.0f, 0.25f);
   INFO("spec: " << spec.ShortDebugString() << " scale: " << scale);
