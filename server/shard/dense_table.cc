@@ -6,16 +6,19 @@
 #include "absl/strings/str_join.h"
 #include "common/initializer.h"
 #include "common/status_macros.h"
+#include "server/shard/fork_join.h"
 
 namespace cairn {
 
 DenseTable::DenseTable(const v1::TableSpec& spec, uint32_t num_partitions,
-                       const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer)
+                       const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer,
+                       ForkJoin* helper)
     : Table(spec, num_partitions, std::move(optimizer)),
       num_elements_(DenseNumElements(spec)),
       chunk_size_(static_cast<uint64_t>(spec.chunk_size())),
       num_chunks_(NumChunks(num_elements_, chunk_size_)),
       slots_per_element_(optimizer_->SlotsPerElement()),
+      helper_(helper),
       chunk_block_(num_chunks_) {
   for (auto& b : chunk_block_) b.store(-1, std::memory_order_relaxed);
   absl::MutexLock lock(&mu_);
@@ -108,8 +111,17 @@ void DenseTable::Read(const std::string& keys, size_t n, std::string* out) const
 }
 
 void DenseTable::ReadTo(const std::string& keys, size_t n, float* out) const {
+  // Reads only: pieces may share a block's lock.
+  ForkJoin::ForRanges(helper_, n, ValueFloats(keys, n) * sizeof(float),
+                      [&](size_t begin, size_t end) {
+                        ReadKeyRange(keys, begin, end, out + ValueFloats(keys, begin));
+                      });
+}
+
+void DenseTable::ReadKeyRange(const std::string& keys, size_t begin, size_t end,
+                              float* out) const {
   absl::ReaderMutexLock lock(&mu_);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const Key k = KeyAt(keys, i);
     const Block& b = *blocks_[BlockOf(k)];
     absl::ReaderMutexLock block_lock(&b.mu);
@@ -147,8 +159,21 @@ void DenseTable::ApplyScaled(GradBuffer& grads, float grad_scale) {
 }
 
 void DenseTable::ApplyRows(const GradBuffer& grads, float grad_scale) {
+  if (grads.empty()) return;
+  // Rows are distinct keys (GradBuffer sums repeats): each piece updates
+  // chunks of its own.
+  ForkJoin::ForRanges(SplitsOver(grads.rows().front().key, grads.rows().back().key),
+                      grads.rows().size(), grads.num_floats() * sizeof(float),
+                      [&](size_t begin, size_t end) {
+                        ApplyRowRange(grads, begin, end, grad_scale);
+                      });
+}
+
+void DenseTable::ApplyRowRange(const GradBuffer& grads, size_t begin, size_t end,
+                               float grad_scale) {
   absl::ReaderMutexLock lock(&mu_);
-  for (const GradBuffer::Row& row : grads.rows()) {
+  for (size_t i = begin; i < end; ++i) {
+    const GradBuffer::Row& row = grads.rows()[i];
     Block& b = *blocks_[BlockOf(row.key)];
     absl::MutexLock block_lock(&b.mu);
     ApplyChunkLocked(b, row.key, grads.RowData(row), row.length, grad_scale);
@@ -161,15 +186,31 @@ void DenseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_vie
 
 void DenseTable::ApplyUniqueAndRead(const std::string& keys, size_t n, absl::string_view values,
                                     float* out) {
+  if (n == 0) return;
   const float* g = reinterpret_cast<const float*>(values.data());
+  ForkJoin::ForRanges(SplitsOver(KeyAt(keys, 0), KeyAt(keys, n - 1)), n, values.size(),
+                      [&](size_t begin, size_t end) {
+                        const uint64_t before = ValueFloats(keys, begin);
+                        ApplyKeyRange(keys, begin, end, g + before,
+                                      out == nullptr ? nullptr : out + before);
+                      });
+}
+
+ForkJoin* DenseTable::SplitsOver(Key first, Key last) const {
+  // Pieces in one block would take turns for its lock.
+  return BlockOf(first) != BlockOf(last) ? helper_ : nullptr;
+}
+
+void DenseTable::ApplyKeyRange(const std::string& keys, size_t begin, size_t end,
+                               const float* grad, float* out) {
   absl::ReaderMutexLock lock(&mu_);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const Key k = KeyAt(keys, i);
     const uint32_t len = ChunkLength(k);
     Block& b = *blocks_[BlockOf(k)];
     absl::MutexLock block_lock(&b.mu);
-    ApplyChunkLocked(b, k, g, len);
-    g += len;
+    ApplyChunkLocked(b, k, grad, len);
+    grad += len;
     if (out != nullptr) {
       std::memcpy(out, b.values.data() + (k * chunk_size_ - b.first_element), len * sizeof(float));
       out += len;

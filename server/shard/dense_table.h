@@ -13,11 +13,15 @@
 
 namespace cairn {
 
-// Thread-safe.
+// Thread-safe. An update or read of ForkJoin::kMinSplitBytes or more runs
+// in pieces of its chunks on `helper` (when not null) and on the caller:
+// each chunk is updated on its own (its values, slots and step), so the bits
+// are those of the update on one thread.
 class DenseTable final : public Table {
  public:
   DenseTable(const v1::TableSpec& spec, uint32_t num_partitions,
-             const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer);
+             const std::vector<bool>& owned, std::unique_ptr<Optimizer> optimizer,
+             ForkJoin* helper = nullptr);
 
   absl::StatusOr<uint64_t> CheckKeys(const std::string& keys, size_t n) const override;
   uint64_t ValueFloats(const std::string& keys, size_t n) const override;
@@ -61,6 +65,19 @@ class DenseTable final : public Table {
                         float grad_scale = 1.0f) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // ApplyChunkLocked on every row of `grads`, with `grad_scale`.
   void ApplyRows(const GradBuffer& grads, float grad_scale) ABSL_LOCKS_EXCLUDED(mu_);
+  // ApplyRows on rows [begin, end) of `grads`.
+  void ApplyRowRange(const GradBuffer& grads, size_t begin, size_t end, float grad_scale)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // helper_ for an update of chunks `first` to `last` (ascending) when they
+  // lie in more than one block; null otherwise.
+  ForkJoin* SplitsOver(Key first, Key last) const;
+  // ReadTo of keys [begin, end) of `keys`, written from `out` on.
+  void ReadKeyRange(const std::string& keys, size_t begin, size_t end, float* out) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // ApplyUniqueAndRead on keys [begin, end) of `keys`, whose gradient
+  // starts at `grad` and whose new values go to `out` (null: none).
+  void ApplyKeyRange(const std::string& keys, size_t begin, size_t end, const float* grad,
+                     float* out) ABSL_LOCKS_EXCLUDED(mu_);
   // Floats in chunk `chunk`.
   uint32_t ChunkLength(Key chunk) const;
   // The block holding `chunk`, -1 when not held.
@@ -73,6 +90,7 @@ class DenseTable final : public Table {
   const uint64_t chunk_size_;
   const uint64_t num_chunks_;
   const int slots_per_element_;
+  ForkJoin* const helper_;  // not owned; may be null
   // chunk -> index in blocks_, -1: not held. Set once per chunk (at
   // construction or by AddPartition, after its block exists); read without
   // the lock.

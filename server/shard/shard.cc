@@ -17,6 +17,7 @@
 #include "common/wire_dtype.h"
 #include "server/checkpoint/checkpoint_codec.h"
 #include "server/shard/cold_rows.h"
+#include "server/shard/fork_join.h"
 #include "server/shard/shard_metrics.h"
 #include "server/shard/sparse_table.h"
 
@@ -157,7 +158,7 @@ absl::Status CheckShapeAndType(const v1::TableSpec& spec, const v1::TableValues&
 }  // namespace
 
 Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
-    : server_id_(server_id), job_(job), metrics_(metrics) {
+    : server_id_(server_id), job_(job), metrics_(metrics), helper_(ForkJoin::MakeIfUseful()) {
   for (const v1::TableSpec& t : job_.tables()) {
     const bool asp = t.consistency() == v1::CONSISTENCY_ASP;
     const int64_t bound = t.consistency() == v1::CONSISTENCY_SSP ? t.staleness() : 0;
@@ -249,8 +250,8 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
       }
       std::vector<std::unique_ptr<Table>> tables;
       for (const v1::TableSpec& spec : job_.tables()) {
-        ASSIGN_OR_RETURN(std::unique_ptr<Table> t,
-                         Table::Create(spec, map.num_partitions(), initial, cold_.get()));
+        ASSIGN_OR_RETURN(std::unique_ptr<Table> t, Table::Create(spec, map.num_partitions(), initial,
+                                                                 cold_.get(), helper_.get()));
         tables.push_back(std::move(t));
       }
       tables_ = std::move(tables);
@@ -621,7 +622,7 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
                                  ? static_cast<uint64_t>(table->spec().width())
                                  : static_cast<uint64_t>(table->spec().chunk_size());
-    absl::Status finite = CheckFinite(table->spec(), tv.keys(), values, per_key);
+    absl::Status finite = CheckFinite(table->spec(), tv.keys(), values, per_key, helper_.get());
     if (!finite.ok()) {
       if (metrics_ != nullptr) metrics_->NonFinite(name);
       return finite;

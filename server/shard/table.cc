@@ -1,5 +1,6 @@
 #include "server/shard/table.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -10,6 +11,7 @@
 #include "common/status_macros.h"
 #include "server/optimizer/internal/update_loop.h"
 #include "server/shard/dense_table.h"
+#include "server/shard/fork_join.h"
 #include "server/shard/sparse_table.h"
 
 namespace cairn {
@@ -23,7 +25,7 @@ uint32_t Table::PartitionOf(Key key) const {
 absl::StatusOr<std::unique_ptr<Table>> Table::Create(const v1::TableSpec& spec,
                                                      uint32_t num_partitions,
                                                      const std::vector<bool>& owned,
-                                                     ColdRowStore* cold) {
+                                                     ColdRowStore* cold, ForkJoin* helper) {
   if (num_partitions == 0 || owned.size() != num_partitions) {
     return absl::InvalidArgumentError(
         absl::StrCat("table ", spec.name(), ": partition ownership of size ", owned.size(),
@@ -37,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Create(const v1::TableSpec& spec,
           absl::StrCat("table ", spec.name(), ": dense table needs a non-empty shape and chunk_size > 0"));
     }
     return std::unique_ptr<Table>(
-        new DenseTable(spec, num_partitions, owned, std::move(optimizer)));
+        new DenseTable(spec, num_partitions, owned, std::move(optimizer), helper));
   }
   if (spec.kind() == v1::TABLE_KIND_SPARSE) {
     if (spec.width() <= 0) {
@@ -125,11 +127,15 @@ bool AllFinite(const char* floats, size_t n) {
 }
 
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
-                         absl::string_view values, uint64_t floats_per_key) {
+                         absl::string_view values, uint64_t floats_per_key, ForkJoin* helper) {
   if (spec.non_finite() == v1::NON_FINITE_POLICY_ALLOW) return absl::OkStatus();
   const size_t n = values.size() / sizeof(float);
   const float* v = reinterpret_cast<const float*>(values.data());
-  if (AllFinite(values.data(), n)) return absl::OkStatus();
+  std::atomic<bool> finite{true};
+  ForkJoin::ForRanges(helper, n, values.size(), [&](size_t begin, size_t end) {
+    if (!AllFinite(values.data() + begin * sizeof(float), end - begin)) finite.store(false);
+  });
+  if (finite.load()) return absl::OkStatus();
   for (size_t i = 0; i < n; ++i) {
     if (std::isfinite(v[i])) continue;
     // Dense keys carry variable-length chunks; name the key by offset when the

@@ -28,6 +28,7 @@
 namespace cairn {
 
 class ColdRowStore;
+class ForkJoin;
 
 // True when the `n` keys at `keys` are strictly ascending, hence distinct
 // (the client sends a dense table's chunks in order). Thread-safe (pure).
@@ -41,10 +42,14 @@ class Table {
   // A sparse table with spec.cold_tier keeps its evicted rows in `cold`
   // (cold_rows.h; not owned; outlives the table). InvalidArgument for a bad
   // spec (optimizer, init, shape), or a cold_tier table without a store.
+  // A dense table runs each update or read of ForkJoin::kMinSplitBytes or
+  // more in pieces on its caller and `helper` (fork_join.h; not owned;
+  // outlives the table; null: all on the caller).
   static absl::StatusOr<std::unique_ptr<Table>> Create(const v1::TableSpec& spec,
                                                        uint32_t num_partitions,
                                                        const std::vector<bool>& owned,
-                                                       ColdRowStore* cold = nullptr);
+                                                       ColdRowStore* cold = nullptr,
+                                                       ForkJoin* helper = nullptr);
 
   const v1::TableSpec& spec() const { return spec_; }
 
@@ -175,8 +180,11 @@ bool AllFinite(const char* floats, size_t n);
 
 // InvalidArgument naming the table when `values` (n floats) holds NaN or Inf
 // and the table's policy rejects them; names the first offending key.
+// Values of ForkJoin::kMinSplitBytes or more are checked in pieces on this
+// thread and `helper` (null: all on this thread).
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
-                         absl::string_view values, uint64_t floats_per_key);
+                         absl::string_view values, uint64_t floats_per_key,
+                         ForkJoin* helper = nullptr);
 
 }  // namespace cairn
 

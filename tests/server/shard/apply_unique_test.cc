@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_affinity.h"
+#include "server/shard/fork_join.h"
 #include "server/shard/grad_buffer.h"
 #include "server/shard/table.h"
 #include "tests/server/shard/checkpoint_test_util.h"
@@ -129,6 +131,61 @@ TEST_CASE("ApplyIfDistinct updates a sparse table's unordered rows bit for bit a
   CheckDistinctSameBits(spec);
   spec.set_capacity_rows(30);  // evicts while the pushes run
   CheckDistinctSameBits(spec);
+}
+
+// A dense update or read of ForkJoin::kMinSplitBytes or more runs in pieces
+// on the caller and the helper: the same values, slots and steps as on one
+// thread, for a push applied from its bytes (with its new values read back
+// as it goes) and for a gathered one scaled by a BSP mean, over several
+// steps; ReadTo writes the values Read appends.
+TEST_CASE("A large dense update split over two threads gives the bits of one thread",
+          "[shard][fork_join]") {
+  const uint64_t floats = (1 << 20) + 5;  // 4 MiB and a short last chunk
+  v1::TableSpec spec = testing::DenseAdagrad({static_cast<int64_t>(floats)});
+  spec.set_chunk_size(16384);
+  spec.mutable_optimizer()->set_kind(v1::OPTIMIZER_KIND_SGD);
+  spec.mutable_optimizer()->set_momentum(0.9f);
+  REQUIRE(floats * sizeof(float) >= ForkJoin::kMinSplitBytes);
+  ForkJoin helper(AllowedCpus());  // on one CPU too: the pieces take turns
+  auto make = [&](ForkJoin* h) {
+    auto t = Table::Create(spec, kPartitions, std::vector<bool>(kPartitions, true), nullptr, h);
+    REQUIRE(t.ok());
+    return std::move(*t);
+  };
+  auto one = make(nullptr);
+  auto two = make(&helper);
+  std::vector<Key> chunks;
+  for (Key c = 0; c < 65; ++c) chunks.push_back(c);
+  const std::string key_bytes = KeysToBytes(chunks);
+  std::vector<float> read_one(floats), read_two(floats);
+  for (int step = 1; step <= 4; ++step) {
+    std::vector<float> g(floats);
+    for (size_t i = 0; i < floats; ++i) g[i] = 0.01f * step * (static_cast<float>(i % 11) - 5.0f);
+    if (step % 2 == 1) {
+      one->ApplyUniqueAndRead(key_bytes, chunks.size(), Bytes(g), read_one.data());
+      two->ApplyUniqueAndRead(key_bytes, chunks.size(), Bytes(g), read_two.data());
+      CHECK(read_one == read_two);
+    } else {
+      GradBuffer a, b;
+      one->Gather(key_bytes, chunks.size(), Bytes(g), &a);
+      two->Gather(key_bytes, chunks.size(), Bytes(g), &b);
+      one->ApplyScaled(a, 1.0f / 3);
+      two->ApplyScaled(b, 1.0f / 3);
+    }
+  }
+  std::string a, b;
+  one->Read(key_bytes, chunks.size(), &a);
+  two->Read(key_bytes, chunks.size(), &b);
+  CHECK(a == b);
+  two->ReadTo(key_bytes, chunks.size(), read_two.data());
+  CHECK(Bytes(read_two) == a);
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    auto pa = one->ExportPartition(p);
+    auto pb = two->ExportPartition(p);
+    REQUIRE(pa.ok());
+    REQUIRE(pb.ok());
+    CHECK(*pa == *pb);
+  }
 }
 
 TEST_CASE("KeysAscending accepts only strictly ascending keys", "[shard]") {

@@ -1,6 +1,7 @@
 // The servers' test of a pushed gradient for NaN and Inf
 // (server/shard/table.h): AllFinite over whole blocks and the tail, and
-// CheckFinite's error naming the table, the key and the offset.
+// CheckFinite's error naming the table, the key and the offset, on one
+// thread and split over two.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -9,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/bytes.h"
+#include "common/cpu_affinity.h"
+#include "server/shard/fork_join.h"
 #include "server/shard/table.h"
 
 namespace cairn {
@@ -67,6 +71,38 @@ TEST_CASE("CheckFinite names the table, the key and the offset of the first bad 
 
   spec.set_non_finite(v1::NON_FINITE_POLICY_ALLOW);
   CHECK(CheckFinite(spec, key_bytes, value_bytes, 4).ok());
+}
+
+// A push of ForkJoin::kMinSplitBytes or more is checked in pieces on the
+// caller and the helper: a bad value at the start, the middle or the end is
+// found and named as on one thread.
+TEST_CASE("CheckFinite split over two threads finds a bad value in any piece",
+          "[shard][finite][fork_join]") {
+  v1::TableSpec spec;
+  spec.set_name("w");
+  spec.set_non_finite(v1::NON_FINITE_POLICY_REJECT);
+  constexpr size_t kPerKey = 16384;
+  const size_t n = ForkJoin::kMinSplitBytes / sizeof(float) + 3 * kPerKey;
+  std::vector<Key> keys(n / kPerKey);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = i;
+  const std::string key_bytes(reinterpret_cast<const char*>(keys.data()),
+                              keys.size() * sizeof(Key));
+  ForkJoin helper(AllowedCpus());  // on one CPU too: the pieces take turns
+  std::vector<float> values(n, 0.25f);
+  auto check = [&] {
+    const std::string bytes(reinterpret_cast<const char*>(values.data()), n * sizeof(float));
+    return CheckFinite(spec, key_bytes, bytes, kPerKey, &helper);
+  };
+  CHECK(check().ok());
+  for (size_t at : {size_t{5}, n / 2, n - 1}) {
+    values[at] = std::numeric_limits<float>::quiet_NaN();
+    const absl::Status s = check();
+    REQUIRE(absl::IsInvalidArgument(s));
+    CHECK_THAT(std::string(s.message()),
+               Catch::Contains(absl::StrCat("push table=w key ", at / kPerKey,
+                                            ": gradient value nan at offset ", at)));
+    values[at] = 0.25f;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,116 @@
+// ForkJoin (server/shard/fork_join.h): every piece runs once; the helper
+// runs pieces at the same time as the caller, on another CPU; callers at
+// once all finish; small work, or work without a helper, stays on the
+// caller in one range.
+#include <catch2/catch.hpp>
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/cpu_affinity.h"
+#include "server/shard/fork_join.h"
+
+namespace cairn {
+namespace {
+
+std::unique_ptr<ForkJoin> MakeHelper() {
+  std::unique_ptr<ForkJoin> helper = ForkJoin::MakeIfUseful();
+  if (helper == nullptr) {
+    // One CPU: the helper still runs, taking turns with the caller.
+    std::vector<int> cpus = AllowedCpus();
+    REQUIRE(!cpus.empty());
+    cpus.push_back(cpus.front());
+    helper = std::make_unique<ForkJoin>(cpus);
+  }
+  return helper;
+}
+
+TEST_CASE("ForkJoin runs a piece on its helper, on another CPU, while the caller runs one",
+          "[shard][fork_join]") {
+  std::unique_ptr<ForkJoin> helper = MakeHelper();
+  std::atomic<int> started{0};
+  std::thread::id ids[2];
+  int cpus[2] = {-1, -1};
+  bool met[2] = {false, false};
+  helper->Run(2, [&](size_t piece) {
+    ids[piece] = std::this_thread::get_id();
+    cpus[piece] = sched_getcpu();
+    started.fetch_add(1);
+    // Each piece waits for the other to start: the caller cannot finish
+    // its piece alone, so the helper takes the other at the same time.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    met[piece] = started.load() == 2;
+  });
+  CHECK(met[0]);
+  CHECK(met[1]);
+  CHECK(ids[0] != ids[1]);
+  CHECK((ids[0] == std::this_thread::get_id() || ids[1] == std::this_thread::get_id()));
+  if (AllowedCpus().size() >= 2) CHECK(cpus[0] != cpus[1]);
+  CHECK(helper->helped() == 1);
+}
+
+TEST_CASE("ForkJoin runs every piece once when callers come at once", "[shard][fork_join]") {
+  std::unique_ptr<ForkJoin> helper = MakeHelper();
+  constexpr int kCallers = 4;
+  constexpr int kRuns = 200;
+  constexpr size_t kPieces = 5;
+  std::vector<std::atomic<int>> counts(kCallers * kRuns * kPieces);
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      for (int r = 0; r < kRuns; ++r) {
+        helper->Run(kPieces, [&](size_t i) { counts[(c * kRuns + r) * kPieces + i].fetch_add(1); });
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  int once = 0;
+  for (auto& n : counts) once += n.load() == 1;
+  CHECK(once == static_cast<int>(counts.size()));
+  CHECK(helper->helped() <= static_cast<uint64_t>(kCallers * kRuns));
+}
+
+TEST_CASE("ForkJoin::ForRanges covers the work once, split only when large and helped",
+          "[shard][fork_join]") {
+  std::unique_ptr<ForkJoin> helper = MakeHelper();
+  auto ranges = [](ForkJoin* h, size_t n, uint64_t bytes) {
+    std::vector<std::pair<size_t, size_t>> got;
+    absl::Mutex mu;
+    ForkJoin::ForRanges(h, n, bytes, [&](size_t begin, size_t end) {
+      absl::MutexLock lock(&mu);
+      got.emplace_back(begin, end);
+    });
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  using Ranges = std::vector<std::pair<size_t, size_t>>;
+  CHECK(ranges(helper.get(), 100, ForkJoin::kMinSplitBytes - 1) == Ranges{{0, 100}});
+  CHECK(ranges(nullptr, 100, ForkJoin::kMinSplitBytes * 8) == Ranges{{0, 100}});
+  CHECK(ranges(helper.get(), 1, ForkJoin::kMinSplitBytes * 8) == Ranges{{0, 1}});
+  // 4 MiB in 1 MiB pieces, 10 units: 4 ranges, consecutive, covering [0, 10).
+  const Ranges split = ranges(helper.get(), 10, ForkJoin::kMinSplitBytes);
+  REQUIRE(split.size() == ForkJoin::kMinSplitBytes / ForkJoin::kPieceBytes);
+  size_t at = 0;
+  for (const auto& [begin, end] : split) {
+    CHECK(begin == at);
+    CHECK(end > begin);
+    at = end;
+  }
+  CHECK(at == 10);
+  // Never more pieces than units.
+  CHECK(ranges(helper.get(), 3, ForkJoin::kMinSplitBytes * 8).size() == 3);
+}
+
+}  // namespace
+}  // namespace cairn
