@@ -10,14 +10,15 @@
 //
 // The helper is kept off the CPU the caller runs on when it is handed work
 // (its affinity is every CPU the process may use but that one): a
-// scheduler that places a woken thread beside the thread that woke it, as
-// this machine's does, would otherwise have the two take turns on one
-// core. A helper that has not started by the time the caller ran out of
-// pieces is not waited for: the caller ran them all.
+// scheduler that places a woken thread beside the thread that woke it (as
+// the paravirtualised guests of docs/benchmarks.md do) would otherwise have
+// the two take turns on one core. A helper that has not started by the
+// time the caller ran out of pieces is not waited for: the caller ran them
+// all.
 //
-// Work below kMinSplitBytes is not worth it: waking the helper costs about
-// what 1 MB of update takes on a paravirtualised core, and the example
-// model's 0.94 MB update got slower split.
+// Work below kMinSplitBytes is not worth it: on those guests, waking the
+// helper costs about what 1 MB of update takes, and the example model's
+// 0.94 MB update got slower split.
 //
 // Thread-safe: callers at once take turns for the helper; a caller that
 // finds it busy runs every piece itself.

@@ -495,8 +495,9 @@ class Shard {
   std::map<uint32_t, std::string> addresses_ ABSL_GUARDED_BY(mu_);  // server -> address
   // Outlives tables_ (declared before it is destroyed after).
   std::unique_ptr<ColdRowStore> cold_ ABSL_GUARDED_BY(mu_);
-  // Takes half of a large update or finiteness check (fork_join.h); null on
-  // one CPU. Set at construction; outlives tables_.
+  // Takes pieces of a large dense update, pull answer or finiteness check
+  // (fork_join.h); null when the process may use one CPU. Set at
+  // construction; outlives tables_.
   const std::unique_ptr<ForkJoin> helper_;
   // Fencing deadline (SetLeaseDeadline) on the monotonic clock, in
   // nanoseconds since its origin. Atomic, not under mu_: the thread that
