@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "server/shard/fork_join.h"
+
 namespace cairn {
 
 GradBuffer BspTableSum::TakeBuffer() {
@@ -33,6 +35,45 @@ void BspTableSum::Add(uint32_t worker, Key key, const float* grad, uint32_t leng
     return;
   }
   AddToRunningSum(key, grad, length, bit);  // the other's first, if there, + this: either order
+}
+
+void BspTableSum::AddRows(uint32_t worker, const std::string& keys, size_t n,
+                          const float* grads, absl::FunctionRef<uint32_t(Key)> length_of,
+                          ForkJoin* helper) {
+  struct Deferred {
+    size_t row;  // in sum_
+    const float* grad;
+    uint32_t length;
+  };
+  std::vector<Deferred> deferred;
+  uint64_t deferred_floats = 0;
+  const bool folds = fold_ && worker <= 1;
+  const uint8_t bit = worker == 0 ? kWorker0 : kWorker1;
+  for (size_t i = 0; i < n; ++i) {
+    const Key key = KeyAt(keys, i);
+    const uint32_t length = length_of(key);
+    const int64_t row = folds ? sum_.IndexOf(key) : -1;
+    if (row >= 0 && (first_of_[static_cast<size_t>(row)] & bit) == 0) {
+      // The other worker's first gradient is there: this one's first is
+      // added to it (a later repeat of the key in this push waits).
+      first_of_[static_cast<size_t>(row)] |= bit;
+      in_sum_ |= bit;
+      deferred.push_back({static_cast<size_t>(row), grads, length});
+      deferred_floats += length;
+    } else {
+      Add(worker, key, grads, length);
+    }
+    grads += length;
+  }
+  // Rows' places in sum_ hold as it grows; their addresses are taken now.
+  ForkJoin::ForRanges(helper, deferred.size(), deferred_floats * sizeof(float),
+                      [&](size_t begin, size_t end) {
+                        for (size_t d = begin; d < end; ++d) {
+                          float* dst = sum_.MutableRowData(deferred[d].row);
+                          const float* g = deferred[d].grad;
+                          for (uint32_t j = 0; j < deferred[d].length; ++j) dst[j] += g[j];
+                        }
+                      });
 }
 
 void BspTableSum::AddAll(uint32_t worker, GradBuffer&& rows) {

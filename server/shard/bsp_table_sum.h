@@ -28,12 +28,17 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
 
 #include "common/bytes.h"
 #include "server/shard/grad_buffer.h"
 
 namespace cairn {
+
+class ForkJoin;
 
 class BspTableSum {
  public:
@@ -56,6 +61,15 @@ class BspTableSum {
 
   // Adds worker `worker`'s gradient for `key` (`length` floats).
   void Add(uint32_t worker, Key key, const float* grad, uint32_t length);
+  // Add() for each of the `n` keys at `keys` (KeyAt), whose gradients lie
+  // one after the other from `grads`, `length_of(key)` floats each. The
+  // rows whose sum already holds the other of workers 0 and 1's first
+  // gradient (the second of two workers to push a dense table) are added
+  // after the others, in pieces on `helper` (fork_join.h; null: here) when
+  // they come to ForkJoin::kMinSplitBytes: each row is its own sum, so the
+  // bits are those of Add() in order.
+  void AddRows(uint32_t worker, const std::string& keys, size_t n, const float* grads,
+               absl::FunctionRef<uint32_t(Key)> length_of, ForkJoin* helper);
   // Adds every row of `rows` (one push's rows of worker `worker`, gathered);
   // takes the buffer itself, without a copy, where it can.
   void AddAll(uint32_t worker, GradBuffer&& rows);

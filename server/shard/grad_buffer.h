@@ -72,6 +72,8 @@ class GradBuffer {
 
   const std::vector<Row>& rows() const { return rows_; }
   const float* RowData(const Row& r) const { return data_.data() + r.offset; }
+  // The values of the row at `index` in rows(), to add into in place.
+  float* MutableRowData(size_t index) { return data_.data() + rows_[index].offset; }
   bool empty() const { return rows_.empty(); }
   size_t num_floats() const { return data_.size(); }
 

@@ -1493,15 +1493,10 @@ void Shard::ApplyOrHoldLocked(const v1::PushRequest& request, TableGrads* grads)
   // that pushed something.
   if (grads->direct != nullptr) {
     if (grads->n == 0) return;
-    BspTableSum& sum = PendingLocked(request.clock(), *table);
-    const std::string& keys = grads->direct->keys();
-    const float* v = reinterpret_cast<const float*>(grads->values().data());
-    for (size_t i = 0; i < grads->n; ++i) {
-      const Key k = KeyAt(keys, i);
-      const uint32_t length = table->RowLength(k);
-      sum.Add(request.worker_id(), k, v, length);
-      v += length;
-    }
+    PendingLocked(request.clock(), *table)
+        .AddRows(request.worker_id(), grads->direct->keys(), grads->n,
+                 reinterpret_cast<const float*>(grads->values().data()),
+                 [table](Key k) { return table->RowLength(k); }, helper_.get());
     return;
   }
   if (grads->buffer.empty()) return;

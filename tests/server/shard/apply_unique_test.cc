@@ -32,6 +32,18 @@ std::string Bytes(const std::vector<float>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
 }
 
+// Every partition of `a` and `b` holds the same values, optimizer slots and
+// steps.
+void CheckSamePartitions(const Table& a, const Table& b) {
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    auto pa = a.ExportPartition(p);
+    auto pb = b.ExportPartition(p);
+    REQUIRE(pa.ok());
+    REQUIRE(pb.ok());
+    CHECK(*pa == *pb);
+  }
+}
+
 void CheckSameBits(const v1::TableSpec& spec, const std::vector<Key>& keys, size_t floats) {
   auto gathered = MakeTable(spec);
   auto direct = MakeTable(spec);
@@ -50,13 +62,7 @@ void CheckSameBits(const v1::TableSpec& spec, const std::vector<Key>& keys, size
   direct->Read(key_bytes, keys.size(), &b);
   REQUIRE(a.size() == floats * sizeof(float));
   CHECK(a == b);
-  for (uint32_t p = 0; p < kPartitions; ++p) {  // values, optimizer slots and steps
-    auto pa = gathered->ExportPartition(p);
-    auto pb = direct->ExportPartition(p);
-    REQUIRE(pa.ok());
-    REQUIRE(pb.ok());
-    CHECK(*pa == *pb);
-  }
+  CheckSamePartitions(*gathered, *direct);
 }
 
 TEST_CASE("ApplyUnique updates a dense table bit for bit as Gather and Apply", "[shard]") {
@@ -116,13 +122,7 @@ void CheckDistinctSameBits(const v1::TableSpec& spec) {
   direct->Read(KeysToBytes(all), all.size(), &b);
   CHECK(a == b);
   CHECK(gathered->NumKeys() == direct->NumKeys());
-  for (uint32_t p = 0; p < kPartitions; ++p) {
-    auto pa = gathered->ExportPartition(p);
-    auto pb = direct->ExportPartition(p);
-    REQUIRE(pa.ok());
-    REQUIRE(pb.ok());
-    CHECK(*pa == *pb);
-  }
+  CheckSamePartitions(*gathered, *direct);
 }
 
 TEST_CASE("ApplyIfDistinct updates a sparse table's unordered rows bit for bit as Gather and Apply",
@@ -179,13 +179,7 @@ TEST_CASE("A large dense update split over two threads gives the bits of one thr
   CHECK(a == b);
   two->ReadTo(key_bytes, chunks.size(), read_two.data());
   CHECK(Bytes(read_two) == a);
-  for (uint32_t p = 0; p < kPartitions; ++p) {
-    auto pa = one->ExportPartition(p);
-    auto pb = two->ExportPartition(p);
-    REQUIRE(pa.ok());
-    REQUIRE(pb.ok());
-    CHECK(*pa == *pb);
-  }
+  CheckSamePartitions(*one, *two);
 }
 
 TEST_CASE("KeysAscending accepts only strictly ascending keys", "[shard]") {

@@ -1,16 +1,22 @@
 // BspTableSum: the sum of one table's BSP iteration is the same bits
 // whatever order the gradients arrive in, workers 0 and 1's first gradients
 // of a dense table go straight into the running sum (no buffer of their
-// own), and a replica transfer of a half-summed iteration ends in the same
-// bits.
+// own), a push's rows added through AddRows (split over two threads when
+// large) give the bits of Add in order, and a replica transfer of a
+// half-summed iteration ends in the same bits.
 #include "server/shard/bsp_table_sum.h"
 
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "common/cpu_affinity.h"
+#include "server/shard/fork_join.h"
 
 namespace cairn {
 namespace {
@@ -160,6 +166,57 @@ TEST_CASE("workers 0 and 1's first gradients of a dense table need no buffer of 
   sum.Add(a.worker, a.key, a.values.data(), kLength);
   CHECK(spare.size() == 1);
   CHECK(sum.Close(false).empty() == false);
+}
+
+// Workers 0, 1 and 2 push a 4 MiB dense table (chunks of 16384 floats, the
+// last short); worker 1's push repeats a chunk, worker 0 pushes a second
+// time. Through AddRows with a helper the rows, the running sum's marks and
+// the mean are the bits of Add in order.
+TEST_CASE("AddRows split over two threads sums a push as Add does", "[shard][bsp][fork_join]") {
+  constexpr uint32_t kChunk = 16384;
+  constexpr uint64_t kFloats = (1 << 20) + 5;
+  const Key chunks = (kFloats + kChunk - 1) / kChunk;
+  auto length_of = [&](Key k) {
+    return static_cast<uint32_t>(std::min<uint64_t>(kChunk, kFloats - k * kChunk));
+  };
+  struct Push {
+    uint32_t worker;
+    std::vector<Key> keys;
+    std::vector<float> grads;
+  };
+  std::vector<Push> pushes;
+  for (uint32_t worker : {0u, 1u, 2u, 0u}) {
+    Push p{worker, {}, {}};
+    for (Key k = 0; k < chunks; ++k) p.keys.push_back(k);
+    if (worker == 1) p.keys.push_back(3);  // a repeat waits in worker 1's buffer
+    for (Key k : p.keys) {
+      for (uint32_t j = 0; j < length_of(k); ++j) {
+        p.grads.push_back(std::ldexp(1.0f + 0.001f * static_cast<float>(j % 97),
+                                     static_cast<int>(worker * 7 + k % 5) - 10));
+      }
+    }
+    pushes.push_back(std::move(p));
+  }
+  ForkJoin helper(AllowedCpus());  // on one CPU too: the pieces take turns
+  std::vector<GradBuffer> spare_a, spare_b;
+  BspTableSum in_order(true, &spare_a, chunks, kFloats), split(true, &spare_b, chunks, kFloats);
+  for (const Push& p : pushes) {
+    const float* g = p.grads.data();
+    for (Key k : p.keys) {
+      in_order.Add(p.worker, k, g, length_of(k));
+      g += length_of(k);
+    }
+    const std::string keys(reinterpret_cast<const char*>(p.keys.data()),
+                           p.keys.size() * sizeof(Key));
+    split.AddRows(p.worker, keys, p.keys.size(), p.grads.data(), length_of, &helper);
+  }
+  REQUIRE(split.running_sum().rows().size() == static_cast<size_t>(chunks));
+  for (size_t r = 0; r < static_cast<size_t>(chunks); ++r) {
+    CHECK(split.FirstOf(r) == in_order.FirstOf(r));
+  }
+  CHECK(split.waiting().size() == in_order.waiting().size());
+  CHECK(split.Contributors() == 3);
+  CHECK(Closed(split, true) == Closed(in_order, true));
 }
 
 TEST_CASE("a replica transfer of a half-summed BSP iteration ends in the same bits",
