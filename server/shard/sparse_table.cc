@@ -38,6 +38,8 @@ SparseTable::SparseTable(const v1::TableSpec& spec, uint32_t num_partitions,
       owned_(owned.size()),
       cold_(cold) {
   for (size_t p = 0; p < owned.size(); ++p) owned_[p].store(owned[p], std::memory_order_relaxed);
+  owns_all_.store(std::find(owned.begin(), owned.end(), false) == owned.end(),
+                  std::memory_order_relaxed);
   ReserveForCapacity();
 }
 
@@ -64,10 +66,17 @@ void SparseTable::ReserveForCapacity() {
 }
 
 void SparseTable::AddPartition(uint32_t partition) {
-  if (partition < owned_.size()) owned_[partition].store(true, std::memory_order_release);
+  if (partition >= owned_.size()) return;
+  owned_[partition].store(true, std::memory_order_release);
+  for (const std::atomic<bool>& p : owned_) {
+    if (!p.load(std::memory_order_acquire)) return;
+  }
+  owns_all_.store(true, std::memory_order_release);
 }
 
 absl::StatusOr<uint64_t> SparseTable::CheckKeys(const std::string& keys, size_t n) const {
+  // A server that holds every partition holds every key: none is hashed.
+  if (owns_all_.load(std::memory_order_acquire)) return static_cast<uint64_t>(n) * width_;
   for (size_t i = 0; i < n; ++i) {
     const Key k = KeyAt(keys, i);
     const uint32_t p = SparsePartition(k, num_partitions_);

@@ -140,6 +140,7 @@ class SparseTable final : public Table {
   // Slots carry their keys (slot_keys_), for eviction or expiry.
   const bool tracks_slots_;
   std::vector<std::atomic<bool>> owned_;  // set once per partition; read without a lock
+  std::atomic<bool> owns_all_{false};     // every partition of owned_ is set
   ColdRowStore* const cold_;              // null: evicted rows are dropped
 
   mutable absl::Mutex mu_;

@@ -1,6 +1,7 @@
 #include "worker/client/router.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -62,6 +63,14 @@ std::map<uint32_t, std::vector<Key>> Router::RouteDense(uint64_t num_chunks,
 }
 
 std::map<uint32_t, std::vector<uint32_t>> Router::RouteSparse(const Key* keys, size_t n) const {
+  std::map<uint32_t, std::vector<uint32_t>> out;
+  if (groups_.size() == 1) {  // one group holds every partition: no key hashed
+    if (n == 0) return out;
+    std::vector<uint32_t>& all = out[groups_[0]];
+    all.resize(n);
+    std::iota(all.begin(), all.end(), uint32_t{0});
+    return out;
+  }
   // Gathered per group index (a vector, not a tree lookup per key), then
   // handed out by group.
   std::vector<std::vector<uint32_t>> by_index(groups_.size());
@@ -70,7 +79,6 @@ std::map<uint32_t, std::vector<uint32_t>> Router::RouteSparse(const Key* keys, s
     by_index[group_index_[SparsePartition(keys[i], num_partitions_)]].push_back(
         static_cast<uint32_t>(i));
   }
-  std::map<uint32_t, std::vector<uint32_t>> out;
   for (size_t g = 0; g < groups_.size(); ++g) {
     if (!by_index[g].empty()) out.emplace(groups_[g], std::move(by_index[g]));
   }

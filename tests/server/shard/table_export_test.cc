@@ -1,11 +1,13 @@
 // Table::ExportPartition / ImportPartition: bit-exact round trips of dense and
-// sparse partitions with optimizer slots, and rejected imports.
+// sparse partitions with optimizer slots, and rejected imports; the keys a
+// sparse table takes as it gains partitions.
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "common/partitioning.h"
 #include "server/shard/table.h"
 #include "tests/server/shard/checkpoint_test_util.h"
@@ -152,6 +154,34 @@ TEST_CASE("an import is rejected whole when it does not fit the table") {
     REQUIRE(after.ok());
     CHECK(SameBits(after->values, before));
   }
+}
+
+TEST_CASE("a sparse table takes the keys of a partition only once it holds the partition") {
+  // Server 0 of 2 holds partitions 0 and 2; 1 and 3 arrive one by one.
+  auto table = MakeTable(SparseAdam(), Owned(kPartitions, 2, 0));
+  std::vector<Key> keys;
+  for (Key k = 0; k < 64; ++k) keys.push_back(k * 7919 + 1);
+  const std::string bytes = KeysToBytes(keys);
+  auto first_not_held = [&](const std::vector<bool>& held) -> int {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!held[SparsePartition(keys[i], kPartitions)]) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  std::vector<bool> held = Owned(kPartitions, 2, 0);
+  for (uint32_t gained : {1u, 3u}) {
+    const int i = first_not_held(held);
+    REQUIRE(i >= 0);
+    const absl::StatusOr<uint64_t> refused = table->CheckKeys(bytes, keys.size());
+    CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(std::string(refused.status().message()),
+               Catch::Contains(absl::StrCat("key ", keys[i], " is in partition ")));
+    table->AddPartition(gained);
+    held[gained] = true;
+  }
+  const absl::StatusOr<uint64_t> floats = table->CheckKeys(bytes, keys.size());
+  REQUIRE(floats.ok());
+  CHECK(*floats == keys.size() * 4);
 }
 
 }  // namespace

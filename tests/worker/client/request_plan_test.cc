@@ -92,6 +92,26 @@ TEST_CASE("RouteSparse sends each key to its partition's group, whatever the gro
   CHECK(router->RouteSparse(keys.data(), 0).empty());
 }
 
+TEST_CASE("RouteSparse sends every key to the one group of a map with one group") {
+  v1::PartitionMap map;
+  map.set_version(1);
+  map.set_num_partitions(kPartitions);
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    v1::PartitionAssignment* a = map.add_assignments();
+    a->set_partition(p);
+    a->set_group(5);
+    a->set_primary(2);
+  }
+  absl::StatusOr<Router> router = Router::Create(map);
+  REQUIRE(router.ok());
+  std::vector<Key> keys;
+  for (Key k = 0; k < 300; ++k) keys.push_back(k * 104729 + 5);
+  std::map<uint32_t, std::vector<uint32_t>> expected;
+  for (uint32_t i = 0; i < keys.size(); ++i) expected[5].push_back(i);
+  CHECK(router->RouteSparse(keys.data(), keys.size()) == expected);
+  CHECK(router->RouteSparse(keys.data(), 0).empty());
+}
+
 TEST_CASE("PlanRequests sends every chunk and row once, to the group that holds it, within the split") {
   const Router router = FourGroups();
   // 1000 floats in chunks of 64: 16 chunks, the last one of 40 floats.
