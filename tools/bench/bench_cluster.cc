@@ -11,7 +11,8 @@ constexpr absl::Duration kStopGrace = absl::Seconds(5);
 
 }  // namespace
 
-std::string BenchJobYaml(const std::string& shared_memory_split) {
+std::string BenchJobYaml(const std::string& request_split,
+                         const std::string& shared_memory_split) {
   const std::string split_line =
       shared_memory_split.empty()
           ? std::string()
@@ -29,7 +30,7 @@ cluster:
   exit_when_done: false
 rpc:
   max_message_size: )", kBenchMaxMessageBytes, R"(
-  request_split_size: 1MiB
+  request_split_size: )", request_split.empty() ? "1MiB" : request_split, R"(
   # Room for Cairn-shm-lent's buffers (16 MiB each, and a lent buffer
   # holds at most a quarter of the region); pages are touched as used.
   shared_memory_size: 256MiB

@@ -30,11 +30,12 @@ inline constexpr int64_t kBenchMaxMessageBytes = int64_t{256} << 20;
 
 // The job: 1 server, 1 worker, ASP (no barrier, pulls never wait), the three
 // tables above, dense chunks of the default size (16384 floats, 64 KiB),
-// requests cut at rpc.request_split_size (1 MiB, the default), and
-// kBenchMaxMessageBytes as the message-size limit. `shared_memory_split`:
-// rpc.shared_memory_split_size as the YAML spells a size; empty: the
-// default.
-std::string BenchJobYaml(const std::string& shared_memory_split = "");
+// and kBenchMaxMessageBytes as the message-size limit. `request_split` and
+// `shared_memory_split`: rpc.request_split_size and
+// rpc.shared_memory_split_size as the YAML spells a size; empty: their
+// defaults (1 MiB, 2 MiB).
+std::string BenchJobYaml(const std::string& request_split = "",
+                         const std::string& shared_memory_split = "");
 
 // Not thread-safe; confined to the main thread.
 class BenchCluster {

@@ -26,12 +26,66 @@ const Row* FindReference(const std::vector<Row>& rows, const Row& row, const cha
   return nullptr;
 }
 
+// "0.92", or over rounds "0.92 (0.75-1.23)": median (lowest-highest).
 std::string Ratio(const Row& row, const Row* reference) {
-  if (reference == nullptr || reference->MegabytesPerSecond() <= 0) return "";
-  return absl::StrFormat("%.2f", row.MegabytesPerSecond() / reference->MegabytesPerSecond());
+  if (reference == nullptr) return "";
+  std::vector<double> ratios = RoundRatios(row, *reference);
+  if (ratios.empty()) return "";
+  if (ratios.size() == 1) return absl::StrFormat("%.2f", ratios[0]);
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  const double median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  return absl::StrFormat("%.2f (%.2f-%.2f)", median, ratios.front(), ratios.back());
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<Row>> PoolRounds(const std::vector<std::vector<Row>>& rounds) {
+  if (rounds.empty()) return std::vector<Row>();
+  if (rounds.size() == 1) return rounds[0];
+  std::vector<Row> pooled = rounds[0];
+  for (Row& row : pooled) row.round_megabytes_per_second = {row.MegabytesPerSecond()};
+  for (size_t r = 1; r < rounds.size(); ++r) {
+    if (rounds[r].size() != pooled.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("round ", r + 1, " has ", rounds[r].size(),
+                                                     " rows, round 1 has ", pooled.size()));
+    }
+    for (size_t i = 0; i < pooled.size(); ++i) {
+      const Row& row = rounds[r][i];
+      Row& into = pooled[i];
+      if (row.Name() != into.Name()) {
+        return absl::InvalidArgumentError(absl::StrCat("round ", r + 1, " row ", i + 1, " is ",
+                                                       row.Name(), ", round 1's is ", into.Name()));
+      }
+      into.round_megabytes_per_second.push_back(row.MegabytesPerSecond());
+      Timing& t = into.timing;
+      t.iterations += row.timing.iterations;
+      t.total_seconds += row.timing.total_seconds;
+      t.seconds.insert(t.seconds.end(), row.timing.seconds.begin(), row.timing.seconds.end());
+      t.counters.caller_faults += row.timing.counters.caller_faults;
+      t.counters.server_faults += row.timing.counters.server_faults;
+      t.counters.server_cpu_seconds += row.timing.counters.server_cpu_seconds;
+      t.counters.caller_cpu_seconds += row.timing.counters.caller_cpu_seconds;
+    }
+  }
+  for (Row& row : pooled) std::sort(row.timing.seconds.begin(), row.timing.seconds.end());
+  return pooled;
+}
+
+std::vector<double> RoundRatios(const Row& row, const Row& reference) {
+  const std::vector<double>& mine = row.round_megabytes_per_second;
+  const std::vector<double>& theirs = reference.round_megabytes_per_second;
+  if (mine.size() > 1 && mine.size() == theirs.size()) {
+    std::vector<double> ratios;
+    for (size_t r = 0; r < mine.size(); ++r) {
+      if (theirs[r] <= 0) return {};
+      ratios.push_back(mine[r] / theirs[r]);
+    }
+    return ratios;
+  }
+  if (reference.MegabytesPerSecond() <= 0) return {};
+  return {row.MegabytesPerSecond() / reference.MegabytesPerSecond()};
+}
 
 double Timing::Quantile(double q) const {
   if (seconds.empty()) return 0;
@@ -151,11 +205,16 @@ nlohmann::json RowsToJson(const std::vector<Row>& rows) {
         row.FaultsPerIteration(row.timing.counters.server_faults);
     j["worker_cpu_ms_per_iteration"] = row.CallerCpuMsPerIteration();
     j["server_cpu_ms_per_iteration"] = row.ServerCpuMsPerIteration();
+    if (!row.round_megabytes_per_second.empty()) {
+      j["round_megabytes_per_second"] = row.round_megabytes_per_second;
+    }
     if (IsCairnMethod(row.method)) {
       for (const char* ref : {"unary", "stream", "memcpy"}) {
         const Row* r = FindReference(rows, row, ref);
         if (r != nullptr && r->MegabytesPerSecond() > 0) {
           j[absl::StrCat("ratio_to_", ref)] = row.MegabytesPerSecond() / r->MegabytesPerSecond();
+          const std::vector<double> ratios = RoundRatios(row, *r);
+          if (ratios.size() > 1) j[absl::StrCat("round_ratios_to_", ref)] = ratios;
         }
       }
     }

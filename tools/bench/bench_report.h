@@ -16,7 +16,10 @@
 //           on a shared machine, and comparable between Cairn and the
 //           reference on either side.
 //   ratios  a Cairn row's MB/s divided by the unary / stream reference's MB/s
-//           for the same operation and bytes.
+//           for the same operation and bytes. Over several rounds
+//           (--rounds), each round's ratio is taken within the round and
+//           the table gives their median with the lowest and highest
+//           beside it; the other columns pool the rounds' iterations.
 #ifndef CAIRN_TOOLS_BENCH_BENCH_REPORT_H_
 #define CAIRN_TOOLS_BENCH_BENCH_REPORT_H_
 
@@ -72,6 +75,9 @@ struct Row {
   uint64_t value_bytes = 0;  // per iteration
   int64_t rows = 0;          // sparse rows per iteration; 0 for dense
   Timing timing;
+  // Pooled from several rounds (PoolRounds): each round's MB/s, in order;
+  // empty for a row of one round.
+  std::vector<double> round_megabytes_per_second;
 
   double MegabytesPerSecond() const;
   // `faults` (a Counters field) divided by the iterations.
@@ -82,6 +88,17 @@ struct Row {
   double CallerCpuMsPerIteration() const;
   std::string Name() const { return method + " " + operation; }
 };
+
+// The rows of several rounds of the same run (each round's rows the same
+// methods and operations in the same order) as one row each: iterations,
+// seconds, latencies and counters pooled, each round's MB/s kept. One
+// round's rows come back as they are. InvalidArgument when the rounds'
+// rows differ.
+absl::StatusOr<std::vector<Row>> PoolRounds(const std::vector<std::vector<Row>>& rounds);
+
+// A Cairn row's MB/s over a reference row's: within each round when both
+// were pooled from the same rounds. Empty when the reference moved nothing.
+std::vector<double> RoundRatios(const Row& row, const Row& reference);
 
 // The markdown table: one line per row in the given order, with
 // Cairn/unary and Cairn/stream on each Cairn row whose references ran.

@@ -23,10 +23,11 @@
 //   stream  one streaming call carrying them in pieces of <= 1 MiB (at least
 //           four), several in flight
 //   memcpy  one copy of the value bytes in the measuring process (no server)
-// over every selected case, after priming and a warm-up, and prints a
-// markdown table (units in bench_report.h) and, with --json, the same numbers
-// as JSON. Every child process is stopped at the end, and dies with this
-// process if it crashes.
+// over every selected case, after priming and a warm-up (with --rounds N,
+// N times, each method in turn, in rounds), and prints a markdown table
+// (units in bench_report.h) and, with --json, the same numbers as JSON.
+// Every child process is stopped at the end, and dies with this process if
+// it crashes.
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,6 +71,7 @@ struct Flags {
   double seconds = 3.0;
   double warmup_seconds = 0.5;
   int prime_rounds = 1;
+  int rounds = 1;
   std::string cases = "all";
   std::string methods = "Cairn-shm,Cairn-gRPC,unary,stream,memcpy";
   std::string json_path;
@@ -82,6 +84,7 @@ struct Flags {
   std::string rows_out;         // driver: where its rows go (raw JSON)
   std::string tls_dir;          // driver of a TLS method: the job's certificates
   int requests_in_flight = -1;  // Cairn methods: ClientOptions::requests_in_flight; -1: its default
+  std::string request_split;        // the job's rpc.request_split_size; empty: its default
   std::string shared_memory_split;  // the job's rpc.shared_memory_split_size; empty: its default
 };
 
@@ -164,7 +167,7 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
                           const std::string& bin_dir, const std::string& run_dir,
                           std::vector<Row>* rows) {
   ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
-                   BenchCluster::Start(bin_dir, run_dir, BenchJobYaml(flags.shared_memory_split)));
+                   BenchCluster::Start(bin_dir, run_dir, BenchJobYaml(flags.request_split, flags.shared_memory_split)));
   ASSIGN_OR_RETURN(std::string self_dir, ExecutableDir());
   const std::string reference_ports = run_dir + "/reference.ports";
   ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> reference,
@@ -181,24 +184,38 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
     ASSIGN_OR_RETURN(std::vector<std::string> tls_flags, launch::MakeJobCertificates(bin_dir, run_dir));
     std::filesystem::create_directories(run_dir + "/tls");
     ASSIGN_OR_RETURN(tls_cluster, BenchCluster::Start(bin_dir, run_dir + "/tls",
-                                                      BenchJobYaml(flags.shared_memory_split),
+                                                      BenchJobYaml(flags.request_split, flags.shared_memory_split),
                                                       tls_flags));
   }
-  std::vector<std::vector<Row>> by_method;
-  for (const std::string& method : methods) {
-    const bool cairn = IsCairnMethod(method);
-    const BenchCluster* target = IsTlsMethod(method) ? tls_cluster.get() : cluster.get();
-    ASSIGN_OR_RETURN(std::vector<Row> r,
-                     RunDriverProcess(flags, method,
-                                      cairn ? target->coordinator_address() : reference_address,
-                                      cairn ? target->server_pid() : reference->pid(), run_dir));
-    by_method.push_back(std::move(r));
-  }
-  for (size_t g = 0; !by_method.empty() && g < by_method[0].size(); ++g) {
-    for (std::vector<Row>& r : by_method) {
-      if (g < r.size()) rows->push_back(std::move(r[g]));
+  std::vector<std::vector<Row>> rounds;
+  for (int round = 0; round < flags.rounds; ++round) {
+    if (flags.rounds > 1) {
+      std::cerr << "cairn-bench: round " << round + 1 << "/" << flags.rounds << "\n";
+    }
+    // Every other round runs the methods in reverse order, so that a slow
+    // spell of the machine weighs on each of them alike.
+    std::vector<size_t> order(methods.size());
+    for (size_t m = 0; m < order.size(); ++m) order[m] = round % 2 == 0 ? m : order.size() - 1 - m;
+    std::vector<std::vector<Row>> by_method(methods.size());
+    for (size_t m : order) {
+      const std::string& method = methods[m];
+      const bool cairn = IsCairnMethod(method);
+      const BenchCluster* target = IsTlsMethod(method) ? tls_cluster.get() : cluster.get();
+      ASSIGN_OR_RETURN(
+          by_method[m],
+          RunDriverProcess(flags, method,
+                           cairn ? target->coordinator_address() : reference_address,
+                           cairn ? target->server_pid() : reference->pid(), run_dir));
+    }
+    // Group by group, methods in kMethods' order.
+    std::vector<Row>& round_rows = rounds.emplace_back();
+    for (size_t g = 0; !by_method.empty() && g < by_method[0].size(); ++g) {
+      for (std::vector<Row>& r : by_method) {
+        if (g < r.size()) round_rows.push_back(std::move(r[g]));
+      }
     }
   }
+  ASSIGN_OR_RETURN(*rows, PoolRounds(rounds));
   absl::Status stopped = reference->Stop(absl::Seconds(5));
   stopped.Update(cluster->Stop());
   if (tls_cluster != nullptr) stopped.Update(tls_cluster->Stop());
@@ -350,6 +367,12 @@ int main(int argc, char** argv) {
                  "untimed rounds over every selected case before the first is timed")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--rounds", flags.rounds,
+                 "times every method runs every case, in rounds (methods in reverse order in "
+                 "every other round); ratios are taken within a round, their median printed "
+                 "with the lowest and highest")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("--cases", flags.cases,
                  "comma-separated: all, push-1mib, pull-1mib, push-1mib-bf16, pull-1mib-bf16, push-16mib, pull-16mib, "
                  "sparse-push, sparse-pull")
@@ -361,6 +384,9 @@ int main(int argc, char** argv) {
                  "Cairn methods: requests of one push or pull in flight per server "
                  "(ClientOptions::requests_in_flight); default: the client's")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--request-split-size", flags.request_split,
+                 "the job's rpc.request_split_size (e.g. 256KiB): Cairn-gRPC requests are cut "
+                 "at this many value bytes; default: the job's default (1MiB)");
   app.add_option("--shared-memory-split-size", flags.shared_memory_split,
                  "the job's rpc.shared_memory_split_size (e.g. 1MiB): Cairn-shm requests are cut "
                  "at this many value bytes; default: the job's default");
