@@ -167,7 +167,8 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
                           const std::string& bin_dir, const std::string& run_dir,
                           std::vector<Row>* rows) {
   ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
-                   BenchCluster::Start(bin_dir, run_dir, BenchJobYaml(flags.request_split, flags.shared_memory_split)));
+                   BenchCluster::Start(bin_dir, run_dir,
+                                       BenchJobYaml(flags.request_split, flags.shared_memory_split)));
   ASSIGN_OR_RETURN(std::string self_dir, ExecutableDir());
   const std::string reference_ports = run_dir + "/reference.ports";
   ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> reference,
@@ -184,7 +185,8 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
     ASSIGN_OR_RETURN(std::vector<std::string> tls_flags, launch::MakeJobCertificates(bin_dir, run_dir));
     std::filesystem::create_directories(run_dir + "/tls");
     ASSIGN_OR_RETURN(tls_cluster, BenchCluster::Start(bin_dir, run_dir + "/tls",
-                                                      BenchJobYaml(flags.request_split, flags.shared_memory_split),
+                                                      BenchJobYaml(flags.request_split,
+                                                                   flags.shared_memory_split),
                                                       tls_flags));
   }
   std::vector<std::vector<Row>> rounds;
