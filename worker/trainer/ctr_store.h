@@ -53,6 +53,11 @@ class CtrParameterStore {
       FieldRows* next_rows);
   // As ParameterStore::StartStep.
   virtual int64_t StartStep() const { return 0; }
+  // Whether PushClockAndPull waits on other processes (Cairn's servers):
+  // the trainer then gathers the batch after next on a thread of its own
+  // meanwhile (ctr_batch_ahead.h). A store in this process keeps its
+  // caller's thread busy instead: false.
+  virtual bool WaitsOnServers() const { return false; }
 };
 
 // One sparse table in this process, as a server's SparseTable applies it:

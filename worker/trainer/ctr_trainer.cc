@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/trainer/ctr_batch_ahead.h"
 
 namespace cairn {
 namespace {
@@ -22,7 +24,8 @@ class CtrTask final : public TrainingTask {
         train_(train),
         test_(test),
         row_scale_(1.0f / static_cast<float>(num_workers)),
-        head_grads_(model.head().num_params()) {}
+        head_grads_(model.head().num_params()),
+        batch_ahead_(store.WaitsOnServers() ? std::make_unique<CtrBatchAhead>(train) : nullptr) {}
 
   int64_t num_train_examples() const override { return train_.size; }
   int64_t StartStep() const override { return store_.StartStep(); }
@@ -53,13 +56,20 @@ class CtrTask final : public TrainingTask {
     return model_.TrainStep(batch_, head_, rows_, absl::MakeSpan(head_grads_), &row_grads_,
                             row_scale_);
   }
-  // With the next step's examples: that batch is gathered now and its rows
-  // read with the push (CtrParameterStore::PushClockAndPull).
-  absl::Status PushAndClock(absl::Span<const int32_t> next) override {
+  // With the next step's examples: that batch is gathered now (or was,
+  // while the last push was in flight) and its rows read with the push
+  // (CtrParameterStore::PushClockAndPull). With a store on servers, the
+  // batch after it is gathered on batch_ahead_'s thread while this push is
+  // in flight.
+  absl::Status PushAndClock(absl::Span<const int32_t> next,
+                            absl::Span<const int32_t> after_next) override {
     ahead_.reset();
     next_gathered_ = false;
     if (next.empty()) return store_.PushAndClock(head_grads_, batch_.keys, row_grads_);
-    GatherCtrBatch(train_, next, &next_batch_);
+    if (batch_ahead_ == nullptr || !batch_ahead_->Take(next, &next_batch_)) {
+      GatherCtrBatch(train_, next, &next_batch_);
+    }
+    if (batch_ahead_ != nullptr && !after_next.empty()) batch_ahead_->Start(after_next);
     next_examples_.assign(next.begin(), next.end());
     next_gathered_ = true;
     ASSIGN_OR_RETURN(ahead_, store_.PushClockAndPull(head_grads_, batch_.keys, row_grads_,
@@ -118,6 +128,9 @@ class CtrTask final : public TrainingTask {
   FieldRows next_rows_;
   std::optional<absl::Span<const float>> ahead_;
   bool read_ahead_ = false;  // this step's batch and rows came ahead
+  // With a store on servers: the batch after next, gathered on a thread of
+  // its own during the push (null otherwise).
+  std::unique_ptr<CtrBatchAhead> batch_ahead_;
 };
 
 }  // namespace

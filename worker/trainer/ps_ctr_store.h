@@ -37,6 +37,7 @@ class PsCtrStore final : public CtrParameterStore {
       const FieldRows& row_grads, const std::vector<std::vector<Key>>& next_keys,
       FieldRows* next_rows) override;
   int64_t StartStep() const override { return head_->StartStep(); }
+  bool WaitsOnServers() const override { return true; }
 
  private:
   PsCtrStore(Client* client, std::unique_ptr<PsParameterStore> head,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -88,7 +89,8 @@ class MlpTask final : public TrainingTask {
   }
   // The store reads the next step's parameters with the push on its own
   // (PsParameterStore): they do not depend on the batch.
-  absl::Status PushAndClock(absl::Span<const int32_t> /*next*/) override {
+  absl::Status PushAndClock(absl::Span<const int32_t> /*next*/,
+                            absl::Span<const int32_t> /*after_next*/) override {
     return store_.PushAndClock(step_grads_);
   }
 
@@ -154,6 +156,7 @@ absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOpt
              start_step / per_epoch, start_step % per_epoch, total_steps);
   }
   summary.steps = start_step;
+  std::vector<int32_t> next_examples;
   for (int64_t epoch = start_step / per_epoch; epoch < options.epochs; ++epoch) {
     if (options.max_steps > 0 && summary.steps >= options.max_steps) break;
     shard.StartEpoch(epoch);
@@ -190,10 +193,20 @@ absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOpt
         rec.time.slowdown = SecondsSince(&t);
       }
 
-      const bool last = step + 1 >= shard.steps_per_epoch() ||
-                        (options.max_steps > 0 && summary.steps + 1 >= options.max_steps);
-      absl::Status pushed =
-          task.PushAndClock(last ? absl::Span<const int32_t>() : shard.Batch(step + 1));
+      // Whether step + k is past this epoch or the run.
+      auto beyond = [&](int64_t k) {
+        return step + k >= shard.steps_per_epoch() ||
+               (options.max_steps > 0 && summary.steps + k >= options.max_steps);
+      };
+      // Batch() answers in one buffer: the next step's examples are copied
+      // out before the step after's are drawn.
+      next_examples.clear();
+      if (!beyond(1)) {
+        const absl::Span<const int32_t> next = shard.Batch(step + 1);
+        next_examples.assign(next.begin(), next.end());
+      }
+      absl::Status pushed = task.PushAndClock(
+          next_examples, beyond(2) ? absl::Span<const int32_t>() : shard.Batch(step + 2));
       if (!pushed.ok()) return Annotate(pushed, absl::StrCat("push", where()));
       rec.time.push = SecondsSince(&t);
 

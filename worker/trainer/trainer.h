@@ -111,7 +111,11 @@ class TrainingTask {
   // of the next step when it is in this epoch (empty at an epoch's last
   // step, or the run's): a task may gather that batch and read its
   // parameters with the push; Gather(next) and Pull() then use them.
-  virtual absl::Status PushAndClock(absl::Span<const int32_t> next) = 0;
+  // `after_next`: the examples of the step after that, under the same rule
+  // (empty when `next` is the epoch's or the run's last): a task may start
+  // gathering them while its push is in flight.
+  virtual absl::Status PushAndClock(absl::Span<const int32_t> next,
+                                    absl::Span<const int32_t> after_next) = 0;
   // After an epoch: pulls the parameters and fills stats' test_* fields.
   virtual absl::Status Evaluate(EpochStats* stats) = 0;
 };

@@ -1,6 +1,7 @@
 // The ctr training loop's read ahead: the batch after the current one is
-// gathered before the push and its rows read with it, and the loop trains on
-// exactly what an ordinary pull would have given it.
+// gathered before the push (or, with a store on servers, on a thread of its
+// own during the push before) and its rows read with it, and the loop
+// trains on exactly what an ordinary pull would have given it.
 #include "worker/trainer/ctr_trainer.h"
 
 #include <catch2/catch.hpp>
@@ -12,6 +13,7 @@
 #include "common/config/job_config.h"
 #include "kernels/cpu_backend.h"
 #include "tests/worker/trainer/synthetic_criteo.h"
+#include "worker/trainer/ctr_batch_ahead.h"
 #include "worker/trainer/ctr_model.h"
 #include "worker/trainer/ctr_store.h"
 #include "worker/trainer/model_tables_binding.h"
@@ -55,6 +57,9 @@ class ReadAheadStore final : public CtrParameterStore {
     return store_->Pull(next_keys, next_rows);
   }
 
+  bool WaitsOnServers() const override { return waits; }
+
+  bool waits = false;  // as a store on servers: batches gathered ahead
   int pulls = 0;
   int ahead_calls = 0;
   // Per push, in order: its keys, and the keys read ahead with it (nullopt:
@@ -120,8 +125,12 @@ TEST_CASE("ctr training reads each next batch ahead and trains on what a pull gi
 
   // The calls whose read ahead fails: the step after each pulls again.
   const std::set<int> fail = GENERATE(std::set<int>{}, std::set<int>{0, 3, 7});
+  // With a store on servers the batch after next is gathered on a thread
+  // of its own (CtrBatchAhead).
+  const bool waits = GENERATE(false, true);
   Rig rig;
   ReadAheadStore store(rig.Store(), fail);
+  store.waits = waits;
   absl::StatusOr<TrainingSummary> got =
       TrainCtr(*rig.model, store, rig.train, rig.test, Options());
   REQUIRE(got.ok());
@@ -142,6 +151,29 @@ TEST_CASE("ctr training reads each next batch ahead and trains on what a pull gi
   // Pulls: each epoch's first step, each step after a failed read ahead,
   // and the evaluation (32 test examples: one chunk) after each epoch.
   CHECK(store.pulls == 2 + static_cast<int>(fail.size()) + 2);
+}
+
+TEST_CASE("a batch gathered ahead is the batch of its examples, taken once", "[worker][ctr]") {
+  const CriteoData data = SyntheticCriteo(64, 40, 5);
+  const std::vector<int32_t> first = {3, 9, 3, 40, 7, 12};
+  const std::vector<int32_t> second = {1, 2, 63, 5};
+  CtrBatch want;
+  GatherCtrBatch(data, second, &want);
+
+  CtrBatchAhead ahead(data);
+  CtrBatch got;
+  CHECK_FALSE(ahead.Take(second, &got));  // nothing started
+  ahead.Start(first);
+  ahead.Start(second);  // the first is dropped
+  CHECK_FALSE(ahead.Take(first, &got));
+  REQUIRE(ahead.Take(second, &got));
+  CHECK(got.size == want.size);
+  CHECK(got.keys == want.keys);
+  CHECK(got.slot == want.slot);
+  CHECK(got.integers == want.integers);
+  CHECK(got.labels == want.labels);
+  CHECK_FALSE(ahead.Take(second, &got));  // taken already
+  ahead.Start(first);                      // left running: the destructor waits for it
 }
 
 }  // namespace
