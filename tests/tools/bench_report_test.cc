@@ -53,6 +53,7 @@ TEST_CASE("rounds pool into one row each, with each round's ratio taken within t
   CHECK_THAT(MarkdownTable(*pooled), Catch::Contains("| 0.50 (0.50-1.50) |"));
   const nlohmann::json json = RowsToJson(*pooled);
   CHECK(json[0]["round_ratios_to_unary"].size() == 3);
+  CHECK(json[0]["ratio_to_unary"].get<double>() == Approx(0.5));  // the table's median
 }
 
 TEST_CASE("one round's rows come back as they were, with one ratio") {

@@ -26,16 +26,21 @@ const Row* FindReference(const std::vector<Row>& rows, const Row& row, const cha
   return nullptr;
 }
 
+// The median of `v` (not empty).
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 // "0.92", or over rounds "0.92 (0.75-1.23)": median (lowest-highest).
 std::string Ratio(const Row& row, const Row* reference) {
   if (reference == nullptr) return "";
-  std::vector<double> ratios = RoundRatios(row, *reference);
+  const std::vector<double> ratios = RoundRatios(row, *reference);
   if (ratios.empty()) return "";
   if (ratios.size() == 1) return absl::StrFormat("%.2f", ratios[0]);
-  std::sort(ratios.begin(), ratios.end());
-  const size_t n = ratios.size();
-  const double median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
-  return absl::StrFormat("%.2f (%.2f-%.2f)", median, ratios.front(), ratios.back());
+  const auto [lowest, highest] = std::minmax_element(ratios.begin(), ratios.end());
+  return absl::StrFormat("%.2f (%.2f-%.2f)", Median(ratios), *lowest, *highest);
 }
 
 }  // namespace
@@ -211,18 +216,19 @@ nlohmann::json RowsToJson(const std::vector<Row>& rows) {
     if (IsCairnMethod(row.method)) {
       for (const char* ref : {"unary", "stream", "memcpy"}) {
         const Row* r = FindReference(rows, row, ref);
-        if (r != nullptr && r->MegabytesPerSecond() > 0) {
-          j[absl::StrCat("ratio_to_", ref)] = row.MegabytesPerSecond() / r->MegabytesPerSecond();
-          const std::vector<double> ratios = RoundRatios(row, *r);
-          if (ratios.size() > 1) j[absl::StrCat("round_ratios_to_", ref)] = ratios;
-        }
+        const std::vector<double> ratios =
+            r != nullptr ? RoundRatios(row, *r) : std::vector<double>();
+        if (ratios.empty()) continue;
+        // The table's figure: over rounds, the median of the round ratios.
+        j[absl::StrCat("ratio_to_", ref)] = Median(ratios);
+        if (ratios.size() > 1) j[absl::StrCat("round_ratios_to_", ref)] = ratios;
       }
     }
     if (IsTlsMethod(row.method)) {
       const Row* plain = FindReference(rows, row, PlaintextOf(row.method).c_str());
-      if (plain != nullptr && plain->MegabytesPerSecond() > 0) {
-        j["ratio_to_plaintext"] = row.MegabytesPerSecond() / plain->MegabytesPerSecond();
-      }
+      const std::vector<double> ratios =
+          plain != nullptr ? RoundRatios(row, *plain) : std::vector<double>();
+      if (!ratios.empty()) j["ratio_to_plaintext"] = Median(ratios);
     }
     out.push_back(std::move(j));
   }
