@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/busy_poll.h"
+
 namespace cairn {
 namespace {
 
@@ -39,14 +41,33 @@ CompletionLoop::~CompletionLoop() { Shutdown(); }
 
 grpc::CompletionQueue* CompletionLoop::cq() const { return cq_.get(); }
 
-void CompletionLoop::Start(int threads) {
-  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { Run(); });
+void CompletionLoop::Start(int threads, absl::Duration busy_poll) {
+  for (int i = 0; i < std::max(threads, 1); ++i) {
+    threads_.emplace_back([this, busy_poll] { Run(busy_poll); });
+  }
 }
 
-void CompletionLoop::Run() {
+void CompletionLoop::Run(absl::Duration busy_poll) {
   void* tag = nullptr;
   bool ok = false;
-  while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
+  if (busy_poll <= absl::ZeroDuration()) {
+    while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
+    return;
+  }
+  for (;;) {
+    // The window starts again after each tag: the next call of a worker
+    // that just got its answer comes a step later.
+    switch (PollUntil(cq_.get(), absl::Now() + busy_poll, &tag, &ok)) {
+      case PollResult::kShutdown:
+        return;
+      case PollResult::kTimeout:
+        if (!cq_->Next(&tag, &ok)) return;
+        break;
+      case PollResult::kEvent:
+        break;
+    }
+    static_cast<Tag*>(tag)->Proceed(ok);
+  }
 }
 
 void CompletionLoop::Shutdown() {
@@ -58,7 +79,7 @@ void CompletionLoop::Shutdown() {
     return;
   }
   // Never started: drain here (a queue is destroyed only once drained).
-  Run();
+  Run(absl::ZeroDuration());
 }
 
 }  // namespace cairn

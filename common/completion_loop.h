@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/time.h"
+
 namespace grpc {
 class CompletionQueue;
 class ServerCompletionQueue;
@@ -56,8 +58,10 @@ class CompletionLoop {
   CompletionLoop& operator=(const CompletionLoop&) = delete;
 
   // Starts `threads` threads (at least 1), each taking tags off the queue:
-  // with more than one, tags run concurrently. Call once.
-  void Start(int threads = 1);
+  // with more than one, tags run concurrently. After each tag a thread
+  // polls the queue without sleeping for up to `busy_poll` before it waits
+  // (common/busy_poll.h; rpc.busy_poll); zero: it waits at once. Call once.
+  void Start(int threads = 1, absl::Duration busy_poll = absl::ZeroDuration());
   // Shuts the queue down, runs the tags still delivered (each with ok =
   // false once cancelled) and joins the threads. A server serving on the
   // queue must be shut down first (grpc::Server::Shutdown), and no
@@ -73,7 +77,7 @@ class CompletionLoop {
   grpc::ServerCompletionQueue* server_cq() const { return server_cq_; }
 
  private:
-  void Run();
+  void Run(absl::Duration busy_poll);
 
   std::unique_ptr<grpc::CompletionQueue> cq_;
   grpc::ServerCompletionQueue* const server_cq_;

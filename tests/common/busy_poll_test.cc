@@ -1,0 +1,105 @@
+// PollUntil (common/busy_poll.h) on real gRPC completion queues, and a
+// CompletionLoop whose threads poll before they sleep (rpc.busy_poll).
+#include "common/busy_poll.h"
+
+#include <grpcpp/alarm.h>
+#include <grpcpp/completion_queue.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "common/completion_loop.h"
+
+namespace cairn {
+namespace {
+
+gpr_timespec Deadline(absl::Duration from_now) {
+  return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                      gpr_time_from_millis(absl::ToInt64Milliseconds(from_now), GPR_TIMESPAN));
+}
+
+// Takes whatever is left on `cq` so it can be destroyed.
+void Drain(grpc::CompletionQueue* cq) {
+  cq->Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq->Next(&tag, &ok)) {
+  }
+}
+
+TEST_CASE("PollUntil takes an event that comes while it polls", "[busy_poll]") {
+  grpc::CompletionQueue cq;
+  grpc::Alarm alarm;
+  int marker = 0;
+  alarm.Set(&cq, Deadline(absl::Milliseconds(20)), &marker);
+  void* tag = nullptr;
+  bool ok = false;
+  REQUIRE(PollUntil(&cq, absl::Now() + absl::Seconds(30), &tag, &ok) == PollResult::kEvent);
+  CHECK(tag == &marker);
+  CHECK(ok);
+  Drain(&cq);
+}
+
+TEST_CASE("PollUntil gives up once its time has passed, with no event taken", "[busy_poll]") {
+  grpc::CompletionQueue cq;
+  grpc::Alarm alarm;
+  int marker = 0;
+  alarm.Set(&cq, Deadline(absl::Seconds(60)), &marker);
+  void* tag = nullptr;
+  bool ok = false;
+  const absl::Time until = absl::Now() + absl::Milliseconds(10);
+  CHECK(PollUntil(&cq, until, &tag, &ok) == PollResult::kTimeout);
+  CHECK(absl::Now() >= until);
+  CHECK(tag == nullptr);
+  // A time already past still looks once, and finds nothing due.
+  CHECK(PollUntil(&cq, absl::InfinitePast(), &tag, &ok) == PollResult::kTimeout);
+  // The alarm's event is still there for the queue's next taker.
+  alarm.Cancel();
+  REQUIRE(cq.Next(&tag, &ok));
+  CHECK(tag == &marker);
+  CHECK_FALSE(ok);
+  Drain(&cq);
+}
+
+TEST_CASE("PollUntil reports a queue shut down and drained", "[busy_poll]") {
+  grpc::CompletionQueue cq;
+  cq.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  CHECK(PollUntil(&cq, absl::Now() + absl::Seconds(30), &tag, &ok) == PollResult::kShutdown);
+}
+
+TEST_CASE("a completion loop that polls runs every tag, early and late, and shuts down",
+          "[busy_poll]") {
+  for (int threads : {1, 2}) {
+    INFO(threads << " thread(s)");
+    CompletionLoop loop;
+    loop.Start(threads, absl::Milliseconds(5));
+    constexpr int kTags = 6;
+    std::atomic<int> ran{0};
+    absl::Notification all_ran;
+    std::vector<std::unique_ptr<grpc::Alarm>> alarms;
+    // Some due within the polling window, some long after it, when the
+    // threads sleep in Next.
+    const absl::Duration delays[kTags] = {absl::ZeroDuration(),   absl::Milliseconds(1),
+                                          absl::Milliseconds(2),  absl::Milliseconds(50),
+                                          absl::Milliseconds(120), absl::Milliseconds(121)};
+    for (absl::Duration delay : delays) {
+      alarms.push_back(std::make_unique<grpc::Alarm>());
+      alarms.back()->Set(loop.cq(), Deadline(delay), CompletionLoop::Once([&](bool ok) {
+        CHECK(ok);
+        if (ran.fetch_add(1) + 1 == kTags) all_ran.Notify();
+      }));
+    }
+    REQUIRE(all_ran.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    loop.Shutdown();
+    CHECK(ran.load() == kTags);
+  }
+}
+
+}  // namespace
+}  // namespace cairn
