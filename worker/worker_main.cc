@@ -222,11 +222,15 @@ int ConnectToCluster(Session& s, const Flags& flags) {
   options.connect_timeout = s.config.cluster.startup_timeout;
   options.rpc_deadline = s.config.rpc.deadline;
   options.requests_in_flight = s.config.rpc.requests_in_flight;
+  // `auto` left unresolved (not started by cairn-launch): off.
+  options.busy_poll = s.config.rpc.busy_poll.value_or(absl::ZeroDuration());
   if (s.metrics_server != nullptr) {
     options.metrics_address = DialableAddress(s.metrics_server->address(), OwnHost(env));
     options.metrics_registry = &s.metrics_server->registry();  // cairn_client_* metrics
   }
-  LOG_INFO("connecting to coordinator {}", options.coordinator);
+  LOG_INFO("connecting to coordinator {} (busy polling {})", options.coordinator,
+           options.busy_poll > absl::ZeroDuration() ? absl::FormatDuration(options.busy_poll)
+                                                    : "off");
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
   if (!client.ok()) {
     const absl::Status& st = client.status();

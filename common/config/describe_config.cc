@@ -132,6 +132,8 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("rpc.shared_memory_split_size", FormatSizeForConfig(c.rpc.shared_memory_split_bytes));
   out.Add("rpc.requests_in_flight", c.rpc.requests_in_flight);
   out.Add("rpc.server_threads", c.rpc.server_threads);
+  out.Add("rpc.busy_poll",
+          c.rpc.busy_poll ? FormatDurationForConfig(*c.rpc.busy_poll) : std::string("auto"));
   out.Add("consistency.mode", config_internal::ConsistencyName(c.consistency));
   out.Add("consistency.staleness", c.staleness);
   for (size_t i = 0; i < c.tables.size(); ++i) {

@@ -79,6 +79,25 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
   return absl::OkStatus();
 }
 
+// rpc.busy_poll: `auto` (nullopt) or a duration in [0, kMaxBusyPoll].
+absl::Status ParseBusyPoll(const MapReader& r, std::optional<absl::Duration>* out) {
+  std::string text;
+  RETURN_IF_ERROR(r.String("busy_poll", /*non_empty=*/true, &text));
+  if (!r.Has("busy_poll") || text == "auto") return absl::OkStatus();
+  const std::string expected = absl::StrCat("must be `auto` or a duration from 0s (off) to ",
+                                            FormatDurationForConfig(kMaxBusyPoll));
+  absl::StatusOr<absl::Duration> d = ParseDuration(text);
+  if (!d.ok()) {
+    return r.Error("busy_poll", absl::StrCat(expected, "; got ", text, " (",
+                                             d.status().message(), ")"));
+  }
+  if (*d > kMaxBusyPoll) {  // ParseDuration takes no sign
+    return r.Error("busy_poll", absl::StrCat(expected, "; got ", text));
+  }
+  *out = *d;
+  return absl::OkStatus();
+}
+
 absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
   ASSIGN_OR_RETURN(MapReader r, MapReader::Open(node, "rpc", {"max_message_size",
                                                               "request_split_size", "deadline",
@@ -86,7 +105,8 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
                                                               "shared_memory_size",
                                                               "shared_memory_split_size",
                                                               "requests_in_flight",
-                                                              "server_threads"}));
+                                                              "server_threads",
+                                                              "busy_poll"}));
   RETURN_IF_ERROR(r.Size("max_message_size", kMiB, kMaxInt32, &rpc->max_message_bytes));
   RETURN_IF_ERROR(r.Size("request_split_size", 1, kMaxInt32, &rpc->request_split_bytes));
   if (rpc->request_split_bytes > rpc->max_message_bytes / 2) {
@@ -117,7 +137,7 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
   }
   RETURN_IF_ERROR(r.Int32("requests_in_flight", 0, 1 << 20, &rpc->requests_in_flight));
   RETURN_IF_ERROR(r.Int32("server_threads", 1, 256, &rpc->server_threads));
-  return absl::OkStatus();
+  return ParseBusyPoll(r, &rpc->busy_poll);
 }
 
 absl::Status ParseEmbedding(const YamlNode& node, EmbeddingConfig* e) {

@@ -13,6 +13,7 @@
 #define CAIRN_COMMON_CONFIG_JOB_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,16 @@ struct RpcConfig {
   // hands gRPC's polling to another); more apply pushes from many workers
   // at once on a server with cores to spare.
   int server_threads = 1;
+  // How long a thread that waits for a call polls for it without sleeping
+  // before it sleeps (common/busy_poll.h): a worker waiting for its answer,
+  // a server's threads after each call they served. Zero: off. Unset
+  // (`auto`, the default): cairn-launch sets 2 ms for every process of its
+  // job; a daemon started otherwise takes `auto` as off.
+  std::optional<absl::Duration> busy_poll;
 };
+
+// The longest rpc.busy_poll: a thread polls for at most this long per wait.
+inline constexpr absl::Duration kMaxBusyPoll = absl::Milliseconds(100);
 
 // Default chunk size of a dense table, in float32 elements (64 KiB).
 inline constexpr int64_t kDefaultChunkSize = 16384;

@@ -158,11 +158,16 @@ int Run(const Flags& flags) {
   service.SetForwarder(&forwarder);
   service.Serve(&loop);
   health.Serve(&loop);  // NOT_SERVING until registered and serving its shard
-  loop.Start(config->rpc.server_threads);
+  // `auto` left unresolved (not started by cairn-launch): off.
+  const absl::Duration busy_poll = config->rpc.busy_poll.value_or(absl::ZeroDuration());
+  loop.Start(config->rpc.server_threads, busy_poll);
   const std::string address = FormatHostPort(advertise_host, started->port);
-  LOG_INFO("serving ParameterService on {} on {} thread{} (max message {} bytes), /metrics on {}",
+  LOG_INFO("serving ParameterService on {} on {} thread{} (max message {} bytes, busy polling "
+           "{}), /metrics on {}",
            address, config->rpc.server_threads, config->rpc.server_threads == 1 ? "" : "s",
-           config->rpc.max_message_bytes, (*metrics_server)->address());
+           config->rpc.max_message_bytes,
+           busy_poll > absl::ZeroDuration() ? absl::FormatDuration(busy_poll) : "off",
+           (*metrics_server)->address());
 
   CoordinatorClient coordinator(config->cluster.coordinator, config->rpc.max_message_bytes,
                                 config->cluster.lease_timeout, &loop);

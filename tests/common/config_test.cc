@@ -274,6 +274,23 @@ TEST_CASE("server threads: 1 by default, at least 1 and at most 256", "[config]"
   CHECK_THAT(ParseError("rpc: {server_threads: 257}\n"), Contains("`rpc.server_threads`"));
 }
 
+TEST_CASE("busy polling: auto by default, off at 0s, a duration up to 100ms", "[config]") {
+  CHECK_FALSE(ParseOk("rpc: {deadline: 5s}\n").rpc.busy_poll.has_value());
+  CHECK_FALSE(ParseOk("rpc: {busy_poll: auto}\n").rpc.busy_poll.has_value());
+  CHECK(ParseOk("rpc: {busy_poll: 0s}\n").rpc.busy_poll == absl::ZeroDuration());
+  CHECK(ParseOk("rpc: {busy_poll: 1ms}\n").rpc.busy_poll == absl::Milliseconds(1));
+  CHECK(ParseOk("rpc: {busy_poll: 100ms}\n").rpc.busy_poll == absl::Milliseconds(100));
+  CHECK(ParseOk("rpc: {busy_poll: auto}\n", {"rpc.busy_poll=2ms"}).rpc.busy_poll ==
+        absl::Milliseconds(2));
+  CHECK_THAT(ParseError("rpc: {busy_poll: 101ms}\n"),
+             Contains("job.yaml:1:18: `rpc.busy_poll` must be `auto` or a duration from 0s "
+                      "(off) to 100ms; got 101ms"));
+  CHECK_THAT(ParseError("rpc: {busy_poll: fast}\n"),
+             Contains("job.yaml:1:18: `rpc.busy_poll` must be `auto` or a duration"));
+  CHECK_THAT(ParseError("rpc: {busy_poll: 5}\n"), Contains("has no unit"));
+  CHECK_THAT(ParseError("rpc: {busy_poll: \"\"}\n"), Contains("`rpc.busy_poll`"));
+}
+
 TEST_CASE("consistency staleness only goes with ssp", "[config]") {
   CHECK_THAT(ParseError("consistency: {mode: bsp, staleness: 2}\n"),
              Contains("`consistency.staleness` only applies to ssp; the consistency here is bsp"));

@@ -168,6 +168,15 @@ TEST_CASE("launch runs a small BSP job to the end, reports it and leaves no proc
   CHECK(absl::StrContains(err, "[coordinator] "));
   CHECK(absl::StrContains(err, "[server 1] "));
   CHECK(absl::StrContains(err, "[worker 1] "));
+  // rpc.busy_poll: auto became 2ms for every process, servers and workers.
+  CHECK(absl::StrContains(err, "[launch] rpc.busy_poll: auto -> 2ms"));
+  const auto count = [&err](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = err.find(text); at != std::string::npos; at = err.find(text, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("(max message 268435456 bytes, busy polling 2ms)") == 2);  // each server
+  CHECK(count("(busy polling 2ms)") == 2);                                // each worker
 }
 
 TEST_CASE("launch --tls runs the job over mutual TLS with certificates made for it, and no "
@@ -326,11 +335,14 @@ TEST_CASE("launch --no-workers brings the cluster up, prints metrics URLs and st
           "[integration][launch]") {
   const std::string dir = NewDir("launch_noworkers");
   const std::string job = WriteJob(dir, TinyJob());
-  auto launch = StartLaunch(dir, {"--no-workers", job});
+  // A busy_poll the user set is passed on as it is, not chosen for them.
+  auto launch = StartLaunch(dir, {"--no-workers", job, "--set", "rpc.busy_poll=0s"});
   auto ended = launch->Wait(absl::Seconds(60));
   REQUIRE(ended.ok());
   INFO("launcher stderr:\n" << launch->ReadStderr());
   CHECK(ended->code == 0);
+  CHECK_FALSE(absl::StrContains(launch->ReadStderr(), "rpc.busy_poll: auto"));
+  CHECK(absl::StrContains(launch->ReadStderr(), "busy polling off"));
   const std::string out = launch->ReadStdout();
   for (const char* name : {"coordinator", "server 0", "server 1"}) {
     CHECK(absl::StrContains(out, absl::StrCat("metrics ", name, ": http://127.0.0.1:")));

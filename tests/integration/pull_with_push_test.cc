@@ -27,7 +27,9 @@ constexpr size_t kFloats = 300000;  // 1.2 MB: through the region, in one reques
 constexpr size_t kLargeFloats = 800000;
 constexpr int kSteps = 6;
 
-std::string Yaml(int workers, bool shared_memory, size_t floats) {
+// `busy_poll`: the server's rpc.busy_poll (0: off).
+std::string Yaml(int workers, bool shared_memory, size_t floats,
+                 absl::Duration busy_poll = absl::ZeroDuration()) {
   return absl::StrCat(R"(
 cluster:
   coordinator: "127.0.0.1:1"
@@ -40,6 +42,7 @@ cluster:
 rpc:
   deadline: 30s
   shared_memory: )", shared_memory ? "true" : "false", R"(
+  busy_poll: )", absl::ToInt64Milliseconds(busy_poll), R"(ms
 consistency:
   mode: bsp
 tables:
@@ -103,12 +106,14 @@ WorkerRun Steps(Client& c, int id, const Straggler& late, size_t floats, bool le
 std::vector<WorkerRun> Train(const std::string& name, int workers, bool shared_memory,
                              const Straggler& late = {},
                              absl::Duration rpc_deadline = absl::Seconds(20),
-                             size_t floats = kFloats, bool lend = false) {
-  auto cluster = TestCluster::Start(name, Yaml(workers, shared_memory, floats), 1);
+                             size_t floats = kFloats, bool lend = false,
+                             absl::Duration busy_poll = absl::ZeroDuration()) {
+  auto cluster = TestCluster::Start(
+      name, Yaml(workers, shared_memory, floats, busy_poll), 1);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
   std::vector<std::unique_ptr<Client>> clients =
-      testing::ConnectAll(**cluster, workers, rpc_deadline);
+      testing::ConnectAll(**cluster, workers, rpc_deadline, absl::Seconds(30), busy_poll);
   if (shared_memory) {
     for (const auto& c : clients) REQUIRE(testing::WaitForRegions(*c, 1));
   }
@@ -174,6 +179,28 @@ TEST_CASE("a model above the region's split in lent memory still takes one call 
       CHECK(testing::BitEqual(riding[id].params, riding[0].params));
     }
     CHECK_FALSE(testing::BitEqual(apart[0].params, std::vector<float>(kLargeFloats, 0.0f)));
+  }
+}
+
+TEST_CASE("waits that poll before they sleep (rpc.busy_poll, server and workers) read what "
+          "sleeping waits read, also past the window behind a late worker",
+          "[integration][shared_memory]") {
+  for (int workers : {1, 2}) {
+    INFO(workers << " worker(s)");
+    const std::vector<WorkerRun> sleeping =
+        Train(absl::StrCat("sleeping_", workers), workers, /*shared_memory=*/true);
+    // Worker 0 sleeps 50 ms before its push of step 2: with two workers
+    // worker 1's wait for that iteration outlasts its 1 ms of polling.
+    const std::vector<WorkerRun> polling =
+        Train(absl::StrCat("polling_", workers), workers, /*shared_memory=*/true,
+              Straggler{0, 2, absl::Milliseconds(50)}, absl::Seconds(20), kFloats,
+              /*lend=*/true, absl::Milliseconds(1));
+    for (int id = 0; id < workers; ++id) {
+      INFO("worker " << id);
+      CHECK(polling[id].stats.pulls_with_push == kSteps);
+      CHECK(testing::BitEqual(polling[id].params, sleeping[id].params));
+    }
+    CHECK_FALSE(testing::BitEqual(polling[0].params, std::vector<float>(kFloats, 0.0f)));
   }
 }
 

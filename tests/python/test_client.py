@@ -41,12 +41,12 @@ def job(workers=1, mode="asp"):
     return JOB.format(workers=workers, mode=mode)
 
 
-def connect_workers(c, n):
+def connect_workers(c, n, **options):
     """n workers connected at once (the start-up barrier waits for all)."""
     clients = [None] * n
 
     def connect(i):
-        clients[i] = cairn.connect(c.address, worker_id=i)
+        clients[i] = cairn.connect(c.address, worker_id=i, **options)
 
     threads = [threading.Thread(target=connect, args=(i,)) for i in range(n)]
     for t in threads:
@@ -130,6 +130,14 @@ def test_errors_raise_cairn_error_with_code_and_message(cluster_factory):
         assert np.all(client.pull("w") == 0)
 
 
+def test_busy_poll_out_of_range_raises_invalid_argument():
+    for bad in (-0.001, 0.5):
+        with pytest.raises(cairn.Error) as e:
+            cairn.connect("127.0.0.1:1", worker_id=0, busy_poll=bad)
+        assert e.value.code == "INVALID_ARGUMENT"
+        assert "busy_poll" in e.value.message
+
+
 def test_dead_coordinator_raises_unavailable(cluster_factory):
     c = cluster_factory(job())
     address = c.address
@@ -202,12 +210,15 @@ def test_push_and_clock_ends_the_iteration_with_the_push(cluster_factory):
         client.finish()
 
 
-def test_push_clock_and_pull_reads_the_next_iteration_in_the_same_round_trip(cluster_factory):
+@pytest.mark.parametrize("busy_poll", [0.0, 0.002])
+def test_push_clock_and_pull_reads_the_next_iteration_in_the_same_round_trip(cluster_factory,
+                                                                             busy_poll):
     # BSP with 2 workers: each worker's pull of iteration 1 goes out with its
     # push and is answered once both pushes closed iteration 0, so both read
-    # the sum of both workers' gradients, whichever pushed first.
+    # the sum of both workers' gradients, whichever pushed first. The same
+    # with waits that poll before they sleep (busy_poll).
     c = cluster_factory(job(workers=2, mode="bsp"))
-    clients = connect_workers(c, 2)
+    clients = connect_workers(c, 2, busy_poll=busy_poll)
     outs = [np.zeros((3, 4), np.float32) for _ in clients]
     results = [None, None]
 

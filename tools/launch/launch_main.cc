@@ -83,6 +83,9 @@ absl::Status CheckPlot(const Flags& flags) {
   return CheckGnuplotInstalled(kGnuplotBinary);
 }
 
+// What `rpc.busy_poll: auto` becomes for the processes of a launched job.
+constexpr absl::Duration kLaunchBusyPoll = absl::Milliseconds(2);
+
 int Run(Flags flags) {
   if (flags.resume) flags.overrides.push_back("checkpoint.resume=latest");
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags.job, flags.overrides);
@@ -114,6 +117,17 @@ int Run(Flags flags) {
   LaunchPlan plan;
   plan.job_path = std::filesystem::absolute(flags.job).string();
   plan.overrides = flags.overrides;
+  if (!config->rpc.busy_poll.has_value()) {
+    // `auto`: every process polls before it sleeps (common/busy_poll.h).
+    // The machine is the job's, and a polling thread yields to any thread
+    // that needs its CPU: every job shape measured on 2 CPUs, up to 2
+    // servers + 2 workers, stepped faster (docs/benchmarks.md, "Polling
+    // before sleeping").
+    plan.overrides.push_back(
+        absl::StrCat("rpc.busy_poll=", FormatDurationForConfig(kLaunchBusyPoll)));
+    std::cerr << "[launch] rpc.busy_poll: auto -> " << FormatDurationForConfig(kLaunchBusyPoll)
+              << " (polls before it sleeps; --set rpc.busy_poll=0s: off)\n";
+  }
   plan.worker_flags = flags.worker_flags;
   if (flags.bin_dir.empty()) {
     absl::StatusOr<std::string> own = OwnBinaryDir();

@@ -75,6 +75,12 @@ struct ClientOptions {
   // MiB through a shared region). 0:
   // all at once. cairn-worker takes it from rpc.requests_in_flight.
   int requests_in_flight = 4;
+  // How long a caller waiting for its call's answer (PullAndWait,
+  // PushClockAndPull, the blocking Push and Pull) polls for it without
+  // sleeping before it sleeps (common/busy_poll.h; between polls it yields
+  // its CPU to any thread that needs it); zero: it sleeps at once.
+  // cairn-worker takes it from rpc.busy_poll.
+  absl::Duration busy_poll = absl::ZeroDuration();
   // Sends heartbeats to keep this worker's lease. Off only in tests.
   bool heartbeat = true;
   std::string metrics_address;   // reported to the coordinator

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cairn/v1/coordinator.pb.h"
+#include "common/busy_poll.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/partitioning.h"
@@ -58,11 +59,21 @@ struct QueueWait {
   bool done() const { return fulfilled_here || tag.woken(); }
 };
 
-// Completes `cq`'s events on this thread until `wait`'s op is done. Other
-// ops' events on the queue are completed on the way.
-void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait) {
+// Completes `cq`'s events on this thread until `wait`'s op is done, polling
+// without sleeping for the first `busy_poll` (ClientOptions::busy_poll).
+// Other ops' events on the queue are completed on the way.
+void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait, absl::Duration busy_poll) {
   void* tag = nullptr;
   bool ok = false;
+  if (busy_poll > absl::ZeroDuration()) {
+    const absl::Time until = absl::Now() + busy_poll;
+    while (!wait.done()) {
+      const PollResult polled = PollUntil(cq, until, &tag, &ok);
+      if (polled == PollResult::kShutdown) return;
+      if (polled == PollResult::kTimeout) break;
+      static_cast<CqTag*>(tag)->Complete(ok);
+    }
+  }
   while (!wait.done() && cq->Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
 }
 
@@ -870,7 +881,7 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
     rider.send_push = nullptr;
     send_push(std::nullopt);
   }
-  DriveUntil(&cq, push_wait);
+  DriveUntil(&cq, push_wait, options_.busy_poll);
   absl::Status pushed = push_result.get();
   std::set<uint32_t> ticked;
   if (push_op != nullptr) {
@@ -891,7 +902,7 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
     }
     SendTicks(next, carried);  // servers the pull does not read from
   }
-  DriveUntil(&cq, pull_wait);
+  DriveUntil(&cq, pull_wait, options_.busy_poll);
   DrainQueue(&cq);
   absl::Status pull_status = pull_result.get();
   // A pull refused before its server ticked may have carried no tick:
@@ -917,7 +928,7 @@ absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs
   // here (a call's completion), or elsewhere (a retry on the client's
   // executor, the last slice of a push released by gRPC), which then sets
   // the alarm. Nothing is started on the queue after either.
-  DriveUntil(&cq, wait);
+  DriveUntil(&cq, wait, options_.busy_poll);
   DrainQueue(&cq);
   absl::Status status = result.get();
   if (ticked != nullptr && op != nullptr) {  // null: refused before it started (Lost)

@@ -319,7 +319,11 @@ class PyClient {
 
 std::unique_ptr<PyClient> Connect(const std::string& coordinator, int worker_id,
                                   double connect_timeout, double rpc_deadline, bool shared_memory,
-                                  int64_t cache_bytes, int push_attempts) {
+                                  int64_t cache_bytes, int push_attempts, double busy_poll) {
+  if (!(busy_poll >= 0.0 && busy_poll <= 0.1)) {
+    Check(absl::InvalidArgumentError(absl::StrCat(
+        "busy_poll must be from 0 (off) to 0.1 seconds, as rpc.busy_poll; got ", busy_poll)));
+  }
   ClientOptions options;
   options.coordinator = coordinator;
   options.worker_id = worker_id;
@@ -328,6 +332,7 @@ std::unique_ptr<PyClient> Connect(const std::string& coordinator, int worker_id,
   options.shared_memory = shared_memory;
   options.cache_bytes = static_cast<uint64_t>(cache_bytes);
   options.push_attempts = push_attempts;
+  options.busy_poll = absl::Seconds(busy_poll);
   absl::StatusOr<std::unique_ptr<Client>> client;
   {
     py::gil_scoped_release release;
@@ -415,7 +420,7 @@ class Error(RuntimeError):
   m.def("connect", &cairn::Connect, py::arg("coordinator"), py::arg("worker_id") = -1,
         py::arg("connect_timeout") = 60.0, py::arg("rpc_deadline") = 60.0,
         py::arg("shared_memory") = true, py::arg("cache_bytes") = int64_t{64} << 20,
-        py::arg("push_attempts") = 3,
+        py::arg("push_attempts") = 3, py::arg("busy_poll") = 0.0,
         "Registers as a worker of the job whose coordinator is at `coordinator` (host:port) "
         "and waits at its start-up barrier (Client::Connect).");
 }

@@ -197,10 +197,15 @@ class Client:
 
 
 def connect(coordinator, worker_id=-1, connect_timeout=60.0, rpc_deadline=60.0,
-            shared_memory=True, cache_bytes=64 << 20, push_attempts=3, keep_freed_memory=True):
+            shared_memory=True, cache_bytes=64 << 20, push_attempts=3, keep_freed_memory=True,
+            busy_poll=0.0):
     """Registers as a worker with the coordinator at host:port and waits for the
     job's start-up barrier. worker_id -1 lets the coordinator pick; times are
     in seconds.
+
+    busy_poll: how long a call that waits for its answer polls for it without
+    sleeping before it sleeps, from 0 (off) to 0.1, as rpc.busy_poll
+    (docs/config.md); it pays where this process has a CPU of its own.
 
     keep_freed_memory: first makes this process's malloc keep freed memory for
     reuse, as cairn-worker does (cairn.keep_freed_memory); glibc may otherwise
@@ -209,4 +214,4 @@ def connect(coordinator, worker_id=-1, connect_timeout=60.0, rpc_deadline=60.0,
     if keep_freed_memory:
         _cairn.keep_freed_memory()
     return Client(_cairn.connect(coordinator, worker_id, connect_timeout, rpc_deadline,
-                                 shared_memory, cache_bytes, push_attempts))
+                                 shared_memory, cache_bytes, push_attempts, busy_poll))
