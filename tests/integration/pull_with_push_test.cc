@@ -187,14 +187,15 @@ TEST_CASE("waits that poll before they sleep (rpc.busy_poll, server and workers)
           "[integration][shared_memory]") {
   for (int workers : {1, 2}) {
     INFO(workers << " worker(s)");
-    const std::vector<WorkerRun> sleeping =
-        Train(absl::StrCat("sleeping_", workers), workers, /*shared_memory=*/true);
     // Worker 0 sleeps 50 ms before its push of step 2: with two workers
     // worker 1's wait for that iteration outlasts its 1 ms of polling.
+    const Straggler late{0, 2, absl::Milliseconds(50)};
+    const std::vector<WorkerRun> sleeping =
+        Train(absl::StrCat("sleeping_", workers), workers, /*shared_memory=*/true, late,
+              absl::Seconds(20), kFloats, /*lend=*/true, absl::ZeroDuration());
     const std::vector<WorkerRun> polling =
-        Train(absl::StrCat("polling_", workers), workers, /*shared_memory=*/true,
-              Straggler{0, 2, absl::Milliseconds(50)}, absl::Seconds(20), kFloats,
-              /*lend=*/true, absl::Milliseconds(1));
+        Train(absl::StrCat("polling_", workers), workers, /*shared_memory=*/true, late,
+              absl::Seconds(20), kFloats, /*lend=*/true, absl::Milliseconds(1));
     for (int id = 0; id < workers; ++id) {
       INFO("worker " << id);
       CHECK(polling[id].stats.pulls_with_push == kSteps);
