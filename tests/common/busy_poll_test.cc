@@ -31,38 +31,43 @@ void Drain(grpc::CompletionQueue* cq) {
   }
 }
 
-TEST_CASE("PollUntil takes an event that comes while it polls", "[busy_poll]") {
+// A queue with one alarm on it, due `due` from now, whose tag is &marker;
+// drained when the test ends.
+struct AlarmedQueue {
+  explicit AlarmedQueue(absl::Duration due) { alarm.Set(&cq, Deadline(due), &marker); }
+  ~AlarmedQueue() {
+    alarm.Cancel();  // nothing if it has gone off
+    Drain(&cq);
+  }
+
   grpc::CompletionQueue cq;
   grpc::Alarm alarm;
   int marker = 0;
-  alarm.Set(&cq, Deadline(absl::Milliseconds(20)), &marker);
   void* tag = nullptr;
   bool ok = false;
-  REQUIRE(PollUntil(&cq, absl::Now() + absl::Seconds(30), &tag, &ok) == PollResult::kEvent);
-  CHECK(tag == &marker);
-  CHECK(ok);
-  Drain(&cq);
+};
+
+TEST_CASE("PollUntil takes an event that comes while it polls", "[busy_poll]") {
+  AlarmedQueue q(absl::Milliseconds(20));
+  REQUIRE(PollUntil(&q.cq, absl::Now() + absl::Seconds(30), &q.tag, &q.ok) ==
+          PollResult::kEvent);
+  CHECK(q.tag == &q.marker);
+  CHECK(q.ok);
 }
 
 TEST_CASE("PollUntil gives up once its time has passed, with no event taken", "[busy_poll]") {
-  grpc::CompletionQueue cq;
-  grpc::Alarm alarm;
-  int marker = 0;
-  alarm.Set(&cq, Deadline(absl::Seconds(60)), &marker);
-  void* tag = nullptr;
-  bool ok = false;
+  AlarmedQueue q(absl::Seconds(60));
   const absl::Time until = absl::Now() + absl::Milliseconds(10);
-  CHECK(PollUntil(&cq, until, &tag, &ok) == PollResult::kTimeout);
+  CHECK(PollUntil(&q.cq, until, &q.tag, &q.ok) == PollResult::kTimeout);
   CHECK(absl::Now() >= until);
-  CHECK(tag == nullptr);
+  CHECK(q.tag == nullptr);
   // A time already past still looks once, and finds nothing due.
-  CHECK(PollUntil(&cq, absl::InfinitePast(), &tag, &ok) == PollResult::kTimeout);
+  CHECK(PollUntil(&q.cq, absl::InfinitePast(), &q.tag, &q.ok) == PollResult::kTimeout);
   // The alarm's event is still there for the queue's next taker.
-  alarm.Cancel();
-  REQUIRE(cq.Next(&tag, &ok));
-  CHECK(tag == &marker);
-  CHECK_FALSE(ok);
-  Drain(&cq);
+  q.alarm.Cancel();
+  REQUIRE(q.cq.Next(&q.tag, &q.ok));
+  CHECK(q.tag == &q.marker);
+  CHECK_FALSE(q.ok);
 }
 
 TEST_CASE("PollUntil reports a queue shut down and drained", "[busy_poll]") {
