@@ -6,7 +6,8 @@
 
 namespace cairn {
 
-PollResult PollUntil(grpc::CompletionQueue* cq, absl::Time until, void** tag, bool* ok) {
+PollResult PollUntil(grpc::CompletionQueue* cq, absl::Time until, void** tag, bool* ok,
+                     SidePoll* side) {
   // A deadline already past makes gRPC look once at what it has, polling
   // its sockets with a zero timeout, and return.
   const gpr_timespec now = gpr_inf_past(GPR_CLOCK_MONOTONIC);
@@ -19,6 +20,7 @@ PollResult PollUntil(grpc::CompletionQueue* cq, absl::Time until, void** tag, bo
       case grpc::CompletionQueue::TIMEOUT:
         break;
     }
+    if (side != nullptr && side->Poll()) return PollResult::kSide;
     // Any other thread that may run on this CPU goes first; with none,
     // this returns at once and the poll goes on.
     sched_yield();

@@ -29,12 +29,28 @@ enum class PollResult {
   kEvent,     // *tag and *ok hold the event taken off the queue
   kTimeout,   // `until` passed with no event: wait with Next now
   kShutdown,  // the queue is shut down and drained
+  kSide,      // `side` served something (SidePoll::Poll returned true)
+};
+
+// What a polling thread watches besides its queue: the call slots of
+// workers' shared regions (common/call_slot.h). Called only from the one
+// thread that polls.
+class SidePoll {
+ public:
+  virtual ~SidePoll() = default;
+  // Serves what arrived; true when it served anything.
+  virtual bool Poll() = 0;
+  // Told true while the thread polls, false before it sleeps in the
+  // queue's Next (it then calls Poll once more before it sleeps).
+  virtual void SetPolling(bool polling) = 0;
 };
 
 // Takes the next event off `cq`, polling without sleeping until `until`
 // (absl::Now()'s clock) and yielding the CPU between polls. An `until` in
-// the past still polls once.
-PollResult PollUntil(grpc::CompletionQueue* cq, absl::Time until, void** tag, bool* ok);
+// the past still polls once. With `side`, each poll also runs side->Poll(),
+// and returns kSide when that served something.
+PollResult PollUntil(grpc::CompletionQueue* cq, absl::Time until, void** tag, bool* ok,
+                     SidePoll* side = nullptr);
 
 }  // namespace cairn
 

@@ -43,25 +43,43 @@ grpc::CompletionQueue* CompletionLoop::cq() const { return cq_.get(); }
 
 void CompletionLoop::Start(int threads, absl::Duration busy_poll) {
   for (int i = 0; i < std::max(threads, 1); ++i) {
-    threads_.emplace_back([this, busy_poll] { Run(busy_poll); });
+    threads_.emplace_back([this, busy_poll] { Run(busy_poll, nullptr); });
   }
 }
 
-void CompletionLoop::Run(absl::Duration busy_poll) {
+void CompletionLoop::StartPolling(absl::Duration busy_poll, SidePoll* side) {
+  threads_.emplace_back([this, busy_poll, side] { Run(busy_poll, side); });
+}
+
+void CompletionLoop::Run(absl::Duration busy_poll, SidePoll* side) {
   void* tag = nullptr;
   bool ok = false;
   if (busy_poll <= absl::ZeroDuration()) {
     while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
     return;
   }
+  if (side != nullptr) side->SetPolling(true);
   for (;;) {
     // The window starts again after each tag: the next call of a worker
     // that just got its answer comes a step later.
-    switch (PollUntil(cq_.get(), absl::Now() + busy_poll, &tag, &ok)) {
+    switch (PollUntil(cq_.get(), absl::Now() + busy_poll, &tag, &ok, side)) {
       case PollResult::kShutdown:
+        if (side != nullptr) side->SetPolling(false);
         return;
+      case PollResult::kSide:
+        continue;
       case PollResult::kTimeout:
+        if (side != nullptr) {
+          // Told first, then looked at once more: a call posted before
+          // the side saw `false` is served here (common/call_slot.h).
+          side->SetPolling(false);
+          if (side->Poll()) {
+            side->SetPolling(true);
+            continue;
+          }
+        }
         if (!cq_->Next(&tag, &ok)) return;
+        if (side != nullptr) side->SetPolling(true);
         break;
       case PollResult::kEvent:
         break;
@@ -79,7 +97,7 @@ void CompletionLoop::Shutdown() {
     return;
   }
   // Never started: drain here (a queue is destroyed only once drained).
-  Run(absl::ZeroDuration());
+  Run(absl::ZeroDuration(), nullptr);
 }
 
 }  // namespace cairn

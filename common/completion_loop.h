@@ -28,6 +28,8 @@ class ServerCompletionQueue;
 
 namespace cairn {
 
+class SidePoll;
+
 class CompletionLoop {
  public:
   // What an operation started on the loop's queue completes into. `ok`: as
@@ -62,6 +64,10 @@ class CompletionLoop {
   // polls the queue without sleeping for up to `busy_poll` before it waits
   // (common/busy_poll.h; rpc.busy_poll); zero: it waits at once. Call once.
   void Start(int threads = 1, absl::Duration busy_poll = absl::ZeroDuration());
+  // As Start(1, busy_poll), the thread also polling `side` (busy_poll.h)
+  // while it polls the queue, and once more before each sleep; `side`
+  // must outlive the loop's thread. busy_poll must be above zero.
+  void StartPolling(absl::Duration busy_poll, SidePoll* side);
   // Shuts the queue down, runs the tags still delivered (each with ok =
   // false once cancelled) and joins the threads. A server serving on the
   // queue must be shut down first (grpc::Server::Shutdown), and no
@@ -77,7 +83,7 @@ class CompletionLoop {
   grpc::ServerCompletionQueue* server_cq() const { return server_cq_; }
 
  private:
-  void Run(absl::Duration busy_poll);
+  void Run(absl::Duration busy_poll, SidePoll* side);
 
   std::unique_ptr<grpc::CompletionQueue> cq_;
   grpc::ServerCompletionQueue* const server_cq_;

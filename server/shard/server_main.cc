@@ -160,14 +160,23 @@ int Run(const Flags& flags) {
   health.Serve(&loop);  // NOT_SERVING until registered and serving its shard
   // `auto` left unresolved (not started by cairn-launch): off.
   const absl::Duration busy_poll = config->rpc.busy_poll.value_or(absl::ZeroDuration());
-  loop.Start(config->rpc.server_threads, busy_poll);
+  // A polling server with one serving thread also polls the call slots of
+  // its same-host workers' regions (docs/shared-memory.md, "Calls through
+  // the region"): their pushes then skip gRPC while it polls.
+  const bool call_slots = busy_poll > absl::ZeroDuration() && config->rpc.server_threads == 1 &&
+                          config->rpc.shared_memory && config->rpc.call_slots;
+  if (call_slots) {
+    loop.StartPolling(busy_poll, service.ServeCallSlots());
+  } else {
+    loop.Start(config->rpc.server_threads, busy_poll);
+  }
   const std::string address = FormatHostPort(advertise_host, started->port);
   LOG_INFO("serving ParameterService on {} on {} thread{} (max message {} bytes, busy polling "
-           "{}), /metrics on {}",
+           "{}{}), /metrics on {}",
            address, config->rpc.server_threads, config->rpc.server_threads == 1 ? "" : "s",
            config->rpc.max_message_bytes,
            busy_poll > absl::ZeroDuration() ? absl::FormatDuration(busy_poll) : "off",
-           (*metrics_server)->address());
+           call_slots ? ", call slots polled" : "", (*metrics_server)->address());
 
   CoordinatorClient coordinator(config->cluster.coordinator, config->rpc.max_message_bytes,
                                 config->cluster.lease_timeout, &loop);

@@ -130,7 +130,7 @@ void ParameterService::ServePull(PullCall* pull) {
   }
   Shard* shard = attached->shard.get();
   const absl::Time start = absl::Now();
-  const absl::Time deadline = PullDeadline(pull->context());
+  const absl::Time deadline = PullDeadline(absl::FromChrono(pull->context().deadline()));
   ShardMetrics* metrics = metrics_;
   // The answer's values go straight into the worker's shared region when
   // its request reserved room there, else into the reply's own slice.
@@ -161,14 +161,14 @@ void ParameterService::ServePull(PullCall* pull) {
               area);
 }
 
-absl::Time ParameterService::PullDeadline(const grpc::ServerContext& context) const {
+absl::Time ParameterService::PullDeadline(absl::Time call_deadline) const {
   absl::Duration wait = max_wait_;
-  const absl::Duration left = absl::FromChrono(context.deadline()) - absl::Now();
+  const absl::Duration left = call_deadline - absl::Now();
   if (left < wait) wait = left;
   return MonotonicNow() + wait;
 }
 
-void ParameterService::PullAfterPush(const grpc::ServerContext& context,
+void ParameterService::PullAfterPush(absl::Time push_deadline,
                                      std::shared_ptr<const Attached> attached,
                                      const v1::PullRequest* pull, v1::PullResponse* response,
                                      std::shared_ptr<const PullReadBack> read_back,
@@ -187,8 +187,8 @@ void ParameterService::PullAfterPush(const grpc::ServerContext& context,
   // a long wait for other workers' ticks (a straggler under BSP) answers
   // the push in time, without the pull, and does not make the worker send
   // the push again as one that timed out; the worker then pulls on its own.
-  const absl::Duration left = absl::FromChrono(context.deadline()) - absl::Now();
-  const absl::Time deadline = std::min(PullDeadline(context), MonotonicNow() + left / 2);
+  const absl::Duration left = push_deadline - absl::Now();
+  const absl::Time deadline = std::min(PullDeadline(push_deadline), MonotonicNow() + left / 2);
   shard->Pull(pull, response, deadline,
               [pull, response, start, metrics, attached, held, read_back,
                done = std::move(done)](absl::Status status) {
@@ -199,18 +199,77 @@ void ParameterService::PullAfterPush(const grpc::ServerContext& context,
 }
 
 void ParameterService::ServePush(PushCall* call) {
-  const v1::PushRequest* request = &call->request();
-  v1::PushResponse* response = call->response();
+  std::optional<Role> role = CallerRole(call->context());
+  HandlePush(&call->request(), call->response(),
+             PushFrom{role, absl::FromChrono(call->context().deadline())},
+             [call](const grpc::Status& status) { call->Finish(status); });
+}
+
+void ParameterService::ServeSlotCall(std::unique_ptr<SlotCall> slot) {
+  // What the shard reads and fills until the push is answered (maybe
+  // later, on another thread: a riding pull that waits).
+  struct Held {
+    std::unique_ptr<SlotCall> slot;
+    v1::PushRequest request;
+    v1::PushResponse response;
+  };
+  auto held = std::make_shared<Held>();
+  held->slot = std::move(slot);
+  SlotCall* call = held->slot.get();
+  const absl::string_view bytes = call->request();
+  if (!held->request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    call->Answer(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT),
+                 absl::StrCat("a push of ", bytes.size(),
+                              " bytes through a call slot is not a PushRequest"),
+                 "")
+        .IgnoreError();
+    return;
+  }
+  // A slot carries its worker's own pushes, never a forwarded copy.
+  if (held->request.worker_id() != call->worker_id() || held->request.forwarded()) {
+    call->Answer(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT),
+                 absl::StrCat("a push of worker ", held->request.worker_id(),
+                              held->request.forwarded() ? " (forwarded)" : "",
+                              " came through the call slot of worker ", call->worker_id(),
+                              "'s region"),
+                 "")
+        .IgnoreError();
+    return;
+  }
+  HandlePush(&held->request, &held->response, PushFrom{Role::kWorker, call->deadline()},
+             [held](const grpc::Status& status) {
+               std::string bytes;
+               if (status.ok()) held->response.SerializeToString(&bytes);
+               if (bytes.size() > call_slot::kAnswerCapacity && held->response.has_pull()) {
+                 // The riding pull's answer went inline and is too large
+                 // for the slot: the worker pulls on its own.
+                 held->response.clear_pull();
+                 bytes.clear();
+                 held->response.SerializeToString(&bytes);
+               }
+               absl::Status answered = held->slot->Answer(
+                   static_cast<int>(status.error_code()), status.error_message(), bytes);
+               if (!answered.ok()) {
+                 held->slot
+                     ->Answer(static_cast<int>(grpc::StatusCode::INTERNAL), answered.message(),
+                              "")
+                     .IgnoreError();
+               }
+             });
+}
+
+void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushResponse* response,
+                                  PushFrom from, std::function<void(const grpc::Status&)> done) {
   // Under TLS a forwarded copy must come from a server, a push from a worker.
-  if (std::optional<Role> role = CallerRole(call->context()); role.has_value()) {
-    if (absl::Status s = AuthorizePush(request->forwarded(), *role); !s.ok()) {
-      call->Finish(ToGrpcStatus(s));
+  if (from.role.has_value()) {
+    if (absl::Status s = AuthorizePush(request->forwarded(), *from.role); !s.ok()) {
+      done(ToGrpcStatus(s));
       return;
     }
   }
   std::shared_ptr<const Attached> attached = Current();
   if (attached == nullptr) {
-    call->Finish(NotAttached());
+    done(NotAttached());
     return;
   }
   Shard* shard = attached->shard.get();
@@ -220,7 +279,7 @@ void ParameterService::ServePush(PushCall* call) {
   if (SharedRegions::UsesRegion(*request)) {
     absl::StatusOr<SharedRegions::PushValues> values = regions_.ResolvePush(*request);
     if (!values.ok()) {
-      call->Finish(ToGrpcStatus(values.status()));
+      done(ToGrpcStatus(values.status()));
       return;
     }
     shared = *std::move(values);
@@ -255,8 +314,9 @@ void ParameterService::ServePush(PushCall* call) {
   // A tick carried by the push is recorded once the push is applied here
   // and on every backup, as a ClockRequest after the acknowledgement would.
   const bool tick = request->end_clock() > 0 && !request->forwarded();
-  auto finish = [this, call, request, response, start, metrics, tick,
-                 ticked_with_push, attached, read_back](absl::Status status) {
+  auto finish = [this, done = std::move(done), deadline = from.deadline, request, response,
+                 start, metrics, tick, ticked_with_push, attached,
+                 read_back](absl::Status status) mutable {
     if (status.ok() && tick) {
       if (ticked_with_push) {
         response->set_ticked(true);
@@ -272,19 +332,19 @@ void ParameterService::ServePush(PushCall* call) {
     // is recorded; if it was not (or the push failed), the worker pulls on
     // its own, and that pull reports any error.
     if (status.ok() && request->has_pull() && response->ticked() && !request->forwarded()) {
-      PullAfterPush(call->context(), attached, &request->pull(), response->mutable_pull(),
+      PullAfterPush(deadline, attached, &request->pull(), response->mutable_pull(),
                     ticked_with_push ? read_back : nullptr,
-                    [call, request, response](absl::Status pulled) {
+                    [done = std::move(done), request, response](absl::Status pulled) {
                       if (!pulled.ok()) {
                         LOG_DEBUG("pull riding on a push of worker {} not served: {}",
                                   request->worker_id(), pulled.message());
                         response->clear_pull();
                       }
-                      call->Finish(grpc::Status::OK);
+                      done(grpc::Status::OK);
                     });
       return;
     }
-    call->Finish(ToGrpcStatus(status));
+    done(ToGrpcStatus(status));
   };
   if (!duplicate.ok() || backups.empty() || forwarder_ == nullptr) {
     finish(duplicate.status());
@@ -377,8 +437,26 @@ void ParameterService::ServeOpenRegion(OpenRegionCall* call) {
   absl::StatusOr<uint64_t> id = regions_.Open(*request);
   if (id.ok()) {
     response->set_region(*id);
-    LOG_INFO("worker {} sends values through a {}-byte shared region ({} open)",
-             request->worker_id(), request->bytes(), regions_.size());
+    bool slot = false;
+    if (call_slots_enabled_ && request->call_slot_bytes() > 0) {
+      absl::StatusOr<std::shared_ptr<SharedRegion>> region =
+          regions_.Find(*id, request->worker_id());
+      absl::Status added = region.status();
+      if (added.ok()) {
+        added = call_slots_.Add(*region, request->call_slot_offset(),
+                                request->call_slot_bytes(), request->worker_id());
+      }
+      if (added.ok()) {
+        slot = true;
+      } else {
+        LOG_INFO("worker {}'s call slot refused, its pushes come through gRPC: {}",
+                 request->worker_id(), added.message());
+      }
+    }
+    response->set_call_slot(slot);
+    LOG_INFO("worker {} sends values through a {}-byte shared region ({} open){}",
+             request->worker_id(), request->bytes(), regions_.size(),
+             slot ? ", pushes through its call slot while this server polls" : "");
   } else {
     LOG_INFO("worker {}'s shared region refused, its values come through gRPC: {}",
              request->worker_id(), id.status().message());

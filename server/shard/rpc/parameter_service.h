@@ -8,12 +8,15 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/async_unary_call.h"
+#include "common/security/roles.h"
+#include "server/shard/rpc/call_slots.h"
 #include "server/shard/rpc/shared_regions.h"
 
 namespace cairn {
@@ -64,6 +67,14 @@ class ParameterService final : public AsyncParameterService {
   // service is registered with), from now until the server shuts down.
   // Call once, after the server started.
   void Serve(CompletionLoop* loop);
+  // The call slots workers offer with their regions (call_slots.h): once
+  // this is called, OpenRegion accepts them, and the loop's thread must
+  // poll what this returns (CompletionLoop::StartPolling). Without it,
+  // pushes come through gRPC alone. Call before serving.
+  SidePoll* ServeCallSlots() {
+    call_slots_enabled_ = true;
+    return &call_slots_;
+  }
 
  private:
   using PullCall = AsyncUnaryCall<ParameterService, grpc::ByteBuffer, grpc::ByteBuffer>;
@@ -81,6 +92,19 @@ class ParameterService final : public AsyncParameterService {
   // bytes; its reply: its PullResponse's.
   void ServePull(PullCall* call);
   void ServePush(PushCall* call);
+  // A push taken from a worker's call slot, answered into the slot.
+  void ServeSlotCall(std::unique_ptr<SlotCall> call);
+  // Where a push came from: the caller's role under TLS (none without),
+  // and the call's deadline.
+  struct PushFrom {
+    std::optional<Role> role;
+    absl::Time deadline;
+  };
+  // A push, however it came: `request` and `response` stay valid until
+  // `done` has run (once, on any thread, with the call's status; the
+  // response is filled when it is OK).
+  void HandlePush(const v1::PushRequest* request, v1::PushResponse* response, PushFrom from,
+                  std::function<void(const grpc::Status&)> done);
   void ServeClock(ClockCall* call);
   void ServeStats(StatsCall* call);
   // The coordinator's two-phase checkpoint (Shard::PrepareCheckpoint etc.).
@@ -97,15 +121,14 @@ class ParameterService final : public AsyncParameterService {
   // When a pull's wait ends: the server's longest wait, or what is left of
   // the client's deadline if that comes first (on the monotonic clock,
   // Shard::ExpireWaiters).
-  absl::Time PullDeadline(const grpc::ServerContext& context) const;
+  absl::Time PullDeadline(absl::Time call_deadline) const;
   // Serves the pull that rode on a push (PushRequest.pull) into `response`
   // (its values into the worker's region when its reply_to names room
   // there, else inline), then runs `done` with the result; it waits at most
   // half of what is left of the push's deadline. `pull` and `response` stay
   // valid until then (they are the push's). `read_back` (may be null):
   // what the push already wrote into that region for it (Shard::Push).
-  void PullAfterPush(const grpc::ServerContext& context,
-                     std::shared_ptr<const Attached> attached, const v1::PullRequest* pull,
+  void PullAfterPush(absl::Time push_deadline, std::shared_ptr<const Attached> attached, const v1::PullRequest* pull,
                      v1::PullResponse* response, std::shared_ptr<const PullReadBack> read_back,
                      std::function<void(absl::Status)> done);
 
@@ -115,6 +138,8 @@ class ParameterService final : public AsyncParameterService {
   ShardMetrics* const metrics_;
   const absl::Duration max_wait_;
   SharedRegions regions_;
+  CallSlots call_slots_{[this](std::unique_ptr<SlotCall> call) { ServeSlotCall(std::move(call)); }};
+  bool call_slots_enabled_ = false;
   // What each method's calls run (PullCall::Listen etc. keep pointers).
   const PullCall::Handler pull_handler_;
   const PushCall::Handler push_handler_;

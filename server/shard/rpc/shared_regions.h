@@ -70,15 +70,16 @@ class SharedRegions {
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The region `id` names, if it is `worker_id`'s: UNAVAILABLE when it is
+  // unknown here, INVALID_ARGUMENT when it is another worker's.
+  absl::StatusOr<std::shared_ptr<SharedRegion>> Find(uint64_t id, uint32_t worker_id) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   struct Held {
     std::shared_ptr<SharedRegion> region;
     uint32_t worker_id = 0;
   };
-  // The region `id` names, if it is `worker_id`'s.
-  absl::StatusOr<std::shared_ptr<SharedRegion>> Find(uint64_t id, uint32_t worker_id) const
-      ABSL_LOCKS_EXCLUDED(mu_);
-
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, Held> regions_ ABSL_GUARDED_BY(mu_);           // id -> region
