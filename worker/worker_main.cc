@@ -224,6 +224,7 @@ int ConnectToCluster(Session& s, const Flags& flags) {
   options.requests_in_flight = s.config.rpc.requests_in_flight;
   // `auto` left unresolved (not started by cairn-launch): off.
   options.busy_poll = s.config.rpc.busy_poll.value_or(absl::ZeroDuration());
+  options.call_slots = s.config.rpc.call_slots;
   if (s.metrics_server != nullptr) {
     options.metrics_address = DialableAddress(s.metrics_server->address(), OwnHost(env));
     options.metrics_registry = &s.metrics_server->registry();  // cairn_client_* metrics

@@ -134,6 +134,7 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("rpc.server_threads", c.rpc.server_threads);
   out.Add("rpc.busy_poll",
           c.rpc.busy_poll ? FormatDurationForConfig(*c.rpc.busy_poll) : std::string("auto"));
+  out.Add("rpc.call_slots", c.rpc.call_slots ? "true" : "false");
   out.Add("consistency.mode", config_internal::ConsistencyName(c.consistency));
   out.Add("consistency.staleness", c.staleness);
   for (size_t i = 0; i < c.tables.size(); ++i) {

@@ -103,6 +103,11 @@ struct RpcConfig {
   // (`auto`, the default): cairn-launch sets 2 ms for every process of its
   // job; a daemon started otherwise takes `auto` as off.
   std::optional<absl::Duration> busy_poll;
+  // Same-host pushes through a call slot in the region instead of a gRPC
+  // call while both sides poll (common/call_slot.h; docs/shared-memory.md,
+  // "Calls through the region"); needs shared_memory, busy_poll above zero
+  // on both sides and one server thread.
+  bool call_slots = true;
 };
 
 // The longest rpc.busy_poll: a thread polls for at most this long per wait.

@@ -335,7 +335,7 @@ TEST_CASE("DescribeConfig prints every effective value, one per line", "[config]
         "cluster.replication: 1", "cluster.rereplication_delay: 30s",
         "rpc.max_message_size: 256MiB",
         "rpc.request_split_size: 1MiB", "rpc.deadline: 1m", "rpc.requests_in_flight: 4",
-        "rpc.server_threads: 1", "rpc.busy_poll: auto",
+        "rpc.server_threads: 1", "rpc.busy_poll: auto", "rpc.call_slots: true",
         "consistency.mode: ssp",
         "consistency.staleness: 3", "tables[0].name: emb_user", "tables[0].width: 16",
         "tables[0].optimizer.type: adagrad", "tables[0].optimizer.learning_rate: 0.05",

@@ -291,6 +291,14 @@ TEST_CASE("busy polling: auto by default, off at 0s, a duration up to 100ms", "[
   CHECK_THAT(ParseError("rpc: {busy_poll: \"\"}\n"), Contains("`rpc.busy_poll`"));
 }
 
+TEST_CASE("call slots: on by default, off with false, nothing else", "[config]") {
+  CHECK(ParseOk("rpc: {deadline: 5s}\n").rpc.call_slots);
+  CHECK_FALSE(ParseOk("rpc: {call_slots: false}\n").rpc.call_slots);
+  CHECK_FALSE(ParseOk("rpc: {call_slots: true}\n", {"rpc.call_slots=false"}).rpc.call_slots);
+  CHECK_THAT(ParseError("rpc: {call_slots: sometimes}\n"),
+             Contains("job.yaml:1:19: `rpc.call_slots`"));
+}
+
 TEST_CASE("consistency staleness only goes with ssp", "[config]") {
   CHECK_THAT(ParseError("consistency: {mode: bsp, staleness: 2}\n"),
              Contains("`consistency.staleness` only applies to ssp; the consistency here is bsp"));

@@ -91,6 +91,11 @@ struct ClientOptions {
   // (rpc.shared_memory); false sends this worker's values through gRPC
   // whatever the job says.
   bool shared_memory = true;
+  // With busy_poll above zero and a region, offer each server a call slot
+  // in it, through which pushes go while the server polls
+  // (docs/shared-memory.md, "Calls through the region"); cairn-worker
+  // takes it from rpc.call_slots.
+  bool call_slots = true;
   // Where the client's metrics (client_metrics.h) are registered; null: none.
   // Not owned; must outlive the client.
   prometheus::Registry* metrics_registry = nullptr;
@@ -118,6 +123,9 @@ struct ClientStats {
   // Requests of those through regions whose values were read (pushes) or
   // written (pulls) in place in a buffer LendSharedBuffer lent, not copied.
   uint64_t shared_memory_in_place = 0;
+  // Pushes posted through a region's call slot instead of a gRPC call
+  // (docs/shared-memory.md, "Calls through the region").
+  uint64_t slot_calls = 0;
 };
 
 // A dense table's whole tensor in caller memory (table's element count floats).

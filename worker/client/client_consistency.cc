@@ -79,6 +79,7 @@ ClientStats ClientImpl::Stats() const {
   s.shared_memory_bytes = shared_memory_->bytes.load();
   s.pulls_with_push = shared_memory_->pulls_with_push.load();
   s.shared_memory_in_place = shared_memory_->in_place.load();
+  s.slot_calls = shared_memory_->slot_calls.load();
   return s;
 }
 

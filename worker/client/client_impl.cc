@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "cairn/v1/coordinator.pb.h"
 #include "common/busy_poll.h"
+#include "worker/client/call_slot_client.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/partitioning.h"
@@ -59,26 +60,62 @@ struct QueueWait {
   bool done() const { return fulfilled_here || tag.woken(); }
 };
 
+// Takes one event off `cq` and completes it, waiting at most `wait`: false
+// once the queue is shut down.
+bool NextWithin(grpc::CompletionQueue* cq, absl::Duration wait) {
+  void* tag = nullptr;
+  bool ok = false;
+  switch (cq->AsyncNext(&tag, &ok, absl::ToChronoTime(absl::Now() + wait))) {
+    case grpc::CompletionQueue::GOT_EVENT:
+      static_cast<CqTag*>(tag)->Complete(ok);
+      return true;
+    case grpc::CompletionQueue::SHUTDOWN:
+      return false;
+    case grpc::CompletionQueue::TIMEOUT:
+      return true;
+  }
+  return true;
+}
+
 // Completes `cq`'s events on this thread until `wait`'s op is done, polling
 // without sleeping for the first `busy_poll` (ClientOptions::busy_poll).
 // Other ops' events on the queue are completed on the way.
 void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait, absl::Duration busy_poll) {
   void* tag = nullptr;
   bool ok = false;
+  // Calls posted through call slots (call_slot_client.h) end here too:
+  // the queue is then polled once per look at the slots, and waited on a
+  // millisecond at a time.
+  const bool slots = SlotWaits::InUse();
   if (busy_poll > absl::ZeroDuration()) {
     const absl::Time until = absl::Now() + busy_poll;
     while (!wait.done()) {
-      const PollResult polled = PollUntil(cq, until, &tag, &ok);
+      if (slots && SlotWaits::Poll(cq)) continue;
+      const PollResult polled = PollUntil(cq, slots ? absl::InfinitePast() : until, &tag, &ok);
       if (polled == PollResult::kShutdown) return;
-      if (polled == PollResult::kTimeout) break;
-      static_cast<CqTag*>(tag)->Complete(ok);
+      if (polled == PollResult::kEvent) {
+        static_cast<CqTag*>(tag)->Complete(ok);
+        continue;
+      }
+      if (absl::Now() >= until) break;
     }
   }
-  while (!wait.done() && cq->Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
+  if (!slots) {
+    while (!wait.done() && cq->Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
+    return;
+  }
+  while (!wait.done()) {
+    if (SlotWaits::Poll(cq)) continue;
+    if (!NextWithin(cq, absl::Milliseconds(1))) return;
+  }
 }
 
-// Shuts `cq` down once every op on it is done, and completes what is left.
+// Shuts `cq` down once every op on it is done, and completes what is left:
+// calls in call slots end first (by their answers, or their deadlines).
 void DrainQueue(grpc::CompletionQueue* cq) {
+  while (SlotWaits::Pending(cq)) {
+    if (!SlotWaits::Poll(cq)) NextWithin(cq, absl::Milliseconds(1));
+  }
   cq->Shutdown();
   void* tag = nullptr;
   bool ok = false;
@@ -173,6 +210,7 @@ absl::Status ClientImpl::Start() {
     channel.max_message_bytes = job_.max_message_bytes();
     channel.dead_after = absl::Milliseconds(job_.lease_timeout_ms());
     channel.shared_memory_bytes = options_.shared_memory ? job_.shared_memory_bytes() : 0;
+    channel.call_slots = options_.call_slots && options_.busy_poll > absl::ZeroDuration();
     channel.worker_id = worker_id_;
     channel.incarnation = incarnation_;
     channel.counters = shared_memory_;

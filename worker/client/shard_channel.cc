@@ -20,7 +20,9 @@
 #include "common/push_payload.h"
 #include "common/shared_region.h"
 #include "common/status_conversion.h"
+#include "common/call_slot.h"
 #include "worker/client/call_queue.h"
+#include "worker/client/call_slot_client.h"
 #include "worker/client/shared_arena.h"
 
 namespace cairn {
@@ -97,9 +99,13 @@ struct SharedLink {
   std::shared_ptr<SharedRegion> region;
   uint64_t id = 0;  // the server's name for it (OpenRegionResponse.region)
   SharedArena arena;
+  // The region's call slot, when the server accepted it (it polls it).
+  std::shared_ptr<CallSlotClient> slot;
 
-  SharedLink(std::shared_ptr<SharedRegion> r, uint64_t i)
-      : region(std::move(r)), id(i), arena(SharedRegion::kHeaderBytes, region->size()) {}
+  // The arena starts at `arena_begin` (past the call slot, when one was
+  // offered).
+  SharedLink(std::shared_ptr<SharedRegion> r, uint64_t i, uint64_t arena_begin)
+      : region(std::move(r)), id(i), arena(arena_begin, region->size()) {}
 
   // Blocks of the arena lent to the caller (LentBuffer), by offset: their
   // bytes and whether a call that used them in place failed.
@@ -422,14 +428,16 @@ class GrpcShardChannel final : public ShardChannel {
                  const v1::PullRequest* rider) {
     auto request = std::make_shared<grpc::ByteBuffer>();
     std::shared_ptr<std::atomic<bool>> spoiled;
+    // The request without its values, when they lie in the region.
+    std::optional<v1::PushRequest> header;
     if (in_place.has_value()) {
       // Values where the caller wrote them in the region: only ranges go.
-      v1::PushRequest header = payload->header;
-      if (rider != nullptr) *header.mutable_pull() = *rider;
+      header.emplace(payload->header);
+      if (rider != nullptr) *header->mutable_pull() = *rider;
       uint64_t value_bytes = 0;
       for (size_t i = 0; i < payload->tables.size(); ++i) {
         const PushTablePayload& t = payload->tables[i];
-        v1::TableValues* tv = header.add_tables();
+        v1::TableValues* tv = header->add_tables();
         *tv = t.meta;
         v1::SharedRange* range = tv->mutable_shared();
         range->set_region(link->id);
@@ -437,8 +445,6 @@ class GrpcShardChannel final : public ShardChannel {
         range->set_length(t.value_bytes());
         value_bytes += t.value_bytes();
       }
-      bool own = false;
-      grpc::SerializationTraits<v1::PushRequest>::Serialize(header, request.get(), &own);
       Count(counters_.get(), value_bytes);
       if (counters_ != nullptr) counters_->in_place.fetch_add(1, std::memory_order_relaxed);
       spoiled = std::move(in_place->spoiled);
@@ -448,12 +454,12 @@ class GrpcShardChannel final : public ShardChannel {
     } else {
       // Values copied into the region; the caller's memory is free again
       // once this returns.
-      v1::PushRequest header = payload->header;
-      if (rider != nullptr) *header.mutable_pull() = *rider;
+      header.emplace(payload->header);
+      if (rider != nullptr) *header->mutable_pull() = *rider;
       uint64_t value_bytes = 0;
       uint64_t offset = *at;
       for (const PushTablePayload& t : payload->tables) {
-        v1::TableValues* tv = header.add_tables();
+        v1::TableValues* tv = header->add_tables();
         *tv = t.meta;
         const uint64_t begin = offset;
         for (absl::Span<const char> r : t.values) {
@@ -467,23 +473,71 @@ class GrpcShardChannel final : public ShardChannel {
         value_bytes += offset - begin;
       }
       pin.reset();
-      bool own = false;
-      grpc::SerializationTraits<v1::PushRequest>::Serialize(header, request.get(), &own);
       Count(counters_.get(), value_bytes);
     }
-    auto reply = std::make_shared<grpc::ByteBuffer>();
-    Done finish = [request, reply, response, link, at, spoiled,
-                   done = std::move(done)](grpc::Status status) {
-      if (status.ok() &&
-          !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(), response).ok()) {
-        status = grpc::Status(grpc::StatusCode::INTERNAL, "cannot parse the server's PushResponse");
-      }
+    // Ends the call once `response` is filled (when the status is OK).
+    auto answered = std::make_shared<Done>([link, at, spoiled, done = std::move(done)](
+                                               grpc::Status status) {
       if (at.has_value()) Release(*link, *at, status.ok());
       // The server may still read a failed call's values late.
       if (spoiled != nullptr && !status.ok()) spoiled->store(true);
       done(std::move(status));
+    });
+    auto reply = std::make_shared<grpc::ByteBuffer>();
+    Done finish = [request, reply, response, answered](grpc::Status status) {
+      if (status.ok() &&
+          !grpc::SerializationTraits<v1::PushResponse>::Deserialize(reply.get(), response).ok()) {
+        status = grpc::Status(grpc::StatusCode::INTERNAL, "cannot parse the server's PushResponse");
+      }
+      (*answered)(std::move(status));
     };
+    if (header.has_value()) {
+      // Values in the region: the request may go through the call slot,
+      // serialized for gRPC only if it does not.
+      if (cq != nullptr && link->slot != nullptr) {
+        auto held = std::make_shared<v1::PushRequest>(*std::move(header));
+        auto fallback = [this, held, context, request, reply, finish, cq]() mutable {
+          bool own = false;
+          grpc::SerializationTraits<v1::PushRequest>::Serialize(*held, request.get(), &own);
+          StartRaw(context, kPushMethod, *request, reply.get(), std::move(finish), cq);
+        };
+        if (PostToSlot(*link->slot, *held, context, response, answered, fallback, cq)) return;
+        fallback();
+        return;
+      }
+      bool own = false;
+      grpc::SerializationTraits<v1::PushRequest>::Serialize(*header, request.get(), &own);
+    }
     StartRaw(context, kPushMethod, *request, reply.get(), std::move(finish), cq);
+  }
+
+  // Sends a push of values in the region (`header`) through the call
+  // slot, when the slot is free, the server polls it and the request fits:
+  // `answered` ends the call, or `fallback` sends it through gRPC when the
+  // server did not take it. False when it was not posted (the caller sends
+  // it through gRPC).
+  bool PostToSlot(CallSlotClient& slot, const v1::PushRequest& header,
+                  grpc::ClientContext* context, v1::PushResponse* response,
+                  const std::shared_ptr<Done>& answered, std::function<void()> fallback,
+                  grpc::CompletionQueue* cq) {
+    const size_t bytes = header.ByteSizeLong();
+    if (bytes > call_slot::kRequestCapacity || !slot.TryAcquire()) return false;
+    header.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(slot.request_area()));
+    if (counters_ != nullptr) counters_->slot_calls.fetch_add(1, std::memory_order_relaxed);
+    slot.Post(cq, call_slot::kPush, static_cast<uint32_t>(bytes),
+              absl::FromChrono(context->deadline()),
+              [response, answered](const grpc::Status& status, absl::string_view bytes) {
+                grpc::Status result = status;
+                if (result.ok() &&
+                    !response->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+                  result = grpc::Status(grpc::StatusCode::INTERNAL,
+                                        "cannot parse the server's PushResponse from the call "
+                                        "slot");
+                }
+                (*answered)(std::move(result));
+              },
+              std::move(fallback));
+    return true;
   }
 
   // Starts a call of `method` through the generic stub on `cq`, or on the
@@ -553,23 +607,39 @@ class GrpcShardChannel final : public ShardChannel {
     offer->set_fd((*region)->fd());
     offer->set_bytes((*region)->size());
     offer->set_token((*region)->token());
-    auto context = std::make_shared<grpc::ClientContext>();
+    // A call slot right after the header, when the region has room for it
+    // and this worker polls as it waits (common/call_slot.h).
+    uint64_t arena_begin = SharedRegion::kHeaderBytes;
+    if (options.call_slots && (*region)->size() >= 16 * call_slot::kBytes) {
+      offer->set_call_slot_offset(SharedRegion::kHeaderBytes);
+      offer->set_call_slot_bytes(call_slot::kBytes);
+    }    auto context = std::make_shared<grpc::ClientContext>();
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     auto answer = std::make_shared<v1::OpenRegionResponse>();
     std::shared_ptr<SharedRegion> held(std::move(*region));
     // The answer may come after this channel is gone: it writes into the
     // link slot, which it shares, not into the channel.
     Done accepted = [slot = slot_, address = address_, counters = counters_, offer, context,
-                     answer, held](grpc::Status status) mutable {
+                     answer, held, arena_begin](grpc::Status status) mutable {
       if (!status.ok()) {
         LOG_INFO("values to server {} go through gRPC: it refused the shared region: {}",
                  address, status.error_message());
         return;
       }
-      LOG_INFO("values to server {} go through a {}-byte shared region", address, held->size());
+      // An offered slot stays out of the arena, also when refused.
+      const uint64_t begin = offer->call_slot_bytes() > 0
+                                 ? offer->call_slot_offset() + offer->call_slot_bytes()
+                                 : arena_begin;
+      auto link = std::make_shared<SharedLink>(held, answer->region(), begin);
+      if (answer->call_slot()) {
+        link->slot = std::make_shared<CallSlotClient>(held, offer->call_slot_offset());
+      }
+      LOG_INFO("values to server {} go through a {}-byte shared region{}", address, held->size(),
+               link->slot != nullptr ? ", pushes through its call slot while the server polls"
+                                     : "");
       {
         absl::MutexLock lock(&slot->mu);
-        slot->link = std::make_shared<SharedLink>(std::move(held), answer->region());
+        slot->link = std::move(link);
       }
       if (counters != nullptr) counters->regions.fetch_add(1, std::memory_order_relaxed);
     };

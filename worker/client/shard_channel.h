@@ -137,6 +137,8 @@ struct SharedMemoryCounters {
   std::atomic<uint64_t> pulls_with_push{0};  // pulls served with a push (PushAndPull)
   // Pushes read and pulls answered in place in a lent buffer (Lend).
   std::atomic<uint64_t> in_place{0};
+  // Pushes posted through a region's call slot (common/call_slot.h).
+  std::atomic<uint64_t> slot_calls{0};
 };
 
 // Opens the channel to the server at `address` (host:port from the map).
@@ -149,6 +151,9 @@ struct ShardChannelOptions {
   // server a region of this many bytes at once, and sends values through
   // it from the server's yes on; 0: off.
   int64_t shared_memory_bytes = 0;
+  // Offer a call slot with the region (common/call_slot.h): for a worker
+  // that polls as it waits (ClientOptions::busy_poll above zero).
+  bool call_slots = false;
   uint32_t worker_id = 0;
   uint64_t incarnation = 0;
   std::shared_ptr<SharedMemoryCounters> counters;  // may be null
