@@ -175,8 +175,9 @@ TEST_CASE("launch runs a small BSP job to the end, reports it and leaves no proc
     for (size_t at = err.find(text); at != std::string::npos; at = err.find(text, at + 1)) ++n;
     return n;
   };
-  CHECK(count("(max message 268435456 bytes, busy polling 2ms)") == 2);  // each server
-  CHECK(count("(busy polling 2ms)") == 2);                                // each worker
+  // Each server, polling on one thread, also polls its workers' call slots.
+  CHECK(count("(max message 268435456 bytes, busy polling 2ms, call slots polled)") == 2);
+  CHECK(count("(busy polling 2ms)") == 2);  // each worker
 }
 
 TEST_CASE("launch --tls runs the job over mutual TLS with certificates made for it, and no "

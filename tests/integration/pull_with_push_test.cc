@@ -4,7 +4,9 @@
 // push and the pull sent as two calls, with one worker and with two under
 // BSP (where the pull waits on the server for the other worker's tick).
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <memory>
 #include <random>
@@ -60,17 +62,21 @@ struct WorkerRun {
   ClientStats stats;
 };
 
-// A worker that is late: before its push of `step`, worker `id` sleeps.
+// A worker that is late: before its push of `step`, worker `id` sleeps;
+// or, with `stop_server`, stops the server (SIGSTOP) for `delay` and pushes
+// meanwhile.
 struct Straggler {
   int id = -1;
   int step = 0;
   absl::Duration delay;
+  bool stop_server = false;
 };
 
 // One worker's steps: each gradient depends on the parameters the worker
 // read (so a wrong read changes every later value), then PushClockAndPull.
 // With `lend`, parameters and gradients live in buffers the client lent.
-WorkerRun Steps(Client& c, int id, const Straggler& late, size_t floats, bool lend) {
+WorkerRun Steps(Client& c, int id, const Straggler& late, size_t floats, bool lend,
+                const std::function<void()>& stop_server) {
   WorkerRun run;
   std::vector<float> own_params(floats, 0.0f);
   std::vector<float> own_grads(floats);
@@ -93,7 +99,13 @@ WorkerRun Steps(Client& c, int id, const Straggler& late, size_t floats, bool le
   run.status = c.PullAndWait({{"w", params}}, {});
   for (int step = 0; step < kSteps && run.status.ok(); ++step) {
     for (size_t i = 0; i < floats; ++i) grads[i] = 0.1f * params[i] + u(rng);
-    if (id == late.id && step == late.step) absl::SleepFor(late.delay);
+    if (id == late.id && step == late.step) {
+      if (late.stop_server) {
+        stop_server();
+      } else {
+        absl::SleepFor(late.delay);
+      }
+    }
     absl::Status ahead;
     run.status = c.PushClockAndPull({{"w", grads}}, {}, {{"w", params}}, {}, &ahead);
     if (run.status.ok() && !ahead.ok()) run.status = ahead;
@@ -117,14 +129,25 @@ std::vector<WorkerRun> Train(const std::string& name, int workers, bool shared_m
   if (shared_memory) {
     for (const auto& c : clients) REQUIRE(testing::WaitForRegions(*c, 1));
   }
+  // Stops the server for late.delay, from a thread of its own.
+  std::future<absl::Status> resumed;
+  auto stop_server = [&cluster, &late, &resumed] {
+    REQUIRE((*cluster)->server(0).Signal(SIGSTOP).ok());
+    resumed = std::async(std::launch::async, [&cluster, &late] {
+      absl::SleepFor(late.delay);
+      return (*cluster)->server(0).Signal(SIGCONT);
+    });
+  };
   std::vector<std::future<WorkerRun>> pending;
   for (int id = 0; id < workers; ++id) {
-    pending.push_back(std::async(std::launch::async, [&clients, id, &late, floats, lend] {
-      return Steps(*clients[id], id, late, floats, lend);
-    }));
+    pending.push_back(
+        std::async(std::launch::async, [&clients, id, &late, floats, lend, &stop_server] {
+          return Steps(*clients[id], id, late, floats, lend, stop_server);
+        }));
   }
   std::vector<WorkerRun> runs;
   for (auto& p : pending) runs.push_back(p.get());
+  if (resumed.valid()) REQUIRE(resumed.get().ok());
   for (size_t id = 0; id < runs.size(); ++id) {
     INFO("worker " << id << ": " << runs[id].status.message());
     REQUIRE(runs[id].status.ok());
@@ -202,6 +225,36 @@ TEST_CASE("waits that poll before they sleep (rpc.busy_poll, server and workers)
       CHECK(testing::BitEqual(polling[id].params, sleeping[id].params));
     }
     CHECK_FALSE(testing::BitEqual(polling[0].params, std::vector<float>(kFloats, 0.0f)));
+  }
+}
+
+TEST_CASE("with both sides polling a step's push goes through the region's call slot, not "
+          "gRPC, and reads what two calls through gRPC read; also past a stopped server",
+          "[integration][shared_memory]") {
+  for (int workers : {1, 2}) {
+    INFO(workers << " worker(s)");
+    const std::vector<WorkerRun> apart =
+        Train(absl::StrCat("slot_apart_", workers), workers, /*shared_memory=*/false);
+    const std::vector<WorkerRun> slot =
+        Train(absl::StrCat("slot_", workers), workers, /*shared_memory=*/true, {},
+              absl::Seconds(20), kFloats, /*lend=*/true, absl::Milliseconds(100));
+    // Worker 0 stops the server for 300 ms just before its push of step 2:
+    // that push is posted, not taken, withdrawn and sent through gRPC,
+    // which the server answers once it runs again; applied once.
+    const Straggler stop{.id = 0, .step = 2, .delay = absl::Milliseconds(300),
+                         .stop_server = true};
+    const std::vector<WorkerRun> stopped =
+        Train(absl::StrCat("slot_stopped_", workers), workers, /*shared_memory=*/true, stop,
+              absl::Seconds(20), kFloats, /*lend=*/true, absl::Milliseconds(100));
+    for (int id = 0; id < workers; ++id) {
+      INFO("worker " << id);
+      CHECK(apart[id].stats.slot_calls == 0);
+      CHECK(slot[id].stats.slot_calls > 0);
+      CHECK(slot[id].stats.pulls_with_push == kSteps);
+      CHECK(testing::BitEqual(slot[id].params, apart[id].params));
+      CHECK(testing::BitEqual(stopped[id].params, apart[id].params));
+    }
+    CHECK_FALSE(testing::BitEqual(apart[0].params, std::vector<float>(kFloats, 0.0f)));
   }
 }
 
