@@ -17,7 +17,8 @@
 //     and its fields, then stores kPosted, then reads `serving`.
 //   - The server's polling thread takes a call by changing kPosted to
 //     kTaken; it stores its answer, then kAnswered. The worker reads the
-//     answer and stores kIdle.
+//     answer and stores kIdle. An answer may decline the call unserved
+//     (kDeclined): the worker then sends it through gRPC.
 //   - The server stores serving = 1 while its thread polls and 0 before it
 //     sleeps, then looks at its slots once more. A worker that reads
 //     serving == 0 after posting (or sees its call not taken in time: a
@@ -48,8 +49,14 @@ inline constexpr uint32_t kPosted = 1;
 inline constexpr uint32_t kTaken = 2;
 inline constexpr uint32_t kAnswered = 3;
 
-// The method a posted call is for; only pushes go through a slot.
+// The method a posted call is for.
 inline constexpr uint32_t kPush = 1;
+inline constexpr uint32_t kPull = 2;
+
+// CallSlotHeader::status_code of an answer that declines the call before
+// serving any of it: the worker sends it through gRPC instead (a pull
+// whose answer has no room in the region, say).
+inline constexpr int32_t kDeclined = -1;
 
 // A slot's size and where its areas lie: the header, the request's bytes,
 // then the answer's (status message, then the response's bytes).

@@ -136,6 +136,11 @@ std::function<void()> CallSlotClient::Check(Call& call) {
     const uint32_t response_bytes =
         std::min<uint32_t>(header_->response_bytes, call_slot::kAnswerCapacity - message_bytes);
     const int code = header_->status_code;
+    if (code == call_slot::kDeclined) {  // not served there: through gRPC
+      header_->state.store(call_slot::kIdle);
+      busy_.store(false);
+      return std::move(call.fallback);
+    }
     grpc::Status status =
         code == 0 ? grpc::Status::OK
                   : grpc::Status(static_cast<grpc::StatusCode>(code),

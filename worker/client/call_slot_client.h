@@ -49,11 +49,11 @@ class CallSlotClient : public std::enable_shared_from_this<CallSlotClient> {
   // caller's queue (SlotWaits::Poll), with the answer's status and the
   // response's serialized bytes (valid while it runs); or, when the
   // server did not take the call (it went to sleep, stopped or exited
-  // first), `fallback` runs there instead and must send the same request
-  // through gRPC.
+  // first) or declined it unserved, `fallback` runs there instead and must
+  // send the same request through gRPC.
   using Finish = std::function<void(const grpc::Status& status, absl::string_view response)>;
   // Posts the acquired slot's request of `request_bytes` (written into
-  // request_area) for method `method` (call_slot::kPush) with `deadline`,
+  // request_area) for method `method` (call_slot::kPush, kPull) with `deadline`,
   // to be completed on `cq` by SlotWaits::Poll.
   void Post(grpc::CompletionQueue* cq, uint32_t method, uint32_t request_bytes,
             absl::Time deadline, Finish finish, std::function<void()> fallback);

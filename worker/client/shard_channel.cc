@@ -15,12 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "cairn/v1/shard.grpc.pb.h"
+#include "common/call_slot.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/push_payload.h"
 #include "common/shared_region.h"
 #include "common/status_conversion.h"
-#include "common/call_slot.h"
 #include "worker/client/call_queue.h"
 #include "worker/client/call_slot_client.h"
 #include "worker/client/shared_arena.h"
@@ -296,38 +296,63 @@ class GrpcShardChannel final : public ShardChannel {
     }
     // The request through the generic stub, so that the answer's values
     // are read from the slices gRPC received them in (pull_reply_reader.h).
-    auto request_bytes = std::make_shared<grpc::ByteBuffer>();
-    bool own = false;
-    grpc::Status serialized =
-        grpc::SerializationTraits<v1::PullRequest>::Serialize(*request, request_bytes.get(), &own);
-    if (!serialized.ok()) {
-      // Only a request past protobuf's 2 GiB limit; the call ends CANCELLED
-      // the usual way, on the thread its `done` is promised to.
-      LOG_ERROR("a pull to server {} cannot be serialized: {}", address_,
-                serialized.error_message());
-      context->TryCancel();
-    }
     auto reply = std::make_shared<ReceivedPull>();
-    Done finish = [counters = counters_, received = received_, response, link, at, request_bytes,
-                   reply, done = std::move(done)](grpc::Status status) {
+    // Ends the call once `response` is filled; `received`: the answer's
+    // inline values are in `reply` (through gRPC).
+    auto complete = std::make_shared<std::function<void(grpc::Status, bool)>>(
+        [counters = counters_, received = received_, response, link, at, reply,
+         done = std::move(done)](grpc::Status status, bool from_reply) {
+          if (at.has_value() && status.ok()) {
+            uint64_t bytes = 0;
+            for (const v1::TableValues& t : response->tables()) bytes += t.shared().length();
+            if (bytes > 0) Count(counters.get(), bytes);
+            if (bytes > 0 && at->lent != nullptr && counters != nullptr) {
+              counters->in_place.fetch_add(1, std::memory_order_relaxed);
+            }
+          }
+          const bool add = status.ok() && from_reply;
+          if (add) received->Add(response, reply.get());
+          done(status);
+          if (add) received->Remove(response);
+          // The server may still write into a failed call's range.
+          if (at.has_value()) Release(*link, *at, status.ok());
+        });
+    Done finish = [response, reply, complete](grpc::Status status) {
       if (status.ok()) {
         if (absl::Status read = reply->Read(response); !read.ok()) status = ToGrpcStatus(read);
       }
-      if (at.has_value() && status.ok()) {
-        uint64_t bytes = 0;
-        for (const v1::TableValues& t : response->tables()) bytes += t.shared().length();
-        if (bytes > 0) Count(counters.get(), bytes);
-        if (bytes > 0 && at->lent != nullptr && counters != nullptr) {
-          counters->in_place.fetch_add(1, std::memory_order_relaxed);
-        }
-      }
-      if (status.ok()) received->Add(response, reply.get());
-      done(status);
-      if (status.ok()) received->Remove(response);
-      // The server may still write into a failed call's range.
-      if (at.has_value()) Release(*link, *at, status.ok());
+      (*complete)(std::move(status), true);
     };
-    StartRaw(context, kPullMethod, *request_bytes, reply->bytes(), std::move(finish), cq);
+    // Sends the request through gRPC.
+    auto send = [this, context, request, reply, finish, cq]() mutable {
+      auto request_bytes = std::make_shared<grpc::ByteBuffer>();
+      bool own = false;
+      grpc::Status serialized = grpc::SerializationTraits<v1::PullRequest>::Serialize(
+          *request, request_bytes.get(), &own);
+      if (!serialized.ok()) {
+        // Only a request past protobuf's 2 GiB limit; the call ends
+        // CANCELLED the usual way, on the thread its `done` is promised to.
+        LOG_ERROR("a pull to server {} cannot be serialized: {}", address_,
+                  serialized.error_message());
+        context->TryCancel();
+      }
+      StartRaw(context, kPullMethod, *request_bytes, reply->bytes(),
+               [request_bytes, finish = std::move(finish)](grpc::Status status) {
+                 finish(std::move(status));
+               },
+               cq);
+    };
+    // An answer into the region goes through the call slot when it can.
+    if (at.has_value() && cq != nullptr && link->slot != nullptr) {
+      auto slot_finish = [response, complete](const grpc::Status& status,
+                                              absl::string_view bytes) {
+        (*complete)(ParseAnswer(status, bytes, response), false);
+      };
+      if (PostToSlot(*link->slot, call_slot::kPull, *request, context, slot_finish, send, cq)) {
+        return;
+      }
+    }
+    send();
   }
 
   void Clock(grpc::ClientContext* context, const v1::ClockRequest* request,
@@ -501,7 +526,14 @@ class GrpcShardChannel final : public ShardChannel {
           grpc::SerializationTraits<v1::PushRequest>::Serialize(*held, request.get(), &own);
           StartRaw(context, kPushMethod, *request, reply.get(), std::move(finish), cq);
         };
-        if (PostToSlot(*link->slot, *held, context, response, answered, fallback, cq)) return;
+        auto slot_finish = [response, answered](const grpc::Status& status,
+                                                absl::string_view bytes) {
+          (*answered)(ParseAnswer(status, bytes, response));
+        };
+        if (PostToSlot(*link->slot, call_slot::kPush, *held, context, slot_finish, fallback,
+                       cq)) {
+          return;
+        }
         fallback();
         return;
       }
@@ -511,33 +543,34 @@ class GrpcShardChannel final : public ShardChannel {
     StartRaw(context, kPushMethod, *request, reply.get(), std::move(finish), cq);
   }
 
-  // Sends a push of values in the region (`header`) through the call
-  // slot, when the slot is free, the server polls it and the request fits:
-  // `answered` ends the call, or `fallback` sends it through gRPC when the
-  // server did not take it. False when it was not posted (the caller sends
-  // it through gRPC).
-  bool PostToSlot(CallSlotClient& slot, const v1::PushRequest& header,
-                  grpc::ClientContext* context, v1::PushResponse* response,
-                  const std::shared_ptr<Done>& answered, std::function<void()> fallback,
+  // Posts `request` for `method` (call_slot::kPush, kPull) through the
+  // call slot, when the slot is free, the server polls it and the request
+  // fits: `finish` ends the call, or `fallback` sends it through gRPC when
+  // the server did not take it or declined it. False when it was not
+  // posted (the caller sends it through gRPC).
+  bool PostToSlot(CallSlotClient& slot, uint32_t method,
+                  const google::protobuf::MessageLite& request, grpc::ClientContext* context,
+                  CallSlotClient::Finish finish, std::function<void()> fallback,
                   grpc::CompletionQueue* cq) {
-    const size_t bytes = header.ByteSizeLong();
+    const size_t bytes = request.ByteSizeLong();
     if (bytes > call_slot::kRequestCapacity || !slot.TryAcquire()) return false;
-    header.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(slot.request_area()));
+    request.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(slot.request_area()));
     if (counters_ != nullptr) counters_->slot_calls.fetch_add(1, std::memory_order_relaxed);
-    slot.Post(cq, call_slot::kPush, static_cast<uint32_t>(bytes),
-              absl::FromChrono(context->deadline()),
-              [response, answered](const grpc::Status& status, absl::string_view bytes) {
-                grpc::Status result = status;
-                if (result.ok() &&
-                    !response->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-                  result = grpc::Status(grpc::StatusCode::INTERNAL,
-                                        "cannot parse the server's PushResponse from the call "
-                                        "slot");
-                }
-                (*answered)(std::move(result));
-              },
-              std::move(fallback));
+    slot.Post(cq, method, static_cast<uint32_t>(bytes), absl::FromChrono(context->deadline()),
+              std::move(finish), std::move(fallback));
     return true;
+  }
+
+  // What a call through a slot answered into `response`: the status, or
+  // INTERNAL when the bytes do not parse as `response`.
+  static grpc::Status ParseAnswer(const grpc::Status& status, absl::string_view bytes,
+                                  google::protobuf::MessageLite* response) {
+    if (status.ok() && !response->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return grpc::Status(grpc::StatusCode::INTERNAL,
+                          absl::StrCat("cannot parse the server's ", response->GetTypeName(),
+                                       " from the call slot"));
+    }
+    return status;
   }
 
   // Starts a call of `method` through the generic stub on `cq`, or on the

@@ -53,6 +53,14 @@ absl::Status SlotCall::Answer(int code, absl::string_view message, absl::string_
   return absl::OkStatus();
 }
 
+void SlotCall::Decline() {
+  header_->status_code = call_slot::kDeclined;
+  header_->message_bytes = 0;
+  header_->response_bytes = 0;
+  answered_ = true;
+  header_->state.store(call_slot::kAnswered);
+}
+
 absl::Status CallSlots::Add(const std::shared_ptr<SharedRegion>& region, uint64_t offset,
                             uint64_t bytes, uint32_t worker_id) {
   if (bytes != call_slot::kBytes || offset < SharedRegion::kHeaderBytes || offset % 64 != 0 ||
@@ -92,9 +100,9 @@ bool CallSlots::Poll() {
     }
   }
   for (std::unique_ptr<SlotCall>& call : taken) {
-    if (call->method() != call_slot::kPush) {
+    if (call->method() != call_slot::kPush && call->method() != call_slot::kPull) {
       call->Answer(kUnimplemented, absl::StrCat("call slot method ", call->method(),
-                                                " is not served (only pushes are)"),
+                                                " is not served (only pushes and pulls are)"),
                    "")
           .IgnoreError();
       continue;

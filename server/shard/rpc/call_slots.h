@@ -46,6 +46,9 @@ class SlotCall {
   // thread. INVALID_ARGUMENT without writing when `response` is above
   // call_slot::kAnswerCapacity (the caller shrinks it and answers again).
   absl::Status Answer(int code, absl::string_view message, absl::string_view response);
+  // Answers that the call was not served here: the worker sends it through
+  // gRPC (call_slot::kDeclined). Only before any of it was served.
+  void Decline();
 
  private:
   const std::shared_ptr<SharedRegion> region_;

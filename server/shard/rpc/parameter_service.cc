@@ -206,6 +206,10 @@ void ParameterService::ServePush(PushCall* call) {
 }
 
 void ParameterService::ServeSlotCall(std::unique_ptr<SlotCall> slot) {
+  if (slot->method() == call_slot::kPull) {
+    ServeSlotPull(std::move(slot));
+    return;
+  }
   // What the shard reads and fills until the push is answered (maybe
   // later, on another thread: a riding pull that waits).
   struct Held {
@@ -256,6 +260,68 @@ void ParameterService::ServeSlotCall(std::unique_ptr<SlotCall> slot) {
                      .IgnoreError();
                }
              });
+}
+
+void ParameterService::ServeSlotPull(std::unique_ptr<SlotCall> slot) {
+  struct Held {
+    std::unique_ptr<SlotCall> slot;
+    v1::PullRequest request;
+    v1::PullResponse response;
+  };
+  auto held = std::make_shared<Held>();
+  held->slot = std::move(slot);
+  SlotCall* call = held->slot.get();
+  const absl::string_view bytes = call->request();
+  if (!held->request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    call->Answer(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT),
+                 absl::StrCat("a pull of ", bytes.size(),
+                              " bytes through a call slot is not a PullRequest"),
+                 "")
+        .IgnoreError();
+    return;
+  }
+  if (held->request.worker_id() != call->worker_id()) {
+    call->Answer(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT),
+                 absl::StrCat("a pull of worker ", held->request.worker_id(),
+                              " came through the call slot of worker ", call->worker_id(),
+                              "'s region"),
+                 "")
+        .IgnoreError();
+    return;
+  }
+  std::shared_ptr<const Attached> attached = Current();
+  if (attached == nullptr) {
+    const grpc::Status status = NotAttached();
+    call->Answer(static_cast<int>(status.error_code()), status.error_message(), "")
+        .IgnoreError();
+    return;
+  }
+  // Only an answer whose values go into the worker's region is small
+  // enough for the slot: any other goes through gRPC.
+  std::optional<SharedRegions::Reply> reply = regions_.ResolveReply(held->request);
+  if (!reply.has_value()) {
+    call->Decline();
+    return;
+  }
+  const PullReplyArea area{reply->bytes, held->request.reply_to().region(),
+                           held->request.reply_to().offset()};
+  const absl::Time start = absl::Now();
+  ShardMetrics* metrics = metrics_;
+  attached->shard->Pull(
+      &held->request, &held->response, PullDeadline(call->deadline()),
+      [held, start, metrics, attached, region = std::move(reply->region)](absl::Status status) {
+        RecordPull(metrics, held->request, held->response, status, start);
+        std::string bytes;
+        if (status.ok()) held->response.SerializeToString(&bytes);
+        absl::Status answered = held->slot->Answer(static_cast<int>(status.code()),
+                                                   status.message(), bytes);
+        if (!answered.ok()) {
+          held->slot
+              ->Answer(static_cast<int>(grpc::StatusCode::INTERNAL), answered.message(), "")
+              .IgnoreError();
+        }
+      },
+      area);
 }
 
 void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushResponse* response,

@@ -92,8 +92,12 @@ class ParameterService final : public AsyncParameterService {
   // bytes; its reply: its PullResponse's.
   void ServePull(PullCall* call);
   void ServePush(PushCall* call);
-  // A push taken from a worker's call slot, answered into the slot.
+  // A push or pull taken from a worker's call slot, answered into the slot.
   void ServeSlotCall(std::unique_ptr<SlotCall> call);
+  // A pull from a call slot: served when its answer's values go into the
+  // worker's region (its reply_to resolves), else declined (the worker
+  // sends it through gRPC).
+  void ServeSlotPull(std::unique_ptr<SlotCall> call);
   // Where a push came from: the caller's role under TLS (none without),
   // and the call's deadline.
   struct PushFrom {
