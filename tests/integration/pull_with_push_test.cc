@@ -31,11 +31,11 @@ constexpr int kSteps = 6;
 
 // `busy_poll`: the server's rpc.busy_poll (0: off).
 std::string Yaml(int workers, bool shared_memory, size_t floats,
-                 absl::Duration busy_poll = absl::ZeroDuration()) {
+                 absl::Duration busy_poll = absl::ZeroDuration(), int servers = 1) {
   return absl::StrCat(R"(
 cluster:
   coordinator: "127.0.0.1:1"
-  servers: 1
+  servers: )", servers, R"(
   workers: )", workers, R"(
   partitions: 4
   lease_timeout: 5s
@@ -119,15 +119,15 @@ std::vector<WorkerRun> Train(const std::string& name, int workers, bool shared_m
                              const Straggler& late = {},
                              absl::Duration rpc_deadline = absl::Seconds(20),
                              size_t floats = kFloats, bool lend = false,
-                             absl::Duration busy_poll = absl::ZeroDuration()) {
+                             absl::Duration busy_poll = absl::ZeroDuration(), int servers = 1) {
   auto cluster = TestCluster::Start(
-      name, Yaml(workers, shared_memory, floats, busy_poll), 1);
+      name, Yaml(workers, shared_memory, floats, busy_poll, servers), servers);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
   std::vector<std::unique_ptr<Client>> clients =
       testing::ConnectAll(**cluster, workers, rpc_deadline, absl::Seconds(30), busy_poll);
   if (shared_memory) {
-    for (const auto& c : clients) REQUIRE(testing::WaitForRegions(*c, 1));
+    for (const auto& c : clients) REQUIRE(testing::WaitForRegions(*c, servers));
   }
   // Stops the server for late.delay, from a thread of its own.
   std::future<absl::Status> resumed;
@@ -256,6 +256,24 @@ TEST_CASE("with both sides polling a step's push goes through the region's call 
     }
     CHECK_FALSE(testing::BitEqual(apart[0].params, std::vector<float>(kFloats, 0.0f)));
   }
+}
+
+TEST_CASE("with two servers each step's pushes and pulls go through their call slots and read "
+          "what gRPC reads",
+          "[integration][shared_memory]") {
+  const std::vector<WorkerRun> apart =
+      Train("slots_apart_2s", 2, /*shared_memory=*/false, {}, absl::Seconds(20), kFloats,
+            /*lend=*/false, absl::ZeroDuration(), /*servers=*/2);
+  const std::vector<WorkerRun> slots =
+      Train("slots_2s", 2, /*shared_memory=*/true, {}, absl::Seconds(20), kFloats,
+            /*lend=*/false, absl::Milliseconds(100), /*servers=*/2);
+  for (int id = 0; id < 2; ++id) {
+    INFO("worker " << id);
+    CHECK(slots[id].stats.pulls_with_push == 0);  // several servers: calls of their own
+    CHECK(slots[id].stats.slot_calls > 0);
+    CHECK(testing::BitEqual(slots[id].params, apart[id].params));
+  }
+  CHECK_FALSE(testing::BitEqual(apart[0].params, std::vector<float>(kFloats, 0.0f)));
 }
 
 TEST_CASE("a pull that would wait past half of its push's deadline is not served with the "

@@ -173,6 +173,21 @@ TEST_CASE("a call the server took just before it slept is served, not withdrawn"
   CHECK(ended.response == "served");
 }
 
+TEST_CASE("a call the server declines unserved goes through gRPC", "[call_slot]") {
+  Slot s;
+  s.Connect();
+  REQUIRE(s.client->TryAcquire());
+  Ended ended;
+  s.Post("a pull whose answer has no room in the region", absl::Seconds(10), &ended);
+  REQUIRE(s.server.Poll());
+  s.taken[0]->Decline();
+  CHECK(SlotWaits::Poll(&s.cq));
+  CHECK(ended.fell_back);
+  CHECK_FALSE(ended.status.has_value());
+  CHECK(s.client->TryAcquire());  // free again
+  s.client->Release();
+}
+
 TEST_CASE("a call a stopped server does not take within the wait goes through gRPC",
           "[call_slot]") {
   Slot s;
