@@ -59,7 +59,8 @@ inline constexpr uint32_t kPull = 2;
 inline constexpr int32_t kDeclined = -1;
 
 // A slot's size and where its areas lie: the header, the request's bytes,
-// then the answer's (status message, then the response's bytes).
+// then the answer's (status message, the status's binary details, then the
+// response's bytes).
 inline constexpr uint64_t kBytes = 64 * 1024;
 inline constexpr uint64_t kHeaderBytes = 64;
 inline constexpr uint64_t kRequestCapacity = 24 * 1024;
@@ -79,6 +80,7 @@ struct CallSlotHeader {
   // Written by the server before kAnswered.
   int32_t status_code;  // grpc::StatusCode
   uint32_t message_bytes;
+  uint32_t details_bytes;  // grpc::Status::error_details (a stale map's, say)
   uint32_t response_bytes;
   // Written by the server when it accepts the slot: its process id, for a
   // worker to tell a server that exited from one that is slow.

@@ -131,10 +131,13 @@ std::function<void()> CallSlotClient::Check(Call& call) {
   const uint32_t state = header_->state.load();
   if (state == call_slot::kAnswered) {
     const char* answer = reinterpret_cast<const char*>(header_) + call_slot::kAnswerOffset;
+    // Lengths clamped to the slot: a server writes them within it.
     const uint32_t message_bytes =
         std::min<uint32_t>(header_->message_bytes, call_slot::kAnswerCapacity);
-    const uint32_t response_bytes =
-        std::min<uint32_t>(header_->response_bytes, call_slot::kAnswerCapacity - message_bytes);
+    const uint32_t details_bytes =
+        std::min<uint32_t>(header_->details_bytes, call_slot::kAnswerCapacity - message_bytes);
+    const uint32_t response_bytes = std::min<uint32_t>(
+        header_->response_bytes, call_slot::kAnswerCapacity - message_bytes - details_bytes);
     const int code = header_->status_code;
     if (code == call_slot::kDeclined) {  // not served there: through gRPC
       header_->state.store(call_slot::kIdle);
@@ -144,8 +147,9 @@ std::function<void()> CallSlotClient::Check(Call& call) {
     grpc::Status status =
         code == 0 ? grpc::Status::OK
                   : grpc::Status(static_cast<grpc::StatusCode>(code),
-                                 std::string(answer, message_bytes));
-    std::string response(answer + message_bytes, response_bytes);
+                                 std::string(answer, message_bytes),
+                                 std::string(answer + message_bytes, details_bytes));
+    std::string response(answer + message_bytes + details_bytes, response_bytes);
     header_->state.store(call_slot::kIdle);
     busy_.store(false);
     answered.fetch_add(1, std::memory_order_relaxed);

@@ -34,19 +34,22 @@ absl::string_view SlotCall::request() const {
                                                     call_slot::kRequestCapacity));
 }
 
-absl::Status SlotCall::Answer(int code, absl::string_view message, absl::string_view response) {
-  if (response.size() > call_slot::kAnswerCapacity) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("an answer of ", response.size(), " bytes does not fit in a call slot (",
-                     call_slot::kAnswerCapacity, " bytes)"));
+absl::Status SlotCall::Answer(int code, absl::string_view message, absl::string_view response,
+                              absl::string_view details) {
+  if (response.size() + details.size() > call_slot::kAnswerCapacity) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an answer of ", response.size() + details.size(),
+        " bytes does not fit in a call slot (", call_slot::kAnswerCapacity, " bytes)"));
   }
-  const size_t message_bytes =
-      std::min<size_t>(message.size(), call_slot::kAnswerCapacity - response.size());
+  const size_t message_bytes = std::min<size_t>(
+      message.size(), call_slot::kAnswerCapacity - response.size() - details.size());
   char* answer = reinterpret_cast<char*>(header_) + call_slot::kAnswerOffset;
   std::memcpy(answer, message.data(), message_bytes);
-  std::memcpy(answer + message_bytes, response.data(), response.size());
+  std::memcpy(answer + message_bytes, details.data(), details.size());
+  std::memcpy(answer + message_bytes + details.size(), response.data(), response.size());
   header_->status_code = code;
   header_->message_bytes = static_cast<uint32_t>(message_bytes);
+  header_->details_bytes = static_cast<uint32_t>(details.size());
   header_->response_bytes = static_cast<uint32_t>(response.size());
   answered_ = true;
   header_->state.store(call_slot::kAnswered);
@@ -56,6 +59,7 @@ absl::Status SlotCall::Answer(int code, absl::string_view message, absl::string_
 void SlotCall::Decline() {
   header_->status_code = call_slot::kDeclined;
   header_->message_bytes = 0;
+  header_->details_bytes = 0;
   header_->response_bytes = 0;
   answered_ = true;
   header_->state.store(call_slot::kAnswered);

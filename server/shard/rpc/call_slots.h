@@ -41,11 +41,14 @@ class SlotCall {
   // The deadline the worker set for the call.
   absl::Time deadline() const { return absl::FromUnixNanos(header_->deadline_unix_ns); }
 
-  // Writes the answer (`code`, `message` cut to what fits, the response's
-  // serialized bytes) and hands the slot back to the worker. Once; from any
-  // thread. INVALID_ARGUMENT without writing when `response` is above
-  // call_slot::kAnswerCapacity (the caller shrinks it and answers again).
-  absl::Status Answer(int code, absl::string_view message, absl::string_view response);
+  // Writes the answer (a grpc::StatusCode `code`, `message` cut to what
+  // fits, the status's binary `details`, the response's serialized bytes)
+  // and hands the slot back to the worker. Once; from any thread.
+  // INVALID_ARGUMENT without writing when `details` and `response` are
+  // above call_slot::kAnswerCapacity together (the caller answers again
+  // with less).
+  absl::Status Answer(int code, absl::string_view message, absl::string_view response,
+                      absl::string_view details = {});
   // Answers that the call was not served here: the worker sends it through
   // gRPC (call_slot::kDeclined). Only before any of it was served.
   void Decline();

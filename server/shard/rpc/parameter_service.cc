@@ -65,6 +65,53 @@ void RecordTick(Shard* shard, const v1::PushRequest& push, v1::PushResponse* res
   response->set_ticked(min_clock.ok());
 }
 
+// A call from a worker's call slot (call_slots.h) with its parsed request
+// and the response the shard fills until it is answered.
+template <typename Request, typename Response>
+struct SlotHeld {
+  std::unique_ptr<SlotCall> slot;
+  Request request;
+  Response response;
+};
+
+// Answers `call` with `status` (its binary details too: a stale map's), and
+// with `response` when it is OK; INTERNAL naming the sizes when the
+// response does not fit in the slot.
+void AnswerSlot(SlotCall& call, const grpc::Status& status,
+                const google::protobuf::MessageLite* response = nullptr) {
+  std::string bytes;
+  if (status.ok() && response != nullptr) response->SerializeToString(&bytes);
+  absl::Status answered = call.Answer(static_cast<int>(status.error_code()),
+                                      status.error_message(), bytes, status.error_details());
+  if (!answered.ok()) {
+    call.Answer(static_cast<int>(absl::StatusCode::kInternal), answered.message(), "")
+        .IgnoreError();
+  }
+}
+
+// Parses `call`'s request (a `what`) into `request`: false, the call
+// answered INVALID_ARGUMENT naming what is wrong, when the bytes are not
+// one or the request is not the slot's worker's own.
+template <typename Request>
+bool ParseSlotRequest(SlotCall& call, const char* what, Request* request) {
+  const absl::string_view bytes = call.request();
+  if (!request->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    AnswerSlot(call, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                  absl::StrCat("a ", what, " of ", bytes.size(),
+                                               " bytes through a call slot is not a ",
+                                               request->GetTypeName())));
+    return false;
+  }
+  if (request->worker_id() != call.worker_id()) {
+    AnswerSlot(call, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                  absl::StrCat("a ", what, " of worker ", request->worker_id(),
+                                               " came through the call slot of worker ",
+                                               call.worker_id(), "'s region")));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 ParameterService::ParameterService(ShardMetrics* metrics, absl::Duration max_wait)
@@ -212,95 +259,42 @@ void ParameterService::ServeSlotCall(std::unique_ptr<SlotCall> slot) {
   }
   // What the shard reads and fills until the push is answered (maybe
   // later, on another thread: a riding pull that waits).
-  struct Held {
-    std::unique_ptr<SlotCall> slot;
-    v1::PushRequest request;
-    v1::PushResponse response;
-  };
-  auto held = std::make_shared<Held>();
+  auto held = std::make_shared<SlotHeld<v1::PushRequest, v1::PushResponse>>();
   held->slot = std::move(slot);
-  SlotCall* call = held->slot.get();
-  const absl::string_view bytes = call->request();
-  if (!held->request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    call->Answer(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT),
-                 absl::StrCat("a push of ", bytes.size(),
-                              " bytes through a call slot is not a PushRequest"),
-                 "")
-        .IgnoreError();
-    return;
-  }
+  if (!ParseSlotRequest(*held->slot, "push", &held->request)) return;
   // A slot carries its worker's own pushes, never a forwarded copy.
-  if (held->request.worker_id() != call->worker_id() || held->request.forwarded()) {
-    call->Answer(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT),
-                 absl::StrCat("a push of worker ", held->request.worker_id(),
-                              held->request.forwarded() ? " (forwarded)" : "",
-                              " came through the call slot of worker ", call->worker_id(),
-                              "'s region"),
-                 "")
-        .IgnoreError();
+  if (held->request.forwarded()) {
+    AnswerSlot(*held->slot, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                         "a forwarded push came through a worker's call slot"));
     return;
   }
-  HandlePush(&held->request, &held->response, PushFrom{Role::kWorker, call->deadline()},
+  HandlePush(&held->request, &held->response, PushFrom{Role::kWorker, held->slot->deadline()},
              [held](const grpc::Status& status) {
-               std::string bytes;
-               if (status.ok()) held->response.SerializeToString(&bytes);
-               if (bytes.size() > call_slot::kAnswerCapacity && held->response.has_pull()) {
+               v1::PushResponse* response = &held->response;
+               if (status.ok() && response->ByteSizeLong() > call_slot::kAnswerCapacity &&
+                   response->has_pull()) {
                  // The riding pull's answer went inline and is too large
                  // for the slot: the worker pulls on its own.
-                 held->response.clear_pull();
-                 bytes.clear();
-                 held->response.SerializeToString(&bytes);
+                 response->clear_pull();
                }
-               absl::Status answered = held->slot->Answer(
-                   static_cast<int>(status.error_code()), status.error_message(), bytes);
-               if (!answered.ok()) {
-                 held->slot
-                     ->Answer(static_cast<int>(grpc::StatusCode::INTERNAL), answered.message(),
-                              "")
-                     .IgnoreError();
-               }
+               AnswerSlot(*held->slot, status, response);
              });
 }
 
 void ParameterService::ServeSlotPull(std::unique_ptr<SlotCall> slot) {
-  struct Held {
-    std::unique_ptr<SlotCall> slot;
-    v1::PullRequest request;
-    v1::PullResponse response;
-  };
-  auto held = std::make_shared<Held>();
+  auto held = std::make_shared<SlotHeld<v1::PullRequest, v1::PullResponse>>();
   held->slot = std::move(slot);
-  SlotCall* call = held->slot.get();
-  const absl::string_view bytes = call->request();
-  if (!held->request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    call->Answer(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT),
-                 absl::StrCat("a pull of ", bytes.size(),
-                              " bytes through a call slot is not a PullRequest"),
-                 "")
-        .IgnoreError();
-    return;
-  }
-  if (held->request.worker_id() != call->worker_id()) {
-    call->Answer(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT),
-                 absl::StrCat("a pull of worker ", held->request.worker_id(),
-                              " came through the call slot of worker ", call->worker_id(),
-                              "'s region"),
-                 "")
-        .IgnoreError();
-    return;
-  }
+  if (!ParseSlotRequest(*held->slot, "pull", &held->request)) return;
   std::shared_ptr<const Attached> attached = Current();
   if (attached == nullptr) {
-    const grpc::Status status = NotAttached();
-    call->Answer(static_cast<int>(status.error_code()), status.error_message(), "")
-        .IgnoreError();
+    AnswerSlot(*held->slot, NotAttached());
     return;
   }
   // Only an answer whose values go into the worker's region is small
   // enough for the slot: any other goes through gRPC.
   std::optional<SharedRegions::Reply> reply = regions_.ResolveReply(held->request);
   if (!reply.has_value()) {
-    call->Decline();
+    held->slot->Decline();
     return;
   }
   const PullReplyArea area{reply->bytes, held->request.reply_to().region(),
@@ -308,18 +302,10 @@ void ParameterService::ServeSlotPull(std::unique_ptr<SlotCall> slot) {
   const absl::Time start = absl::Now();
   ShardMetrics* metrics = metrics_;
   attached->shard->Pull(
-      &held->request, &held->response, PullDeadline(call->deadline()),
+      &held->request, &held->response, PullDeadline(held->slot->deadline()),
       [held, start, metrics, attached, region = std::move(reply->region)](absl::Status status) {
         RecordPull(metrics, held->request, held->response, status, start);
-        std::string bytes;
-        if (status.ok()) held->response.SerializeToString(&bytes);
-        absl::Status answered = held->slot->Answer(static_cast<int>(status.code()),
-                                                   status.message(), bytes);
-        if (!answered.ok()) {
-          held->slot
-              ->Answer(static_cast<int>(grpc::StatusCode::INTERNAL), answered.message(), "")
-              .IgnoreError();
-        }
+        AnswerSlot(*held->slot, ToGrpcStatus(status), &held->response);
       },
       area);
 }

@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "common/call_slot.h"
 #include "common/shared_region.h"
+#include "common/status_conversion.h"
 #include "server/shard/rpc/call_slots.h"
 #include "worker/client/call_slot_client.h"
 
@@ -108,6 +109,21 @@ TEST_CASE("a posted call is taken by the polling server, answered, and ends on t
     REQUIRE(failed.status.has_value());
     CHECK(failed.status->error_code() == grpc::StatusCode::INVALID_ARGUMENT);
     CHECK(failed.status->error_message() == "table w: shape [3] expected");
+  }
+  SECTION("a stale map's answer keeps its binary details, which the client retries on") {
+    REQUIRE(s.client->TryAcquire());
+    Ended stale;
+    s.Post("stale", absl::Seconds(10), &stale);
+    REQUIRE(s.server.Poll());
+    const grpc::Status answer = StaleMapStatus(3, 5);
+    REQUIRE(s.taken[1]
+                ->Answer(static_cast<int>(answer.error_code()), answer.error_message(), "",
+                         answer.error_details())
+                .ok());
+    CHECK(SlotWaits::Poll(&s.cq));
+    REQUIRE(stale.status.has_value());
+    CHECK(stale.status->error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(StaleMapVersion(*stale.status) == std::optional<uint64_t>(5));
   }
   SECTION("an answer larger than the slot is refused unwritten") {
     REQUIRE(s.client->TryAcquire());
