@@ -50,6 +50,15 @@ int EnvInt(const char* name, int fallback) {
   return v != nullptr && absl::SimpleAtoi(v, &out) && out > 0 ? out : fallback;
 }
 
+// rpc.busy_poll of every daemon: CAIRN_SOAK_BUSY_POLL (a duration, say
+// 2ms: the trainers' pushes and pulls then go through their regions' call
+// slots, docs/shared-memory.md), else 0s as daemons started outside
+// cairn-launch take `auto`.
+std::string BusyPoll() {
+  const char* v = std::getenv("CAIRN_SOAK_BUSY_POLL");
+  return v != nullptr && *v != '\0' ? std::string(v) : std::string("0s");
+}
+
 std::string SoakYaml(int64_t steps, int slowdown) {
   return absl::StrCat(R"(
 cluster:
@@ -63,6 +72,7 @@ cluster:
   startup_timeout: 60s
 rpc:
   deadline: 30s
+  busy_poll: )", BusyPoll(), R"(
 consistency:
   mode: bsp
 tables:
