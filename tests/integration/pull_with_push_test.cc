@@ -229,7 +229,7 @@ TEST_CASE("waits that poll before they sleep (rpc.busy_poll, server and workers)
 }
 
 TEST_CASE("with both sides polling a step's push goes through the region's call slot, not "
-          "gRPC, and reads what two calls through gRPC read; also past a stopped server",
+          "gRPC, and reads what two calls through gRPC read, also past a stopped server",
           "[integration][shared_memory]") {
   for (int workers : {1, 2}) {
     INFO(workers << " worker(s)");

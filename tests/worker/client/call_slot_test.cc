@@ -53,6 +53,11 @@ struct Slot {
     return reinterpret_cast<CallSlotHeader*>(region->data() + kOffset);
   }
   void Connect() { client = std::make_shared<CallSlotClient>(region, kOffset); }
+  // Takes the free slot and posts `request` in it.
+  void Start(const std::string& request, absl::Duration deadline, Ended* ended) {
+    REQUIRE(client->TryAcquire());
+    Post(request, deadline, ended);
+  }
   // Posts `request` for `deadline` from now; `ended` records the outcome.
   void Post(const std::string& request, absl::Duration deadline, Ended* ended) {
     std::memcpy(client->request_area(), request.data(), request.size());
@@ -98,9 +103,8 @@ TEST_CASE("a posted call is taken by the polling server, answered, and ends on t
   s.client->Release();
 
   SECTION("an error's code and message reach the worker") {
-    REQUIRE(s.client->TryAcquire());
     Ended failed;
-    s.Post("again", absl::Seconds(10), &failed);
+    s.Start("again", absl::Seconds(10), &failed);
     REQUIRE(s.server.Poll());
     REQUIRE(s.taken[1]->Answer(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT),
                                "table w: shape [3] expected", "")
@@ -111,9 +115,8 @@ TEST_CASE("a posted call is taken by the polling server, answered, and ends on t
     CHECK(failed.status->error_message() == "table w: shape [3] expected");
   }
   SECTION("a stale map's answer keeps its binary details, which the client retries on") {
-    REQUIRE(s.client->TryAcquire());
     Ended stale;
-    s.Post("stale", absl::Seconds(10), &stale);
+    s.Start("stale", absl::Seconds(10), &stale);
     REQUIRE(s.server.Poll());
     const grpc::Status answer = StaleMapStatus(3, 5);
     REQUIRE(s.taken[1]
@@ -126,9 +129,8 @@ TEST_CASE("a posted call is taken by the polling server, answered, and ends on t
     CHECK(StaleMapVersion(*stale.status) == std::optional<uint64_t>(5));
   }
   SECTION("an answer larger than the slot is refused unwritten") {
-    REQUIRE(s.client->TryAcquire());
     Ended big;
-    s.Post("big", absl::Seconds(10), &big);
+    s.Start("big", absl::Seconds(10), &big);
     REQUIRE(s.server.Poll());
     CHECK(s.taken[1]->Answer(0, "", std::string(call_slot::kAnswerCapacity + 1, 'x')).code() ==
           absl::StatusCode::kInvalidArgument);
@@ -138,9 +140,8 @@ TEST_CASE("a posted call is taken by the polling server, answered, and ends on t
     CHECK(big.response == "small");
   }
   SECTION("a call the server drops unanswered ends UNAVAILABLE, which the client retries") {
-    REQUIRE(s.client->TryAcquire());
     Ended dropped;
-    s.Post("dropped", absl::Seconds(10), &dropped);
+    s.Start("dropped", absl::Seconds(10), &dropped);
     REQUIRE(s.server.Poll());
     s.taken.pop_back();
     CHECK(SlotWaits::Poll(&s.cq));
@@ -154,9 +155,8 @@ TEST_CASE("a call posted as the server goes to sleep is withdrawn and sent throu
           "[call_slot]") {
   Slot s;
   s.Connect();
-  REQUIRE(s.client->TryAcquire());
   Ended ended;
-  s.Post("late", absl::Seconds(10), &ended);
+  s.Start("late", absl::Seconds(10), &ended);
   // The server stops polling before it saw the call (CompletionLoop tells
   // it, then looks once more: here it looks after the worker withdrew).
   s.server.SetPolling(false);
@@ -177,9 +177,8 @@ TEST_CASE("a call the server took just before it slept is served, not withdrawn"
           "[call_slot]") {
   Slot s;
   s.Connect();
-  REQUIRE(s.client->TryAcquire());
   Ended ended;
-  s.Post("taken", absl::Seconds(10), &ended);
+  s.Start("taken", absl::Seconds(10), &ended);
   s.server.SetPolling(false);
   REQUIRE(s.server.Poll());  // its last look before sleeping
   CHECK_FALSE(SlotWaits::Poll(&s.cq));  // taken: the worker waits for the answer
@@ -192,9 +191,8 @@ TEST_CASE("a call the server took just before it slept is served, not withdrawn"
 TEST_CASE("a call the server declines unserved goes through gRPC", "[call_slot]") {
   Slot s;
   s.Connect();
-  REQUIRE(s.client->TryAcquire());
   Ended ended;
-  s.Post("a pull whose answer has no room in the region", absl::Seconds(10), &ended);
+  s.Start("a pull whose answer has no room in the region", absl::Seconds(10), &ended);
   REQUIRE(s.server.Poll());
   s.taken[0]->Decline();
   CHECK(SlotWaits::Poll(&s.cq));
@@ -208,9 +206,8 @@ TEST_CASE("a call a stopped server does not take within the wait goes through gR
           "[call_slot]") {
   Slot s;
   s.Connect();
-  REQUIRE(s.client->TryAcquire());
   Ended ended;
-  s.Post("stopped", absl::Seconds(10), &ended);
+  s.Start("stopped", absl::Seconds(10), &ended);
   CHECK_FALSE(SlotWaits::Poll(&s.cq));  // the server still says it polls
   absl::SleepFor(absl::Milliseconds(60));
   CHECK(SlotWaits::Poll(&s.cq));
@@ -222,9 +219,8 @@ TEST_CASE("a taken call not answered by its deadline fails, and the slot is not 
           "[call_slot]") {
   Slot s;
   s.Connect();
-  REQUIRE(s.client->TryAcquire());
   Ended ended;
-  s.Post("slow", absl::Milliseconds(30), &ended);
+  s.Start("slow", absl::Milliseconds(30), &ended);
   REQUIRE(s.server.Poll());
   absl::SleepFor(absl::Milliseconds(40));
   CHECK(SlotWaits::Poll(&s.cq));
@@ -249,9 +245,8 @@ TEST_CASE("a server process that exits while it holds the call fails it at once,
   // As if the slot were served by that process.
   s.header()->server_pid = child;
   s.Connect();
-  REQUIRE(s.client->TryAcquire());
   Ended ended;
-  s.Post("orphan", absl::Seconds(30), &ended);
+  s.Start("orphan", absl::Seconds(30), &ended);
   REQUIRE(s.server.Poll());
   absl::SleepFor(absl::Milliseconds(20));
   CHECK_FALSE(SlotWaits::Poll(&s.cq));  // alive: it waits
