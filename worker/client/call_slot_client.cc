@@ -23,7 +23,7 @@ constexpr absl::Duration kTakeWait = absl::Milliseconds(50);
 // How often a waiting call looks whether the server's process still runs.
 constexpr absl::Duration kPidCheckEvery = absl::Milliseconds(10);
 
-std::atomic<int> slots_in_use{0};
+std::atomic<int> slots_in_use{0};  // CallSlotClients and SlotWaits::Expecting
 std::atomic<uint64_t> answered{0};
 
 // Whether process `pid` of this host has exited.
@@ -193,6 +193,9 @@ std::function<void()> CallSlotClient::Check(Call& call) {
            absl::string_view());
   };
 }
+
+SlotWaits::Expecting::Expecting() { slots_in_use.fetch_add(1); }
+SlotWaits::Expecting::~Expecting() { slots_in_use.fetch_sub(1); }
 
 bool SlotWaits::InUse() { return slots_in_use.load(std::memory_order_relaxed) > 0; }
 

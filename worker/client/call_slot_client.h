@@ -84,8 +84,22 @@ class CallSlotClient : public std::enable_shared_from_this<CallSlotClient> {
 // completes them. Thread-safe.
 class SlotWaits {
  public:
-  // Whether any slot of this process is in use: a queue's driver must then
-  // look here as it waits (and not sleep in Next without a bound).
+  // Held by a client whose channels may offer call slots, for the client's
+  // life: InUse() is true from before its first call, so none of its
+  // queues' drivers sleeps without a bound while a call may end in a slot
+  // (a slot accepted, and a call posted in it from another thread, while
+  // the driver slept).
+  class Expecting {
+   public:
+    Expecting();
+    ~Expecting();
+    Expecting(const Expecting&) = delete;
+    Expecting& operator=(const Expecting&) = delete;
+  };
+
+  // Whether any slot of this process is in use or expected: a queue's
+  // driver must then look here as it waits (and not sleep in Next without
+  // a bound).
   static bool InUse();
   // Ends what can end of `cq`'s calls, running their finishes or
   // fallbacks on this thread; true when any ended.

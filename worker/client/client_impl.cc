@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "cairn/v1/coordinator.pb.h"
 #include "common/busy_poll.h"
-#include "worker/client/call_slot_client.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/partitioning.h"
@@ -85,7 +84,8 @@ void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait, absl::Duration
   bool ok = false;
   // Calls posted through call slots (call_slot_client.h) end here too:
   // the queue is then polled once per look at the slots, and waited on a
-  // millisecond at a time.
+  // millisecond at a time. A client that may post any holds InUse() true
+  // for its life (SlotWaits::Expecting), so this holds for the whole wait.
   const bool slots = SlotWaits::InUse();
   if (busy_poll > absl::ZeroDuration()) {
     const absl::Time until = absl::Now() + busy_poll;
@@ -175,7 +175,12 @@ ClientImpl::ClientImpl(const ClientOptions& options,
     : options_(options),
       coordinator_(std::move(coordinator)),
       connect_(std::move(connect)),
-      cache_(options.cache_bytes) {}
+      cache_(options.cache_bytes) {
+  if (options_.call_slots && options_.shared_memory &&
+      options_.busy_poll > absl::ZeroDuration()) {
+    expecting_slots_.emplace();
+  }
+}
 
 ClientImpl::~ClientImpl() {
   DrainClocks().IgnoreError();  // callbacks must not outlive the client

@@ -19,6 +19,7 @@
 #include "common/coordinator_client.h"
 #include "common/push_payload.h"
 #include "common/work_queue.h"
+#include "worker/client/call_slot_client.h"
 #include "worker/client/client.h"
 #include "worker/client/client_metrics.h"
 #include "worker/client/clock_ticker.h"
@@ -222,6 +223,9 @@ class ClientImpl final : public Client {
   // What the same-host path moved (every channel's).
   const std::shared_ptr<SharedMemoryCounters> shared_memory_ =
       std::make_shared<SharedMemoryCounters>();
+  // Held while this client's channels may offer call slots (ClientOptions
+  // call_slots, busy_poll above zero and shared_memory).
+  std::optional<SlotWaits::Expecting> expecting_slots_;
   // A map refresh the heartbeat asked for is queued on the executor.
   std::atomic<bool> map_refresh_posted_{false};
   std::atomic<bool> finished_{false};
