@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "cairn/v1/types.pb.h"
 #include "common/bytes.h"
@@ -31,15 +32,32 @@ inline constexpr char kCairnSharedLent[] = "Cairn-shm-lent";
 // started with certificates: their ratio to the plaintext rows is TLS's cost.
 inline constexpr char kCairnSharedTls[] = "Cairn-shm-TLS";
 inline constexpr char kCairnGrpcTls[] = "Cairn-gRPC-TLS";
+// The two same-host methods against a third cluster whose server polls, as
+// cairn-launch's daemons do (rpc.busy_poll: kSlotBusyPoll), measured by a
+// client that polls as long: each push or pull goes through the region's
+// call slot instead of a gRPC call (docs/shared-memory.md, "Calls through
+// the region"). The rows above and the raw gRPC references sleep as they
+// wait.
+inline constexpr char kCairnSharedSlot[] = "Cairn-shm-slot";
+inline constexpr char kCairnSharedLentSlot[] = "Cairn-shm-lent-slot";
+inline constexpr absl::Duration kSlotBusyPoll = absl::Milliseconds(2);
 inline bool IsTlsMethod(const std::string& method) {
   return method == kCairnSharedTls || method == kCairnGrpcTls;
 }
+inline bool IsSlotMethod(const std::string& method) {
+  return method == kCairnSharedSlot || method == kCairnSharedLentSlot;
+}
+// The caller's values lie in a buffer lent from the region.
+inline bool IsLentMethod(const std::string& method) {
+  return method == kCairnSharedLent || method == kCairnSharedLentSlot;
+}
 inline bool UsesSharedMemory(const std::string& method) {
-  return method == kCairnShared || method == kCairnSharedLent || method == kCairnSharedTls;
+  return method == kCairnShared || method == kCairnSharedLent || method == kCairnSharedTls ||
+         IsSlotMethod(method);
 }
 inline bool IsCairnMethod(const std::string& method) {
   return method == kCairnShared || method == kCairnSharedLent || method == kCairnGrpc ||
-         IsTlsMethod(method);
+         IsTlsMethod(method) || IsSlotMethod(method);
 }
 // The plaintext method a TLS method is compared with ("" for others).
 inline std::string PlaintextOf(const std::string& method) {

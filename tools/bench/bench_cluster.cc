@@ -1,6 +1,7 @@
 #include "tools/bench/bench_cluster.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/config/units.h"
 #include "common/status_macros.h"
 
 namespace cairn::bench {
@@ -12,11 +13,14 @@ constexpr absl::Duration kStopGrace = absl::Seconds(5);
 }  // namespace
 
 std::string BenchJobYaml(const std::string& request_split,
-                         const std::string& shared_memory_split) {
-  const std::string split_line =
+                         const std::string& shared_memory_split, absl::Duration busy_poll) {
+  std::string split_line =
       shared_memory_split.empty()
           ? std::string()
           : absl::StrCat("  shared_memory_split_size: ", shared_memory_split, "\n");
+  if (busy_poll > absl::ZeroDuration()) {
+    absl::StrAppend(&split_line, "  busy_poll: ", FormatDurationForConfig(busy_poll), "\n");
+  }
   return absl::StrCat(R"(# Written by cairn-bench: 1 coordinator, 1 server, 1 worker on loopback.
 cluster:
   coordinator: "127.0.0.1:1"  # unused: --listen and --coordinator override it

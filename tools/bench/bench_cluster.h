@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "tools/bench/bench_process.h"
 
 namespace cairn::bench {
@@ -33,9 +34,12 @@ inline constexpr int64_t kBenchMaxMessageBytes = int64_t{256} << 20;
 // and kBenchMaxMessageBytes as the message-size limit. `request_split` and
 // `shared_memory_split`: rpc.request_split_size and
 // rpc.shared_memory_split_size as the YAML spells a size; empty: their
-// defaults (1 MiB, 2 MiB).
+// defaults (1 MiB, 2 MiB). `busy_poll` above zero: the server polls that
+// long after each call (rpc.busy_poll), and so takes calls through call
+// slots; zero: it sleeps as it waits.
 std::string BenchJobYaml(const std::string& request_split = "",
-                         const std::string& shared_memory_split = "");
+                         const std::string& shared_memory_split = "",
+                         absl::Duration busy_poll = absl::ZeroDuration());
 
 // Not thread-safe; confined to the main thread.
 class BenchCluster {

@@ -60,6 +60,7 @@ absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
     client_options.worker_id = 0;
     client_options.connect_timeout = kConnectTimeout;
     client_options.shared_memory = UsesSharedMemory(options.method);
+    if (IsSlotMethod(options.method)) client_options.busy_poll = kSlotBusyPoll;
     if (options.requests_in_flight >= 0) {
       client_options.requests_in_flight = options.requests_in_flight;
     }
@@ -94,7 +95,7 @@ absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
     }
     runners.push_back(
         std::make_unique<CaseRunner>(group, *table, client.get(), reference.get()));
-    RETURN_IF_ERROR(runners.back()->Prepare(options.method == kCairnSharedLent));
+    RETURN_IF_ERROR(runners.back()->Prepare(IsLentMethod(options.method)));
   }
   // Priming: every case once before any is timed, so the process has seen
   // this workload's largest buffers (the steady state of a training loop).
@@ -119,10 +120,17 @@ absl::StatusOr<std::vector<Row>> RunDriver(const DriverOptions& options) {
   }
   runners.clear();
   if (UsesSharedMemory(options.method) && client->Stats().shared_memory_requests == 0) {
-    return absl::InternalError("Cairn-shm: no request went through the shared region");
+    return absl::InternalError(
+        absl::StrCat(options.method, ": no request went through the shared region"));
   }
-  if (options.method == kCairnSharedLent && client->Stats().shared_memory_in_place == 0) {
-    return absl::InternalError("Cairn-shm-lent: no request was read or answered in place");
+  if (IsLentMethod(options.method) && client->Stats().shared_memory_in_place == 0) {
+    return absl::InternalError(
+        absl::StrCat(options.method, ": no request was read or answered in place"));
+  }
+  if (IsSlotMethod(options.method) && client->Stats().slot_calls == 0) {
+    return absl::InternalError(absl::StrCat(
+        options.method, ": no call went through a call slot (does the server poll? its log "
+        "says \"call slots polled\" when it does)"));
   }
   if (client != nullptr) RETURN_IF_ERROR(Annotate(client->Finish(), "leaving the job"));
   return rows;

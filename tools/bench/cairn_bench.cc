@@ -12,6 +12,12 @@
 //               and pulled into in place, as cairn-worker keeps its model
 //               with one server on its host (not in the default --methods)
 //   Cairn-gRPC  the same, values through gRPC (ClientOptions::shared_memory off)
+//   Cairn-shm-slot, Cairn-shm-lent-slot  the two same-host paths against a
+//               cluster of their own whose server polls between calls, as
+//               cairn-launch's daemons do, with a client that polls too:
+//               each push and pull goes through the region's call slot
+//               instead of a gRPC call (the lent one is not in the default
+//               --methods)
 //   Cairn-shm-TLS, Cairn-gRPC-TLS  the same two against a second cluster
 //               with mutual TLS on (certificates made for the run; not in
 //               the default --methods): their ratio to the rows above is
@@ -73,7 +79,7 @@ struct Flags {
   int prime_rounds = 1;
   int rounds = 1;
   std::string cases = "all";
-  std::string methods = "Cairn-shm,Cairn-gRPC,unary,stream,memcpy";
+  std::string methods = "Cairn-shm,Cairn-shm-slot,Cairn-gRPC,unary,stream,memcpy";
   std::string json_path;
   bool keep_logs = false;
   // Internal modes: this binary as the reference server or as a driver.
@@ -88,9 +94,10 @@ struct Flags {
   std::string shared_memory_split;  // the job's rpc.shared_memory_split_size; empty: its default
 };
 
-constexpr const char* kMethods[] = {kCairnShared,   kCairnSharedLent, kCairnGrpc,
-                                    kCairnSharedTls, kCairnGrpcTls,    "unary",
-                                    "unary-callback", "stream",        "memcpy"};
+constexpr const char* kMethods[] = {kCairnShared,     kCairnSharedLent, kCairnSharedSlot,
+                                    kCairnSharedLentSlot, kCairnGrpc,  kCairnSharedTls,
+                                    kCairnGrpcTls,    "unary",          "unary-callback",
+                                    "stream",         "memcpy"};
 
 std::string ShellQuote(const std::string& arg) {
   if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -189,6 +196,15 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
                                                                    flags.shared_memory_split),
                                                       tls_flags));
   }
+  // Call-slot methods measure a cluster whose server polls.
+  std::unique_ptr<BenchCluster> slot_cluster;
+  if (std::any_of(methods.begin(), methods.end(), IsSlotMethod)) {
+    std::filesystem::create_directories(run_dir + "/slots");
+    ASSIGN_OR_RETURN(slot_cluster,
+                     BenchCluster::Start(bin_dir, run_dir + "/slots",
+                                         BenchJobYaml(flags.request_split,
+                                                      flags.shared_memory_split, kSlotBusyPoll)));
+  }
   std::vector<std::vector<Row>> rounds;
   for (int round = 0; round < flags.rounds; ++round) {
     if (flags.rounds > 1) {
@@ -202,7 +218,9 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
     for (size_t m : order) {
       const std::string& method = methods[m];
       const bool cairn = IsCairnMethod(method);
-      const BenchCluster* target = IsTlsMethod(method) ? tls_cluster.get() : cluster.get();
+      const BenchCluster* target = IsTlsMethod(method)    ? tls_cluster.get()
+                                   : IsSlotMethod(method) ? slot_cluster.get()
+                                                          : cluster.get();
       ASSIGN_OR_RETURN(
           by_method[m],
           RunDriverProcess(flags, method,
@@ -221,6 +239,7 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
   absl::Status stopped = reference->Stop(absl::Seconds(5));
   stopped.Update(cluster->Stop());
   if (tls_cluster != nullptr) stopped.Update(tls_cluster->Stop());
+  if (slot_cluster != nullptr) stopped.Update(slot_cluster->Stop());
   return stopped;
 }
 
@@ -274,7 +293,10 @@ int Drive(const Flags& flags, const std::vector<CaseGroup>& groups) {
 void PrintReport(const std::string& command, const std::vector<Row>& rows) {
   std::cout << "Command: `" << command << "`  \n"
             << "Build: " << CAIRN_BUILD_TYPE << "; machine: " << MachineLine()
-            << "; 1 coordinator + 1 server + 1 worker on loopback, ASP  \n"
+            << "; 1 coordinator + 1 server + 1 worker on loopback, ASP; *-slot rows: "
+            << "server and client poll " << absl::FormatDuration(kSlotBusyPoll)
+            << " (rpc.busy_poll), calls through the region's call slot; every other process "
+               "sleeps as it waits  \n"
             << "MB/s = value bytes / s (1 MB = 1e6 B; keys not counted); p50/p99 = latency "
                "of one push or pull; ratios = Cairn MB/s / reference MB/s (memcpy: one copy of "
                "the values in one process); faults/iter = "
