@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
@@ -287,11 +288,28 @@ class Client {
   // again with PullAndWait. Inputs of the pull refused on this side return
   // at once, with nothing sent. The buffers of both must stay valid until
   // the call returns.
+  //
+  // `meanwhile` runs once, on the calling thread, after the push (and a
+  // pull riding on it) is sent and before the wait for them; not at all
+  // when the inputs are refused before anything is sent (the errors above
+  // that return at once): work that touches neither call's
+  // buffers (a training loop's next batch) overlaps the round trip instead
+  // of following it. Answers that arrive while it runs are taken once it
+  // returns; it must not call this client.
   virtual absl::Status PushClockAndPull(std::vector<ConstDenseBuffer> dense,
                                         std::vector<ConstSparseRows> sparse,
                                         std::vector<DenseBuffer> next_dense,
                                         std::vector<SparseRows> next_sparse,
-                                        absl::Status* pulled) = 0;
+                                        absl::Status* pulled,
+                                        absl::FunctionRef<void()> meanwhile) = 0;
+  // The same with nothing to do meanwhile.
+  absl::Status PushClockAndPull(std::vector<ConstDenseBuffer> dense,
+                                std::vector<ConstSparseRows> sparse,
+                                std::vector<DenseBuffer> next_dense,
+                                std::vector<SparseRows> next_sparse, absl::Status* pulled) {
+    return PushClockAndPull(std::move(dense), std::move(sparse), std::move(next_dense),
+                            std::move(next_sparse), pulled, [] {});
+  }
 
   // `bytes` of this worker's shared region with the job's one server, for
   // the caller to keep its values in (SharedBuffer): null when the job has

@@ -881,7 +881,8 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
                                           std::vector<ConstSparseRows> sparse,
                                           std::vector<DenseBuffer> next_dense,
                                           std::vector<SparseRows> next_sparse,
-                                          absl::Status* pulled) {
+                                          absl::Status* pulled,
+                                          absl::FunctionRef<void()> meanwhile) {
   *pulled = absl::CancelledError("pull ahead not sent: the push was refused before it");
   RETURN_IF_ERROR(CanEndIteration());
   ASSIGN_OR_RETURN(std::vector<TableInput> push_inputs, PushInputs(dense, sparse));
@@ -924,6 +925,7 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
     rider.send_push = nullptr;
     send_push(std::nullopt);
   }
+  meanwhile();  // both are on their way
   DriveUntil(&cq, push_wait, options_.busy_poll);
   absl::Status pushed = push_result.get();
   std::set<uint32_t> ticked;

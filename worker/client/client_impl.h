@@ -71,11 +71,12 @@ class ClientImpl final : public Client {
                            std::vector<ConstSparseRows> sparse) override;
   absl::Status PushAndClock(std::vector<ConstDenseBuffer> dense,
                             std::vector<ConstSparseRows> sparse) override;
+  using Client::PushClockAndPull;
   absl::Status PushClockAndPull(std::vector<ConstDenseBuffer> dense,
                                 std::vector<ConstSparseRows> sparse,
                                 std::vector<DenseBuffer> next_dense,
-                                std::vector<SparseRows> next_sparse,
-                                absl::Status* pulled) override;
+                                std::vector<SparseRows> next_sparse, absl::Status* pulled,
+                                absl::FunctionRef<void()> meanwhile) override;
   std::unique_ptr<SharedBuffer> LendSharedBuffer(size_t bytes) override;
   absl::Status Clock() override;
   absl::Status Finish() override;

@@ -34,6 +34,7 @@ class LocalParameterStore final : public ParameterStore {
   // Applies each table's optimizer to its slice (nothing else ends an
   // iteration here). InvalidArgument on a wrong size.
   absl::Status PushAndClock(absl::Span<const float> grads) override;
+  using ParameterStore::PushAndClock;  // with `meanwhile`: not run here
 
   // Updates applied so far.
   int64_t updates() const { return updates_; }

@@ -7,6 +7,7 @@
 #ifndef CAIRN_WORKER_TRAINER_PARAMETER_STORE_H_
 #define CAIRN_WORKER_TRAINER_PARAMETER_STORE_H_
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -26,6 +27,16 @@ class ParameterStore {
   // the iteration (one call, so that a store on servers can carry the clock
   // tick on the push: Client::PushAndClock).
   virtual absl::Status PushAndClock(absl::Span<const float> grads) = 0;
+  // PushAndClock, running `meanwhile` once on the calling thread while the
+  // push is in flight, where the store waits on one (a store on servers);
+  // a store that waits on nothing does not run it (this default), so the
+  // caller notes whether it ran. `meanwhile` must touch neither `grads` nor
+  // the view Pull() returned: the push reads the one, its pull ahead writes
+  // the other.
+  virtual absl::Status PushAndClock(absl::Span<const float> grads,
+                                    absl::FunctionRef<void()> /*meanwhile*/) {
+    return PushAndClock(grads);
+  }
 
   // Where the caller may compute the next gradient it passes to
   // PushAndClock, when the store has memory the push reads in place (the

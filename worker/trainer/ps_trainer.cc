@@ -122,12 +122,13 @@ absl::StatusOr<std::vector<ConstDenseBuffer>> PsParameterStore::PushBuffers(
   return buffers;
 }
 
-absl::Status PsParameterStore::PushAndClock(absl::Span<const float> grads) {
+absl::Status PsParameterStore::PushAndClock(absl::Span<const float> grads,
+                                            absl::FunctionRef<void()> meanwhile) {
   ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> buffers, PushBuffers(grads));
   pulled_ = false;  // the pull ahead writes into params_
   absl::Status ahead;
   absl::Status pushed = client_->PushClockAndPull(std::move(buffers), {}, pull_buffers_, {},
-                                                  &ahead);
+                                                  &ahead, meanwhile);
   if (!pushed.ok()) {
     DropSpoiled();
     return pushed;

@@ -47,7 +47,12 @@ class PsParameterStore final : public ParameterStore {
   // next iteration's values into the store's buffer: returns once the
   // servers acknowledged the push and answered the pull. Returns the push's
   // error; a pull ahead that failed is logged and done again by Pull().
-  absl::Status PushAndClock(absl::Span<const float> grads) override;
+  // `meanwhile` runs while both are in flight (Client::PushClockAndPull).
+  absl::Status PushAndClock(absl::Span<const float> grads) override {
+    return PushAndClock(grads, [] {});
+  }
+  absl::Status PushAndClock(absl::Span<const float> grads,
+                            absl::FunctionRef<void()> meanwhile) override;
   // The client's clock when the store was created (a resumed job's workers
   // start at the checkpoint's clock).
   int64_t StartStep() const override { return start_step_; }

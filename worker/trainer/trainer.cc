@@ -69,12 +69,11 @@ class MlpTask final : public TrainingTask {
   int64_t StartStep() const override { return store_.StartStep(); }
 
   absl::Status Gather(absl::Span<const int32_t> examples) override {
-    const int64_t features = train_.features;
-    for (size_t j = 0; j < examples.size(); ++j) {
-      std::memcpy(inputs_.data() + j * features, train_.images.data() + examples[j] * features,
-                  features * sizeof(float));
-      labels_[j] = train_.labels[examples[j]];
-    }
+    // Gathered during the last push (PushAndClock) when it was this batch.
+    const bool ahead = gathered_ahead_ && std::equal(examples.begin(), examples.end(),
+                                                     ahead_.begin(), ahead_.end());
+    gathered_ahead_ = false;
+    if (!ahead) GatherNow(examples);
     return absl::OkStatus();
   }
   absl::Status Pull() override {
@@ -88,10 +87,19 @@ class MlpTask final : public TrainingTask {
     return mlp_.TrainStep(params_, inputs_, labels_, step_grads_);
   }
   // The store reads the next step's parameters with the push on its own
-  // (PsParameterStore): they do not depend on the batch.
-  absl::Status PushAndClock(absl::Span<const int32_t> /*next*/,
+  // (PsParameterStore): they do not depend on the batch. The next batch is
+  // gathered while the push is in flight, where the store waits on one:
+  // the step's inputs are no longer needed, and neither the gradient nor
+  // the parameters are touched.
+  absl::Status PushAndClock(absl::Span<const int32_t> next,
                             absl::Span<const int32_t> /*after_next*/) override {
-    return store_.PushAndClock(step_grads_);
+    gathered_ahead_ = false;
+    if (next.empty()) return store_.PushAndClock(step_grads_);
+    return store_.PushAndClock(step_grads_, [&] {
+      GatherNow(next);
+      ahead_.assign(next.begin(), next.end());
+      gathered_ahead_ = true;
+    });
   }
 
   absl::Status Evaluate(EpochStats* stats) override {
@@ -105,6 +113,15 @@ class MlpTask final : public TrainingTask {
   }
 
  private:
+  void GatherNow(absl::Span<const int32_t> examples) {
+    const int64_t features = train_.features;
+    for (size_t j = 0; j < examples.size(); ++j) {
+      std::memcpy(inputs_.data() + j * features, train_.images.data() + examples[j] * features,
+                  features * sizeof(float));
+      labels_[j] = train_.labels[examples[j]];
+    }
+  }
+
   Mlp& mlp_;
   ParameterStore& store_;
   const Dataset& train_;
@@ -113,6 +130,8 @@ class MlpTask final : public TrainingTask {
   std::vector<int32_t> labels_;
   std::vector<float> grads_;
   absl::Span<float> step_grads_;  // this step's gradient: grads_ or the store's buffer
+  std::vector<int32_t> ahead_;    // the examples inputs_ and labels_ hold when gathered_ahead_
+  bool gathered_ahead_ = false;
   absl::Span<const float> params_;
 };
 

@@ -29,7 +29,8 @@ namespace cairn {
 
 // Seconds spent in each phase of a step (per step, or summed).
 struct PhaseSeconds {
-  double data = 0;      // gathering the batch from the dataset
+  double data = 0;      // gathering the batch from the dataset (next to nothing when the
+                        // task gathered it while the last push was in flight)
   double pull = 0;      // ParameterStore::Pull (a BSP barrier wait included)
   double compute = 0;   // forward + backward
   double slowdown = 0;  // straggler sleep

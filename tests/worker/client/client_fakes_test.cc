@@ -684,6 +684,51 @@ TEST_CASE("a PushClockAndPull whose pull is refused on this side sends nothing",
   CHECK(rig.shard(0).pulls().empty());
 }
 
+TEST_CASE("PushClockAndPull runs `meanwhile` once, after the push and its pull ahead are sent",
+          "[client][clock]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfGroup(0, 8);
+  const std::vector<float> grads = Grads(keys);
+  std::vector<float> next(keys.size() * 2);
+  absl::Status pulled;
+  int runs = 0;
+  size_t pushes_sent = 0;
+  size_t pulls_sent = 0;
+  REQUIRE(rig.client
+              ->PushClockAndPull({}, {ConstSparseRows{"emb", keys, grads}}, {},
+                                 {SparseRows{"emb", keys, absl::MakeSpan(next)}}, &pulled,
+                                 [&] {
+                                   ++runs;
+                                   pushes_sent = rig.shard(0).pushes().size();
+                                   pulls_sent = rig.shard(0).pulls().size();
+                                 })
+              .ok());
+  REQUIRE(pulled.ok());
+  CHECK(runs == 1);
+  CHECK(pushes_sent == 1);
+  CHECK(pulls_sent == 1);
+  CHECK(next[0] == static_cast<float>(keys[0]));  // the pull's answer, taken after it
+  REQUIRE(rig.client->Finish().ok());
+}
+
+TEST_CASE("PushClockAndPull does not run `meanwhile` when its inputs are refused before anything "
+          "is sent",
+          "[client][clock]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfGroup(0, 4);
+  const std::vector<float> grads = Grads(keys);
+  std::vector<float> short_next(3);
+  absl::Status pulled;
+  int runs = 0;
+  const absl::Status s = rig.client->PushClockAndPull(
+      {}, {ConstSparseRows{"emb", keys, grads}}, {},
+      {SparseRows{"emb", keys, absl::MakeSpan(short_next)}}, &pulled, [&] { ++runs; });
+  REQUIRE(absl::IsInvalidArgument(s));
+  CHECK(runs == 0);
+  CHECK(rig.shard(0).pushes().empty());
+  REQUIRE(rig.client->Finish().ok());
+}
+
 TEST_CASE("once the registration is lost, the calls that wait on their own thread fail at once "
           "instead of waiting for answers that never come",
           "[client]") {
