@@ -122,21 +122,34 @@ def main():
     # workers) at each epoch's start.
     x_batch = torch.empty(batch, x_train.shape[1])
     y_batch = torch.empty(batch, dtype=y_train.dtype)
+    held = None  # the step of the epoch whose rows x_batch and y_batch hold
+
+    def gather(s):
+        nonlocal held
+        rows = mine[s * batch:(s + 1) * batch]
+        torch.index_select(x_train, 0, rows, out=x_batch)
+        torch.index_select(y_train, 0, rows, out=y_batch)
+        held = s
+
     start = time.monotonic()
     step, losses, epochs_run = 0, [], 0
     while step < total_steps:
         order = epoch_order(len(x_train), t["seed"], epochs_run)
         mine = torch.from_numpy(order[rank::workers])
+        held = None
         for s in range(steps_per_epoch):
             if step >= total_steps:
                 break
-            rows = mine[s * batch:(s + 1) * batch]
-            torch.index_select(x_train, 0, rows, out=x_batch)
-            torch.index_select(y_train, 0, rows, out=y_batch)
+            if held != s:
+                gather(s)
             model.pull()
             loss = F.cross_entropy(model(x_batch), y_batch)
             loss.backward()
-            model.push()  # gradients to the servers, then the clock
+            # Gradients to the servers, then the clock; the next batch is
+            # gathered while they are on their way (its rows are not needed
+            # by the push, and this step's are no longer).
+            last = s + 1 == steps_per_epoch or step + 1 == total_steps
+            model.push(meanwhile=None if last else lambda: gather(s + 1))
             losses.append(loss.item())
             step += 1
         epochs_run += 1

@@ -210,6 +210,45 @@ def test_push_and_clock_ends_the_iteration_with_the_push(cluster_factory):
         client.finish()
 
 
+def test_push_clock_and_pull_runs_meanwhile_once_while_the_calls_are_in_flight(cluster_factory):
+    # One worker, BSP: `meanwhile` runs once, before the pull's answer is
+    # taken into the array; the pull then reads the push. An exception it
+    # raises comes out after the call, whose push was applied all the same;
+    # a refused call does not run it.
+    c = cluster_factory(job(workers=1, mode="bsp"))
+    (client,) = connect_workers(c, 1)
+    out = np.zeros((3, 4), np.float32)
+    seen = []
+    assert client.push_clock_and_pull(dense={"w": np.full((3, 4), 2, np.float32)},
+                                      pull_dense={"w": out},
+                                      meanwhile=lambda: seen.append(out.copy()))
+    assert len(seen) == 1
+    assert np.all(seen[0] == 0.0)
+    assert client.iteration == 1
+    assert np.all(out == -2.0)  # lr 1
+
+    def fails():
+        raise ValueError("from meanwhile")
+
+    with pytest.raises(ValueError, match="from meanwhile"):
+        client.push_clock_and_pull(dense={"w": np.ones((3, 4), np.float32)},
+                                   pull_dense={"w": out}, meanwhile=fails)
+    assert client.iteration == 2
+    client.pull_dense({"w": out})
+    assert np.all(out == -3.0)  # the second push was applied
+
+    with pytest.raises(TypeError, match="meanwhile"):
+        client.push_clock_and_pull(dense={"w": np.ones((3, 4), np.float32)}, meanwhile=3)
+    ran = []
+    with pytest.raises(cairn.Error) as e:
+        client.push_clock_and_pull(pull_dense={"w": np.zeros((2, 2), np.float32)},
+                                   meanwhile=lambda: ran.append(1))
+    assert e.value.code == "INVALID_ARGUMENT"
+    assert ran == []
+    assert client.iteration == 2
+    client.finish()
+
+
 @pytest.mark.parametrize("busy_poll", [0.0, 0.002])
 def test_push_clock_and_pull_reads_the_next_iteration_in_the_same_round_trip(cluster_factory,
                                                                              busy_poll):
@@ -275,11 +314,21 @@ def test_torch_model_and_embedding(cluster_factory):
         assert torch.all(model.module.fc.weight == 0)  # the servers' values, not torch's init
         x = torch.tensor([[1.0, 2.0, 3.0]])
         model(x).sum().backward()  # d/dW = x for each output row, d/db = 1
-        model.push()
+        ran = []
+        model.push(meanwhile=lambda: ran.append(1))  # e.g. the next batch, gathered meanwhile
+        assert ran == [1]
         model.pull()
         assert torch.equal(model.module.fc.weight.data, -x.repeat(2, 1))
         assert torch.equal(model.module.fc.bias.data, torch.full((2,), -1.0))
         assert client.iteration == 1
+        # Without the clock, `meanwhile` runs while the push alone is in flight.
+        model(x).sum().backward()
+        model.push(clock=False, meanwhile=lambda: ran.append(2))
+        assert ran == [1, 2]
+        client.clock()
+        model.pull()
+        assert torch.equal(model.module.fc.weight.data, -2 * x.repeat(2, 1))
+        assert client.iteration == 2
         # A model whose shapes differ from the job's tables is refused.
         with pytest.raises(cairn.Error) as e:
             ct.ParameterServerModel(torch.nn.Linear(4, 2), client, prefix="net.fc.")

@@ -11,6 +11,7 @@
 
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -261,21 +262,38 @@ class PyClient {
 
   // PushAndClock, then the next iteration's values of the dense tables in
   // `next` pulled in the same round trip (Client::PushClockAndPull); waits
-  // without the GIL. Raises the push's error; returns the pull's error
-  // message, empty when `next` holds the values.
+  // without the GIL. `meanwhile` (None, or a callable taking no argument)
+  // runs with the GIL while the calls are in flight; an exception it raises
+  // is raised once the call returned, after the push's error if there is
+  // one. Raises the push's error; returns the pull's error message, empty
+  // when `next` holds the values.
   std::string PushClockAndPull(const py::dict& dense, const py::dict& sparse,
-                               const py::dict& next) {
+                               const py::dict& next, const py::object& meanwhile) {
     std::vector<py::buffer_info> keep;
     std::vector<ConstDenseBuffer> d = DenseGrads(dense, &keep);
     std::vector<ConstSparseRows> r = SparseGrads(sparse, &keep);
     std::vector<DenseBuffer> out = DenseOutputs(next, &keep);
+    if (!meanwhile.is_none() && !PyCallable_Check(meanwhile.ptr())) {
+      throw py::type_error("meanwhile must be None or a callable taking no argument");
+    }
     absl::Status s;
     absl::Status pulled;
+    std::optional<py::error_already_set> raised;
     {
       py::gil_scoped_release release;
-      s = client_->PushClockAndPull(std::move(d), std::move(r), std::move(out), {}, &pulled);
+      s = client_->PushClockAndPull(std::move(d), std::move(r), std::move(out), {}, &pulled,
+                                    [&meanwhile, &raised] {
+                                      if (meanwhile.is_none()) return;
+                                      py::gil_scoped_acquire acquire;
+                                      try {
+                                        meanwhile();
+                                      } catch (py::error_already_set& e) {
+                                        raised.emplace(std::move(e));
+                                      }
+                                    });
     }
     Check(s);
+    if (raised.has_value()) throw std::move(*raised);
     return pulled.ok() ? std::string() : std::string(pulled.message());
   }
 
@@ -386,7 +404,7 @@ class Error(RuntimeError):
       .def("push_sparse_async", &PyClient::PushSparse, py::arg("grads"))
       .def("push_and_clock", &PyClient::PushAndClock, py::arg("dense"), py::arg("sparse"))
       .def("push_clock_and_pull", &PyClient::PushClockAndPull, py::arg("dense"),
-           py::arg("sparse"), py::arg("next"))
+           py::arg("sparse"), py::arg("next"), py::arg("meanwhile") = py::none())
       .def("clock", &PyClient::Clock)
       .def("finish", &PyClient::Finish)
       .def("stats", [](PyClient& c) {

@@ -165,16 +165,25 @@ class Client:
         (one server): the clock tick then travels with it."""
         self._native.push_and_clock(*_grad_views(dense, rows))
 
-    def push_clock_and_pull(self, dense=None, rows=None, pull_dense=None):
+    def push_clock_and_pull(self, dense=None, rows=None, pull_dense=None, meanwhile=None):
         """push_and_clock, then the next iteration's values of the dense
         tables in `pull_dense` ({name: float32 array of the table's shape},
         filled in place), in the same round trip: the pull goes out with the
         push, and each server answers it once it has recorded this worker's
         tick (so it reads this push). Raises the push's error. Returns True
         when the arrays hold the next iteration's values; False, with a
-        warning, when the pull ahead failed (pull again with pull_dense)."""
+        warning, when the pull ahead failed (pull again with pull_dense).
+
+        `meanwhile`, a callable taking no argument, runs once on this thread
+        after the push and the pull are sent and before the wait for them
+        (not at all when they are refused before anything is sent): the
+        next batch of data, say, is prepared during the round trip instead
+        of after it. It must not touch the arrays of `dense` or
+        `pull_dense`, nor call this client. An exception it raises is
+        raised once the call returned (after the push's error, if any)."""
         out_views = {n: _float_view(a, "the output", n) for n, a in (pull_dense or {}).items()}
-        error = self._native.push_clock_and_pull(*_grad_views(dense, rows), out_views)
+        error = self._native.push_clock_and_pull(*_grad_views(dense, rows), out_views,
+                                                 meanwhile)
         if error:
             warnings.warn(f"{error}; pull again", RuntimeWarning, stacklevel=2)
             return False

@@ -84,10 +84,15 @@ class ParameterServerModel(torch.nn.Module):
             return
         self.client.pull_dense({t: p.data.numpy() for t, p in self._params})
 
-    def push(self, clock=True):
+    def push(self, clock=True, meanwhile=None):
         """Every gradient to the servers (one operation); then zeroes the
         gradients and, with `clock`, ends this worker's iteration and pulls
-        the next iteration's values into the parameters with it."""
+        the next iteration's values into the parameters with it.
+        `meanwhile` (a callable taking no argument, or None) runs once while
+        the push and that pull are in flight (Client.push_clock_and_pull),
+        or while the push alone is, without `clock`: preparing the next
+        batch there overlaps the round trip. It must not touch the model's
+        parameters or gradients."""
         grads = {}
         for t, p in self._params:
             g = p.grad if p.grad is not None else torch.zeros_like(p)
@@ -95,9 +100,15 @@ class ParameterServerModel(torch.nn.Module):
         if clock:
             self._pulled = False  # until the pull ahead has written them
             self._pulled = self.client.push_clock_and_pull(
-                dense=grads, pull_dense={t: p.data.numpy() for t, p in self._params})
+                dense=grads, pull_dense={t: p.data.numpy() for t, p in self._params},
+                meanwhile=meanwhile)
         else:
-            self.client.push_dense(grads)
+            pushed = self.client.push_dense_async(grads)
+            try:
+                if meanwhile is not None:
+                    meanwhile()
+            finally:
+                pushed.result()  # `grads` are read until then
         for _, p in self._params:
             p.grad = None
 
