@@ -292,9 +292,9 @@ class Client {
   // `meanwhile` runs once, on the calling thread, after the push (and a
   // pull riding on it) is sent and before the wait for them; not at all
   // when the inputs are refused before anything is sent (the errors above
-  // that return at once): work that touches neither call's
-  // buffers (a training loop's next batch) overlaps the round trip instead
-  // of following it. Answers that arrive while it runs are taken once it
+  // that return at once). Work that touches neither call's buffers (a
+  // training loop's next batch) then overlaps the round trip instead of
+  // following it. Answers that arrive while it runs are taken once it
   // returns; it must not call this client.
   virtual absl::Status PushClockAndPull(std::vector<ConstDenseBuffer> dense,
                                         std::vector<ConstSparseRows> sparse,
