@@ -141,12 +141,26 @@ TEST_CASE("the mean of W workers' gradients is the gradient of their joint batch
   }
 }
 
-TEST_CASE("local training on separable clusters lowers the loss and is reproducible",
-          "[worker][local]") {
+// A {6, 16, 3} model and separable clusters: 960 training examples (30
+// steps of batch 32 per epoch), 300 test ones.
+struct ClusterJob {
+  std::unique_ptr<Model> m;
+  Dataset train;
+  Dataset test;
+};
+
+ClusterJob MakeClusterJob() {
   TrainingConfig t;
   t.layers = {6, 16, 3};
-  std::unique_ptr<Model> m = MakeModel(t, 64);
-  const Dataset train = Clusters(960, 6, 3, 1), test = Clusters(300, 6, 3, 2);
+  return ClusterJob{MakeModel(t, 64), Clusters(960, 6, 3, 1), Clusters(300, 6, 3, 2)};
+}
+
+TEST_CASE("local training on separable clusters lowers the loss and is reproducible",
+          "[worker][local]") {
+  const ClusterJob job = MakeClusterJob();
+  Model* m = job.m.get();
+  const Dataset& train = job.train;
+  const Dataset& test = job.test;
   TrainerOptions o;
   o.epochs = 3;
   o.batch_size = 32;
@@ -198,20 +212,18 @@ class MeanwhileStore final : public ParameterStore {
 
 TEST_CASE("the next batch gathered while the push is in flight trains the same bits",
           "[worker][local]") {
-  TrainingConfig t;
-  t.layers = {6, 16, 3};
-  std::unique_ptr<Model> m = MakeModel(t, 64);
-  const Dataset train = Clusters(960, 6, 3, 1), test = Clusters(300, 6, 3, 2);
+  const ClusterJob job = MakeClusterJob();
+  Model& m = *job.m;
   TrainerOptions o;
   o.epochs = 2;
   o.batch_size = 32;
   o.trace_loss_steps = 60;
-  auto local = *LocalParameterStore::Create(m->tables, m->mlp->num_params());
-  absl::StatusOr<TrainingSummary> plain = Train(*m->mlp, *local, train, test, o);
+  auto local = *LocalParameterStore::Create(m.tables, m.mlp->num_params());
+  absl::StatusOr<TrainingSummary> plain = Train(*m.mlp, *local, job.train, job.test, o);
   REQUIRE(plain.ok());
-  auto inner = *LocalParameterStore::Create(m->tables, m->mlp->num_params());
+  auto inner = *LocalParameterStore::Create(m.tables, m.mlp->num_params());
   MeanwhileStore store(*inner);
-  absl::StatusOr<TrainingSummary> ahead = Train(*m->mlp, store, train, test, o);
+  absl::StatusOr<TrainingSummary> ahead = Train(*m.mlp, store, job.train, job.test, o);
   REQUIRE(ahead.ok());
   // Every step but each epoch's last gathers the next batch meanwhile.
   CHECK(store.runs == 2 * 29);
