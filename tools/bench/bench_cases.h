@@ -32,7 +32,7 @@ inline constexpr char kCairnSharedLent[] = "Cairn-shm-lent";
 // started with certificates: their ratio to the plaintext rows is TLS's cost.
 inline constexpr char kCairnSharedTls[] = "Cairn-shm-TLS";
 inline constexpr char kCairnGrpcTls[] = "Cairn-gRPC-TLS";
-// The two same-host methods against a third cluster whose server polls, as
+// The two same-host methods against a cluster of their own whose server polls, as
 // cairn-launch's daemons do (rpc.busy_poll: kSlotBusyPoll), measured by a
 // client that polls as long: each push or pull goes through the region's
 // call slot instead of a gRPC call (docs/shared-memory.md, "Calls through

@@ -14,12 +14,12 @@ constexpr absl::Duration kStopGrace = absl::Seconds(5);
 
 std::string BenchJobYaml(const std::string& request_split,
                          const std::string& shared_memory_split, absl::Duration busy_poll) {
-  std::string split_line =
+  std::string rpc_lines =  // under rpc:, beside the sizes below
       shared_memory_split.empty()
           ? std::string()
           : absl::StrCat("  shared_memory_split_size: ", shared_memory_split, "\n");
   if (busy_poll > absl::ZeroDuration()) {
-    absl::StrAppend(&split_line, "  busy_poll: ", FormatDurationForConfig(busy_poll), "\n");
+    absl::StrAppend(&rpc_lines, "  busy_poll: ", FormatDurationForConfig(busy_poll), "\n");
   }
   return absl::StrCat(R"(# Written by cairn-bench: 1 coordinator, 1 server, 1 worker on loopback.
 cluster:
@@ -38,7 +38,7 @@ rpc:
   # Room for Cairn-shm-lent's buffers (16 MiB each, and a lent buffer
   # holds at most a quarter of the region); pages are touched as used.
   shared_memory_size: 256MiB
-)", split_line, R"(  deadline: 60s
+)", rpc_lines, R"(  deadline: 60s
 consistency:
   mode: asp
 metrics:
