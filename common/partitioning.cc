@@ -28,6 +28,12 @@ KeyRange DensePartitionRange(uint64_t num_chunks, uint32_t num_partitions,
   using u128 = unsigned __int128;
   offset %= num_partitions;
   partition = (partition + num_partitions - offset) % num_partitions;
+  if (num_chunks <= UINT64_MAX / num_partitions) {
+    // The products fit in 64 bits (any table below 2^48 chunks): the same
+    // quotients, without a 128-bit division's library call.
+    return KeyRange{num_chunks * partition / num_partitions,
+                    num_chunks * (partition + 1) / num_partitions};
+  }
   const Key begin = static_cast<Key>(u128(num_chunks) * partition / num_partitions);
   const Key end = static_cast<Key>(u128(num_chunks) * (partition + 1) / num_partitions);
   return KeyRange{begin, end};
@@ -41,8 +47,10 @@ uint32_t DensePartition(uint64_t chunk, uint64_t num_chunks, uint32_t num_partit
                         uint32_t offset) {
   // Largest p with begin(p) <= chunk: begin(p) = floor(num_chunks * p / P).
   using u128 = unsigned __int128;
-  uint64_t p = static_cast<uint64_t>((u128(chunk) * num_partitions + num_partitions - 1) /
-                                     num_chunks);
+  uint64_t p = num_chunks <= UINT64_MAX / num_partitions
+                   ? (chunk * num_partitions + num_partitions - 1) / num_chunks
+                   : static_cast<uint64_t>((u128(chunk) * num_partitions + num_partitions - 1) /
+                                           num_chunks);
   // p is the smallest p with num_chunks * p >= chunk * P ... adjust to the owner.
   while (p > 0 && DensePartitionRange(num_chunks, num_partitions, p).begin > chunk) --p;
   while (p + 1 < num_partitions &&

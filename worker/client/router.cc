@@ -52,6 +52,15 @@ std::vector<uint32_t> Router::Servers() const {
 std::map<uint32_t, std::vector<Key>> Router::RouteDense(uint64_t num_chunks,
                                                         uint32_t offset) const {
   std::map<uint32_t, std::vector<Key>> out;
+  if (num_chunks < num_partitions_) {
+    // Fewer chunks than partitions (a model's small tables, every step):
+    // each chunk's owner, in chunk order, so each group's keys come out
+    // ascending, instead of a look at every partition's (mostly empty) range.
+    for (Key c = 0; c < num_chunks; ++c) {
+      out[group_[DensePartition(c, num_chunks, num_partitions_, offset)]].push_back(c);
+    }
+    return out;
+  }
   for (uint32_t p = 0; p < num_partitions_; ++p) {
     const KeyRange range = DensePartitionRange(num_chunks, num_partitions_, p, offset);
     if (range.size() == 0) continue;

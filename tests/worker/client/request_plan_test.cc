@@ -3,6 +3,7 @@
 // the split size, and the messages carry the caller's keys and values.
 #include "worker/client/request_plan.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
@@ -66,6 +67,24 @@ std::vector<Key> DecodeKeys(const std::string& bytes) {
   std::vector<Key> keys(bytes.size() / sizeof(Key));
   std::memcpy(keys.data(), bytes.data(), keys.size() * sizeof(Key));
   return keys;
+}
+
+TEST_CASE("RouteDense gives each chunk to the group of the partition whose range holds it") {
+  const Router router = FourGroups();
+  // Fewer chunks than partitions (routed chunk by chunk), as many, and
+  // more (routed partition by partition), under every rotation.
+  for (uint64_t chunks : {1, 3, 7, 8, 9, 16, 61}) {
+    for (uint32_t offset = 0; offset < kPartitions; ++offset) {
+      std::map<uint32_t, std::vector<Key>> expected;
+      for (uint32_t p = 0; p < kPartitions; ++p) {
+        const KeyRange range = DensePartitionRange(chunks, kPartitions, p, offset);
+        for (Key c = range.begin; c < range.end; ++c) expected[p / 2].push_back(c);
+      }
+      for (auto& [group, keys] : expected) std::sort(keys.begin(), keys.end());
+      INFO("chunks " << chunks << " offset " << offset);
+      CHECK(router.RouteDense(chunks, offset) == expected);
+    }
+  }
 }
 
 TEST_CASE("RouteSparse sends each key to its partition's group, whatever the groups' ids") {
