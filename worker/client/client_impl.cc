@@ -55,6 +55,7 @@ struct QueueWait {
   grpc::Alarm wake;
   WakeTag tag;
   bool fulfilled_here = false;
+  absl::Status result;  // the op's, once done()
 
   bool done() const { return fulfilled_here || tag.woken(); }
 };
@@ -133,12 +134,13 @@ void Fulfil(ClientImpl::Op& op, absl::Status status) {
     return;
   }
   const auto waiter = *op.waiter;  // (ClientImpl::Waiter)
+  *waiter.result = std::move(status);
   if (std::this_thread::get_id() == waiter.thread) {
     *waiter.fulfilled_here = true;
-    op.promise.set_value(std::move(status));
     return;
   }
-  op.promise.set_value(std::move(status));
+  // The alarm's event, taken off the queue by the waiting thread, orders
+  // the result's write before that thread reads it.
   waiter.wake->Set(waiter.cq, gpr_now(GPR_CLOCK_MONOTONIC), waiter.wake_tag);
 }
 
@@ -374,11 +376,15 @@ void ClientImpl::ExecutorLoop() {
 std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> inputs,
                                           const RunOptions& run) {
   if (absl::Status lost = Lost(); !lost.ok()) {
+    if (run.waiter != nullptr) {
+      // Set on the waiter's thread (the caller's): it must not wait on its
+      // queue for an op that never started.
+      *run.waiter->result = std::move(lost);
+      *run.waiter->fulfilled_here = true;
+      return {};
+    }
     std::promise<absl::Status> p;
     p.set_value(std::move(lost));
-    // Set on the waiter's thread (the caller's): it must not wait on its
-    // queue for an op that never started.
-    if (run.waiter != nullptr) *run.waiter->fulfilled_here = true;
     return p.get_future();
   }
   auto op = std::make_shared<Op>();
@@ -391,7 +397,8 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
   op->rider = run.rider;
   op->start = MonotonicNow();
   if (run.op_out != nullptr) *run.op_out = op;
-  std::future<absl::Status> result = op->promise.get_future();
+  std::future<absl::Status> result;
+  if (!op->waiter.has_value()) result = op->promise.get_future();
   if (is_push) {
     InvalidatePushed(*op);
     Launch(op, nullptr);
@@ -891,8 +898,10 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
   QueueWait push_wait;
   QueueWait pull_wait;
   const std::thread::id self = std::this_thread::get_id();
-  const Waiter push_waiter{&cq, &push_wait.wake, &push_wait.tag, self, &push_wait.fulfilled_here};
-  const Waiter pull_waiter{&cq, &pull_wait.wake, &pull_wait.tag, self, &pull_wait.fulfilled_here};
+  const Waiter push_waiter{&cq, &push_wait.wake, &push_wait.tag, self,
+                           &push_wait.fulfilled_here, &push_wait.result};
+  const Waiter pull_waiter{&cq, &pull_wait.wake, &pull_wait.tag, self,
+                           &pull_wait.fulfilled_here, &pull_wait.result};
   const int64_t next = clock_.load() + 1;
   std::shared_ptr<Op> push_op;
   // With one server, the pull rides on the push's request when each is one
@@ -900,10 +909,8 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
   RiderSlot rider;
   // The push first: it drops its keys from the cache before the pull
   // looks there.
-  std::future<absl::Status> push_result =
-      Run(true, std::move(push_inputs),
-          RunOptions{
-              .waiter = &push_waiter, .end_clock = next, .op_out = &push_op, .rider = &rider});
+  Run(true, std::move(push_inputs),
+      RunOptions{.waiter = &push_waiter, .end_clock = next, .op_out = &push_op, .rider = &rider});
   // When the push carries the iteration's tick (it is one request), the
   // pull goes with it, ahead of the tick, and its server answers it once
   // the push is applied. Otherwise each server's tick would be a call of
@@ -915,10 +922,9 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
     absl::MutexLock lock(&push_op->mu);
     ahead = push_op->carried_tick;
   }
-  std::future<absl::Status> pull_result;
   if (ahead) {
-    pull_result = Run(false, std::move(pull_inputs),
-                      RunOptions{.waiter = &pull_waiter, .ahead_clock = next, .rider = &rider});
+    Run(false, std::move(pull_inputs),
+        RunOptions{.waiter = &pull_waiter, .ahead_clock = next, .rider = &rider});
   }
   if (rider.send_push) {  // the pull did not ride: the push goes alone
     auto send_push = std::move(rider.send_push);
@@ -927,7 +933,7 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
   }
   meanwhile();  // both are on their way
   DriveUntil(&cq, push_wait, options_.busy_poll);
-  absl::Status pushed = push_result.get();
+  absl::Status pushed = std::move(push_wait.result);
   std::set<uint32_t> ticked;
   if (push_op != nullptr) {
     absl::MutexLock lock(&push_op->mu);
@@ -938,8 +944,7 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
   } else {
     clock_.store(next);  // the pull reads iteration `next` and carries its tick
     std::shared_ptr<Op> pull_op;
-    pull_result = Run(false, std::move(pull_inputs),
-                      RunOptions{.waiter = &pull_waiter, .op_out = &pull_op});
+    Run(false, std::move(pull_inputs), RunOptions{.waiter = &pull_waiter, .op_out = &pull_op});
     std::set<uint32_t> carried = ticked;
     if (pull_op != nullptr) {
       absl::MutexLock lock(&pull_op->mu);
@@ -949,7 +954,7 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
   }
   DriveUntil(&cq, pull_wait, options_.busy_poll);
   DrainQueue(&cq);
-  absl::Status pull_status = pull_result.get();
+  absl::Status pull_status = std::move(pull_wait.result);
   // A pull refused before its server ticked may have carried no tick:
   // ticks are idempotent, so every server not ticked by the push gets one.
   if (!ahead && !pull_status.ok()) SendTicks(next, ticked);
@@ -964,18 +969,17 @@ absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs
   grpc::CompletionQueue cq;
   QueueWait wait;
   const Waiter waiter{&cq, &wait.wake, &wait.tag, std::this_thread::get_id(),
-                      &wait.fulfilled_here};
+                      &wait.fulfilled_here, &wait.result};
   std::shared_ptr<Op> op;
-  std::future<absl::Status> result =
-      Run(is_push, std::move(inputs),
-          RunOptions{.waiter = &waiter, .end_clock = end_clock, .op_out = &op});
+  Run(is_push, std::move(inputs),
+      RunOptions{.waiter = &waiter, .end_clock = end_clock, .op_out = &op});
   // The op's calls complete here, on this thread, until the result is set:
   // here (a call's completion), or elsewhere (a retry on the client's
   // executor, the last slice of a push released by gRPC), which then sets
   // the alarm. Nothing is started on the queue after either.
   DriveUntil(&cq, wait, options_.busy_poll);
   DrainQueue(&cq);
-  absl::Status status = result.get();
+  absl::Status status = std::move(wait.result);
   if (ticked != nullptr && op != nullptr) {  // null: refused before it started (Lost)
     absl::MutexLock lock(&op->mu);
     *ticked = op->ticked;

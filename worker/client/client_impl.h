@@ -93,14 +93,17 @@ class ClientImpl final : public Client {
   };
 
   // A caller that waits on its own thread (PullAndWait, PushAndWait): its
-  // completion queue, which the op's calls are started on, and the alarm
-  // that wakes it when the op completes on another thread.
+  // completion queue, which the op's calls are started on, the alarm
+  // that wakes it when the op completes on another thread, and where the
+  // op's result goes (no promise: setting one costs a futex wake-up, a
+  // system call, on every op).
   struct Waiter {
     grpc::CompletionQueue* cq;
     grpc::Alarm* wake;
     void* wake_tag;          // what `wake` delivers on `cq`
     std::thread::id thread;  // the one driving `cq`
     bool* fulfilled_here;    // set when the result is set on `thread`
+    absl::Status* result;    // set before `fulfilled_here` or `wake`
   };
 
   // PushClockAndPull with one server: where the push is one request, the
@@ -137,7 +140,8 @@ class ClientImpl final : public Client {
     RiderSlot* rider = nullptr;
   };
 
-  // Starts a pull or push.
+  // Starts a pull or push. With a waiter, the result goes to
+  // Waiter::result and the future returned is not valid.
   std::future<absl::Status> Run(bool is_push, std::vector<TableInput> inputs,
                                 const RunOptions& run);
   // Run, then drives the waiter's queue until the op's result is in.

@@ -29,9 +29,10 @@ namespace cairn {
 struct ClientImpl::Op {
   bool is_push = false;
   std::vector<TableInput> inputs;
-  std::promise<absl::Status> promise;
-  // Set when a caller waits on its own thread: calls go on its queue, and
-  // a result set on another thread wakes it (client_impl.h, Waiter).
+  std::promise<absl::Status> promise;  // the result, unless a waiter takes it
+  // Set when a caller waits on its own thread: calls go on its queue, the
+  // result goes to Waiter::result, and a result set on another thread wakes
+  // it (client_impl.h, Waiter).
   std::optional<Waiter> waiter;
   int attempt = 0;
   int64_t clock = 0;                  // the worker's clock when the op started
