@@ -2,8 +2,9 @@
 //
 // Dense tables: chunk keys [0, num_chunks) are cut into P contiguous, half-open
 // key ranges; partition p owns [p * num_chunks / P, (p + 1) * num_chunks / P)
-// computed in 128-bit arithmetic, so the ranges cover every chunk exactly once
-// (when num_chunks < P some partitions own no chunk). A table's
+// computed exactly (in 128-bit arithmetic where the products do not fit in
+// 64 bits), so the ranges cover every chunk exactly once (when
+// num_chunks < P some partitions own no chunk). A table's
 // `partition_offset` (TableSpec) rotates these ranges: partition p owns the
 // range of partition (p - offset) mod P. Configs set it from a hash of the
 // table's name, so a model's small tables (one chunk each, which would all
