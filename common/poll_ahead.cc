@@ -1,0 +1,43 @@
+#include "common/poll_ahead.h"
+
+#include <algorithm>
+
+namespace cairn {
+
+PollAhead::PollAhead(absl::Duration window) : window_(window) {}
+
+void PollAhead::Record(absl::Duration waited) {
+  if (window_ <= absl::ZeroDuration() || waited <= window_) return;
+  absl::MutexLock lock(&mu_);
+  long_waits_[next_] = waited;
+  next_ = (next_ + 1) % kHistory;
+}
+
+std::optional<PollAhead::Span> PollAhead::Again(absl::Time start) const {
+  if (window_ <= absl::ZeroDuration()) return std::nullopt;
+  std::array<absl::Duration, kHistory> waits;
+  size_t n = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    for (absl::Duration w : long_waits_) {
+      if (w > absl::ZeroDuration()) waits[n++] = w;
+    }
+  }
+  if (n == 0) return std::nullopt;
+  std::sort(waits.begin(), waits.begin() + n);
+  // The span covers the recent waits, less the shortest and the longest
+  // once there are four (one wait cut short by an unrelated event, a lease
+  // renewal answered between two pushes, or one long pause), and a window
+  // on either side.
+  const size_t trim = n >= 4 ? 1 : 0;
+  const absl::Duration earliest = waits[trim];
+  const absl::Duration latest = waits[n - 1 - trim];
+  if (earliest >= kMaxWait) return std::nullopt;
+  // At most a quarter of the wait (or four windows) is polled again.
+  const absl::Duration most = std::max(4 * window_, earliest / 4);
+  const absl::Duration from = earliest - window_;
+  const absl::Duration until = std::min(latest + window_, from + most);
+  return Span{start + from, start + until};
+}
+
+}  // namespace cairn
