@@ -48,9 +48,11 @@ class SidePoll {
 // Takes the next event off `cq`, polling without sleeping until `until`
 // (absl::Now()'s clock) and yielding the CPU between polls. An `until` in
 // the past still polls once. With `side`, each poll also runs side->Poll(),
-// and returns kSide when that served something.
+// and returns kSide when that served something. With `found_at`, an event
+// or a side's call is dated there by the start of the poll that found it
+// (before the side served it): when it had arrived, within one poll.
 PollResult PollUntil(grpc::CompletionQueue* cq, absl::Time until, void** tag, bool* ok,
-                     SidePoll* side = nullptr);
+                     SidePoll* side = nullptr, absl::Time* found_at = nullptr);
 
 }  // namespace cairn
 

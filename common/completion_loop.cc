@@ -3,9 +3,11 @@
 #include <grpcpp/completion_queue.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "common/busy_poll.h"
+#include "common/poll_ahead.h"
 
 namespace cairn {
 namespace {
@@ -58,33 +60,74 @@ void CompletionLoop::Run(absl::Duration busy_poll, SidePoll* side) {
     while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
     return;
   }
+  // The window starts again after each tag: the next call of a worker that
+  // just got its answer comes a step later. When the calls come later than
+  // the window, at a steady pace, the thread sleeps until the next is due
+  // and polls on either side of it (poll_ahead.h).
+  PollAhead ahead(busy_poll);
+  absl::Time idle_since = absl::Now();     // the end of the last tag
+  absl::Time poll_until = idle_since + busy_poll;
+  bool polled_again = false;  // this wait's span around the due call is over
   if (side != nullptr) side->SetPolling(true);
   for (;;) {
-    // The window starts again after each tag: the next call of a worker
-    // that just got its answer comes a step later.
-    switch (PollUntil(cq_.get(), absl::Now() + busy_poll, &tag, &ok, side)) {
+    absl::Time found_at;
+    switch (PollUntil(cq_.get(), poll_until, &tag, &ok, side, &found_at)) {
       case PollResult::kShutdown:
         if (side != nullptr) side->SetPolling(false);
         return;
       case PollResult::kSide:
+        ahead.Record(found_at - idle_since);
+        idle_since = absl::Now();
+        poll_until = idle_since + busy_poll;
+        polled_again = false;
         continue;
-      case PollResult::kTimeout:
+      case PollResult::kEvent:
+        break;
+      case PollResult::kTimeout: {
+        std::optional<PollAhead::Span> span;
+        if (!polled_again) span = ahead.Again(idle_since);
+        polled_again = true;
+        const absl::Time now = absl::Now();
+        if (span.has_value() && span->until > now && span->from <= now) {
+          poll_until = span->until;  // due already: poll on
+          continue;
+        }
         if (side != nullptr) {
           // Told first, then looked at once more: a call posted before
           // the side saw `false` is served here (common/call_slot.h).
           side->SetPolling(false);
           if (side->Poll()) {
             side->SetPolling(true);
+            ahead.Record(now - idle_since);
+            idle_since = absl::Now();
+            poll_until = idle_since + busy_poll;
+            polled_again = false;
             continue;
           }
         }
-        if (!cq_->Next(&tag, &ok)) return;
-        if (side != nullptr) side->SetPolling(true);
+        if (span.has_value() && span->until > now) {
+          // Asleep until the call is due, unless an event comes first.
+          const grpc::CompletionQueue::NextStatus woke =
+              cq_->AsyncNext(&tag, &ok, absl::ToChronoTime(span->from));
+          if (woke == grpc::CompletionQueue::SHUTDOWN) return;
+          if (side != nullptr) side->SetPolling(true);
+          if (woke == grpc::CompletionQueue::TIMEOUT) {
+            poll_until = span->until;
+            continue;
+          }
+        } else {
+          if (!cq_->Next(&tag, &ok)) return;
+          if (side != nullptr) side->SetPolling(true);
+        }
+        found_at = absl::Now();
         break;
-      case PollResult::kEvent:
-        break;
+      }
     }
+    ahead.Record(found_at - idle_since);
     static_cast<Tag*>(tag)->Proceed(ok);
+    idle_since = absl::Now();
+    poll_until = idle_since + busy_poll;
+    polled_again = false;
   }
 }
 

@@ -62,7 +62,9 @@ class CompletionLoop {
   // Starts `threads` threads (at least 1), each taking tags off the queue:
   // with more than one, tags run concurrently. After each tag a thread
   // polls the queue without sleeping for up to `busy_poll` before it waits
-  // (common/busy_poll.h; rpc.busy_poll); zero: it waits at once. Call once.
+  // (common/busy_poll.h; rpc.busy_poll); zero: it waits at once. Where its
+  // tags come later than that at a steady pace, it sleeps until the next
+  // is due and polls again around it (common/poll_ahead.h). Call once.
   void Start(int threads = 1, absl::Duration busy_poll = absl::ZeroDuration());
   // As Start(1, busy_poll), the thread also polling `side` (busy_poll.h)
   // while it polls the queue, and once more before each sleep; `side`

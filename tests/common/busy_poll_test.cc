@@ -48,11 +48,17 @@ struct AlarmedQueue {
 };
 
 TEST_CASE("PollUntil takes an event that comes while it polls", "[busy_poll]") {
+  const absl::Time set = absl::Now();
   AlarmedQueue q(absl::Milliseconds(20));
-  REQUIRE(PollUntil(&q.cq, absl::Now() + absl::Seconds(30), &q.tag, &q.ok) ==
+  absl::Time found_at;
+  REQUIRE(PollUntil(&q.cq, absl::Now() + absl::Seconds(30), &q.tag, &q.ok, nullptr, &found_at) ==
           PollResult::kEvent);
+  const absl::Time returned = absl::Now();
   CHECK(q.tag == &q.marker);
   CHECK(q.ok);
+  // Dated by the poll that found it: after the alarm was due, by then.
+  CHECK(found_at >= set + absl::Milliseconds(20));
+  CHECK(found_at <= returned);
 }
 
 TEST_CASE("PollUntil gives up once its time has passed, with no event taken", "[busy_poll]") {
@@ -104,6 +110,68 @@ TEST_CASE("a completion loop that polls runs every tag, early and late, and shut
     loop.Shutdown();
     CHECK(ran.load() == kTags);
   }
+}
+
+// Calls through a side (a call slot's stand-in) that come at a steady pace,
+// later than the polling window: posted only while the loop's thread polls,
+// else sent as an event on its queue (as a worker withdraws its call from
+// the slot and sends it through gRPC when the server sleeps).
+class PacedSide final : public SidePoll {
+ public:
+  bool Poll() override {
+    if (!posted_.exchange(false)) return false;
+    served_.fetch_add(1);
+    return true;
+  }
+  void SetPolling(bool polling) override { polling_.store(polling); }
+
+  // Posts one call; false when the loop's thread did not poll for it (the
+  // call is withdrawn: the caller sends it the other way).
+  bool Post() {
+    posted_.store(true);
+    if (polling_.load()) return true;
+    return !posted_.exchange(false);  // taken in between: served
+  }
+  int served() const { return served_.load(); }
+
+ private:
+  std::atomic<bool> posted_{false};
+  std::atomic<bool> polling_{false};
+  std::atomic<int> served_{0};
+};
+
+TEST_CASE("a completion loop polls again when calls later than its window are due",
+          "[busy_poll]") {
+  // The loop polls 5 ms after each call; calls come every 40 ms. Without
+  // polling again the thread sleeps through every one of them.
+  PacedSide side;
+  CompletionLoop loop;
+  loop.StartPolling(absl::Milliseconds(5), &side);
+  constexpr int kCalls = 24;
+  int through_queue = 0;
+  std::atomic<int> queue_ran{0};
+  std::vector<std::unique_ptr<grpc::Alarm>> alarms;
+  absl::Time due = absl::Now();
+  for (int i = 0; i < kCalls; ++i) {
+    due += absl::Milliseconds(40);
+    absl::SleepFor(due - absl::Now());
+    if (side.Post()) continue;
+    ++through_queue;
+    alarms.push_back(std::make_unique<grpc::Alarm>());
+    alarms.back()->Set(loop.cq(), Deadline(absl::ZeroDuration()),
+                       CompletionLoop::Once([&](bool) { queue_ran.fetch_add(1); }));
+  }
+  // Every call is served, one way or the other.
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while ((side.served() + queue_ran.load() < kCalls) && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  loop.Shutdown();
+  CHECK(side.served() + queue_ran.load() == kCalls);
+  CHECK(queue_ran.load() == through_queue);
+  // Once the pace is learned (8 calls), most are found polling.
+  INFO("calls through the queue: " << through_queue << " of " << kCalls);
+  CHECK(through_queue <= 8 + (kCalls - 8) / 2);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/partitioning.h"
+#include "common/poll_ahead.h"
 #include "common/status_conversion.h"
 #include "common/status_macros.h"
 #include "common/time_source.h"
@@ -79,8 +80,11 @@ bool NextWithin(grpc::CompletionQueue* cq, absl::Duration wait) {
 
 // Completes `cq`'s events on this thread until `wait`'s op is done, polling
 // without sleeping for the first `busy_poll` (ClientOptions::busy_poll).
-// Other ops' events on the queue are completed on the way.
-void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait, absl::Duration busy_poll) {
+// Other ops' events on the queue are completed on the way. `ahead` learns
+// how long waits for calls in slots last, so that one longer than the
+// window is polled again around when its answer is due (common/poll_ahead.h).
+void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait, absl::Duration busy_poll,
+                PollAhead& ahead) {
   void* tag = nullptr;
   bool ok = false;
   // Calls posted through call slots (call_slot_client.h) end here too:
@@ -88,8 +92,10 @@ void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait, absl::Duration
   // millisecond at a time. A client that may post any holds InUse() true
   // for its life (SlotWaits::Expecting), so this holds for the whole wait.
   const bool slots = SlotWaits::InUse();
+  const absl::Time start = absl::Now();
+  const bool waits = !wait.done();
   if (busy_poll > absl::ZeroDuration()) {
-    const absl::Time until = absl::Now() + busy_poll;
+    const absl::Time until = start + busy_poll;
     while (!wait.done()) {
       if (slots && SlotWaits::Poll(cq)) continue;
       const PollResult polled = PollUntil(cq, slots ? absl::InfinitePast() : until, &tag, &ok);
@@ -105,10 +111,24 @@ void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait, absl::Duration
     while (!wait.done() && cq->Next(&tag, &ok)) static_cast<CqTag*>(tag)->Complete(ok);
     return;
   }
+  const std::optional<PollAhead::Span> again = wait.done() ? std::nullopt : ahead.Again(start);
   while (!wait.done()) {
     if (SlotWaits::Poll(cq)) continue;
-    if (!NextWithin(cq, absl::Milliseconds(1))) return;
+    const absl::Time now = absl::Now();
+    absl::Duration nap = absl::Milliseconds(1);
+    if (again.has_value() && now < again->until) {
+      if (now >= again->from) {
+        // Due: poll as in the window.
+        const PollResult polled = PollUntil(cq, absl::InfinitePast(), &tag, &ok);
+        if (polled == PollResult::kShutdown) return;
+        if (polled == PollResult::kEvent) static_cast<CqTag*>(tag)->Complete(ok);
+        continue;
+      }
+      nap = std::min(nap, again->from - now);
+    }
+    if (!NextWithin(cq, nap)) return;
   }
+  if (waits) ahead.Record(absl::Now() - start);
 }
 
 // Shuts `cq` down once every op on it is done, and completes what is left:
@@ -932,7 +952,7 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
     send_push(std::nullopt);
   }
   meanwhile();  // both are on their way
-  DriveUntil(&cq, push_wait, options_.busy_poll);
+  DriveUntil(&cq, push_wait, options_.busy_poll, answers_ahead_);
   absl::Status pushed = std::move(push_wait.result);
   std::set<uint32_t> ticked;
   if (push_op != nullptr) {
@@ -952,7 +972,7 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
     }
     SendTicks(next, carried);  // servers the pull does not read from
   }
-  DriveUntil(&cq, pull_wait, options_.busy_poll);
+  DriveUntil(&cq, pull_wait, options_.busy_poll, answers_ahead_);
   DrainQueue(&cq);
   absl::Status pull_status = std::move(pull_wait.result);
   // A pull refused before its server ticked may have carried no tick:
@@ -980,7 +1000,7 @@ absl::Status ClientImpl::RunAndWait(bool is_push, std::vector<TableInput> inputs
   // here (a call's completion), or elsewhere (a retry on the client's
   // executor, the last slice of a push released by gRPC), which then sets
   // the alarm. Nothing is started on the queue after either.
-  DriveUntil(&cq, wait, options_.busy_poll);
+  DriveUntil(&cq, wait, options_.busy_poll, answers_ahead_);
   DrainQueue(&cq);
   absl::Status status = std::move(wait.result);
   if (ticked != nullptr && op != nullptr) {  // null: refused before it started (Lost)

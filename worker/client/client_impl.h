@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cairn/v1/shard.pb.h"
 #include "common/coordinator_client.h"
+#include "common/poll_ahead.h"
 #include "common/push_payload.h"
 #include "common/work_queue.h"
 #include "worker/client/call_slot_client.h"
@@ -206,6 +207,8 @@ class ClientImpl final : public Client {
 
   // Constant after Start().
   const ClientOptions options_;
+  // How long this client's waits for answers in call slots last (thread-safe).
+  PollAhead answers_ahead_{options_.busy_poll};
   const std::unique_ptr<CoordinatorChannel> coordinator_;
   ShardConnector connect_;
   uint32_t worker_id_ = 0;
