@@ -25,11 +25,11 @@ std::optional<PollAhead::Span> PollAhead::Again(absl::Time start) const {
   }
   if (n == 0) return std::nullopt;
   std::sort(waits.begin(), waits.begin() + n);
-  // The span covers the recent waits, less the shortest and the longest
-  // once there are four (one wait cut short by an unrelated event, a lease
-  // renewal answered between two pushes, or one long pause), and a window
-  // on either side.
-  const size_t trim = n >= 4 ? 1 : 0;
+  // The span covers the middle half of the recent waits (the shortest and
+  // the longest quarter left out: waits cut short by an unrelated event, a
+  // lease renewal answered between two pushes, or long pauses), and a
+  // window on either side.
+  const size_t trim = n / 4;
   const absl::Duration earliest = waits[trim];
   const absl::Duration latest = waits[n - 1 - trim];
   if (earliest >= kMaxWait) return std::nullopt;

@@ -15,11 +15,12 @@
 // layer's hybrid polling sleeps for part of a request's expected time
 // before it polls for its completion (blk-mq, queue/io_poll_delay).
 //
-// The estimate is the median of the last kHistory waits that outlasted the
-// window (a median: an unrelated event in the middle of a wait, or one long
-// pause, moves it little), and only below kMaxWait: beyond it the wake-up
-// is under 1% of the wait. Waits within the window are caught by the window
-// itself and do not count. Thread-safe.
+// The span is the middle half of the last kHistory waits that outlasted the
+// window (the middle: an unrelated event in the middle of a wait, or a long
+// pause, does not move it), widened by a window on either side, and at most
+// a quarter of the wait or four windows long; none for waits of kMaxWait or
+// more, where the wake-up is under 1% of the wait. Waits within the window
+// are caught by the window itself and do not count. Thread-safe.
 #ifndef CAIRN_COMMON_POLL_AHEAD_H_
 #define CAIRN_COMMON_POLL_AHEAD_H_
 

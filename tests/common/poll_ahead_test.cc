@@ -29,16 +29,26 @@ TEST_CASE("PollAhead polls a window on either side of one wait's length", "[poll
   CHECK(span->until == kStart + Milliseconds(22));
 }
 
-TEST_CASE("PollAhead covers the recent waits less the shortest and the longest",
-          "[poll_ahead]") {
+TEST_CASE("PollAhead covers the middle half of the recent waits", "[poll_ahead]") {
   PollAhead ahead(Milliseconds(2));
-  // A step's pace with jitter, one wait cut short by another event and one
+  // A step's pace with jitter, two waits cut short by other events and a
   // long pause.
-  for (int ms : {26, 25, 10, 27, 29, 60, 24, 28}) ahead.Record(Milliseconds(ms));
+  for (int ms : {26, 25, 10, 27, 29, 60, 14, 28}) ahead.Record(Milliseconds(ms));
   const std::optional<PollAhead::Span> span = ahead.Again(kStart);
   REQUIRE(span.has_value());
-  CHECK(span->from == kStart + Milliseconds(22));   // 24 - 2
-  CHECK(span->until == kStart + Milliseconds(30));  // 22 + max(4 * 2, 24 / 4): capped below 29 + 2
+  // Sorted: 10 14 | 25 26 27 28 | 29 60.
+  CHECK(span->from == kStart + Milliseconds(23));   // 25 - 2
+  CHECK(span->until == kStart + Milliseconds(30));  // 28 + 2
+}
+
+TEST_CASE("PollAhead polls again for a wait of four waits less their extremes",
+          "[poll_ahead]") {
+  PollAhead ahead(Milliseconds(2));
+  for (int ms : {30, 9, 31, 70}) ahead.Record(Milliseconds(ms));
+  const std::optional<PollAhead::Span> span = ahead.Again(kStart);
+  REQUIRE(span.has_value());
+  CHECK(span->from == kStart + Milliseconds(28));   // 30 - 2
+  CHECK(span->until == kStart + Milliseconds(33));  // 31 + 2
 }
 
 TEST_CASE("PollAhead polls again for at most a quarter of the wait or four windows",

@@ -117,14 +117,15 @@ void DriveUntil(grpc::CompletionQueue* cq, const QueueWait& wait, absl::Duration
     const absl::Time now = absl::Now();
     absl::Duration nap = absl::Milliseconds(1);
     if (again.has_value() && now < again->until) {
-      if (now >= again->from) {
+      if (now >= again->from - busy_poll) {
         // Due: poll as in the window.
         const PollResult polled = PollUntil(cq, absl::InfinitePast(), &tag, &ok);
         if (polled == PollResult::kShutdown) return;
         if (polled == PollResult::kEvent) static_cast<CqTag*>(tag)->Complete(ok);
         continue;
       }
-      nap = std::min(nap, again->from - now);
+      // A window early, as a server's loop wakes (completion_loop.cc).
+      nap = std::min(nap, again->from - busy_poll - now);
     }
     if (!NextWithin(cq, nap)) return;
   }
