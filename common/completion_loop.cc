@@ -108,8 +108,8 @@ void CompletionLoop::Run(absl::Duration busy_poll, SidePoll* side) {
         if (span.has_value() && span->until > now) {
           // Asleep until the call is due, unless an event comes first. The
           // sleep ends a window early: a timed wait in gRPC's queue woke up
-          // to 1.7 ms late here (its timeouts are whole milliseconds, and the
-          // virtual machine's timer adds its own).
+          // to 1.7 ms late on a 2-CPU virtual machine (its timeouts are whole
+          // milliseconds, and the hypervisor's timer adds its own).
           const grpc::CompletionQueue::NextStatus woke =
               cq_->AsyncNext(&tag, &ok, absl::ToChronoTime(span->from - busy_poll));
           if (woke == grpc::CompletionQueue::SHUTDOWN) return;

@@ -56,9 +56,10 @@ class PollAhead {
   void Record(absl::Duration waited) ABSL_LOCKS_EXCLUDED(mu_);
 
   // For a wait begun at `start` whose window has passed without its event:
-  // the window on either side of when the event is due (start plus the
-  // estimate); nullopt when no recent wait outlasted the window, or the
-  // estimate is kMaxWait or more (sleep until the event, as without this).
+  // the span from a window before the shortest of the middle half of the
+  // recent waits to a window after the longest, counted from `start`;
+  // nullopt when no recent wait outlasted the window, or that shortest one
+  // lasted kMaxWait or more (sleep until the event, as without this).
   std::optional<Span> Again(absl::Time start) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
