@@ -68,6 +68,14 @@ void CompletionLoop::Run(absl::Duration busy_poll, SidePoll* side) {
   absl::Time idle_since = absl::Now();     // the end of the last tag
   absl::Time poll_until = idle_since + busy_poll;
   bool polled_again = false;  // this wait's span around the due call is over
+  // A tag or a side's call found at `at` ends the wait; once it has run,
+  // the next wait starts.
+  auto ended = [&](absl::Time at) { ahead.Record(at - idle_since); };
+  auto wait_again = [&] {
+    idle_since = absl::Now();
+    poll_until = idle_since + busy_poll;
+    polled_again = false;
+  };
   if (side != nullptr) side->SetPolling(true);
   for (;;) {
     absl::Time found_at;
@@ -76,10 +84,8 @@ void CompletionLoop::Run(absl::Duration busy_poll, SidePoll* side) {
         if (side != nullptr) side->SetPolling(false);
         return;
       case PollResult::kSide:
-        ahead.Record(found_at - idle_since);
-        idle_since = absl::Now();
-        poll_until = idle_since + busy_poll;
-        polled_again = false;
+        ended(found_at);
+        wait_again();
         continue;
       case PollResult::kEvent:
         break;
@@ -98,10 +104,8 @@ void CompletionLoop::Run(absl::Duration busy_poll, SidePoll* side) {
           side->SetPolling(false);
           if (side->Poll()) {
             side->SetPolling(true);
-            ahead.Record(now - idle_since);
-            idle_since = absl::Now();
-            poll_until = idle_since + busy_poll;
-            polled_again = false;
+            ended(now);
+            wait_again();
             continue;
           }
         }
@@ -126,11 +130,9 @@ void CompletionLoop::Run(absl::Duration busy_poll, SidePoll* side) {
         break;
       }
     }
-    ahead.Record(found_at - idle_since);
+    ended(found_at);
     static_cast<Tag*>(tag)->Proceed(ok);
-    idle_since = absl::Now();
-    poll_until = idle_since + busy_poll;
-    polled_again = false;
+    wait_again();
   }
 }
 
