@@ -114,6 +114,31 @@ absl::Status Subprocess::Signal(int signal) {
   if (::kill(pid_, signal) != 0) {
     return ErrnoStatus(errno, absl::StrCat("cannot signal ", binary_, " (pid ", pid_, ")"));
   }
+  if (signal != SIGSTOP) return absl::OkStatus();
+  // kill() returns before the stop takes hold: a thread running on another
+  // CPU goes on until the kernel interrupts it, a while on a loaded virtual
+  // machine. The child is reported stopped once every thread has stopped.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid_, &status, WUNTRACED | WNOHANG);
+    if (r == pid_) break;
+    if (r < 0 && errno != EINTR) {
+      return ErrnoStatus(errno, absl::StrCat("cannot wait for ", binary_, " (pid ", pid_,
+                                             ") to stop"));
+    }
+    if (absl::Now() >= deadline) {  // (a child stopped already is reported once)
+      return absl::DeadlineExceededError(
+          absl::StrCat(binary_, " (pid ", pid_, ") not stopped 10s after SIGSTOP"));
+    }
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  if (!WIFSTOPPED(status)) {
+    exit_status_ = FromWaitStatus(status);
+    return absl::FailedPreconditionError(absl::StrCat(binary_, " (pid ", pid_,
+                                                      ") ended instead of stopping: ",
+                                                      exit_status_->ToString()));
+  }
   return absl::OkStatus();
 }
 

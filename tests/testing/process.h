@@ -78,7 +78,8 @@ class Subprocess {
   bool Running();
 
   // Sends `signal` (SIGTERM for a graceful stop). FailedPrecondition once the
-  // child has been reaped.
+  // child has been reaped. SIGSTOP returns once every thread of the child
+  // has stopped (FailedPrecondition if it ended instead).
   absl::Status Signal(int signal);
 
   // SIGKILLs the child and reaps it; returns how it ended (a child that had
