@@ -451,6 +451,30 @@ TEST_CASE("a buffer the client lends is pushed from and pulled into in place, to
   INFO(again.message());
   CHECK(again.ok());
   CHECK(c.Stats().shared_memory_in_place == before);
+
+  // A pull whose server stopped past its deadline reads again: into the
+  // caller's own memory it gets its values once the server wakes.
+  auto& server = cluster.value()->server(0);
+  REQUIRE(server.Signal(SIGSTOP).ok());
+  std::future<absl::Status> resumed = std::async(std::launch::async, [&server] {
+    absl::SleepFor(absl::Seconds(3));  // 1.5 deadlines
+    return server.Signal(SIGCONT);
+  });
+  const absl::Status late = c.PullDense({{"own", absl::MakeSpan(own_values)}}).get();
+  REQUIRE(resumed.get().ok());
+  INFO(late.message());
+  CHECK(late.ok());
+  std::vector<float> now(kFloats);
+  REQUIRE(c.PullDense({{"own", absl::MakeSpan(now)}}).get().ok());
+  CHECK(testing::BitEqual(now, own_values));
+  // Into lent memory, which the server may still write once it wakes, it
+  // is not read again: it fails at its deadline and spoils the buffer.
+  REQUIRE(server.Signal(SIGSTOP).ok());
+  const absl::Status lost = c.PullDense({{"lent", Floats(*values)}}).get();
+  REQUIRE(server.Signal(SIGCONT).ok());
+  CHECK(absl::IsDeadlineExceeded(lost));
+  CHECK_THAT(std::string(lost.message()), Catch::Contains("1 attempt timed out"));
+  CHECK(values->spoiled());
 }
 
 }  // namespace cairn

@@ -69,6 +69,12 @@ struct ClientOptions {
   // applied again (field case B26). See Client::PushDense for what each
   // error means.
   int push_attempts = 3;
+  // Attempts at a pull request that timed out (>= 1): a pull only reads,
+  // so it is simply sent again. Not when its answer was to go in place into
+  // a lent buffer (LendSharedBuffer) the timed-out attempt spoiled: the
+  // server may still write it late; the pull fails and the caller moves off
+  // that buffer.
+  int pull_attempts = 3;
   // Requests of one pull or push in flight to one server at a time (a
   // table above rpc.request_split_size goes in several); the next is sent
   // as one is answered. Bounds what a step holds in flight per server, on
@@ -176,9 +182,11 @@ class Client {
   virtual ClientStats Stats() const = 0;
 
   // Pulls whole dense tensors. Each buffer must hold the table's element count.
-  // Errors: NotFound (table), InvalidArgument (size), DeadlineExceeded (the
-  // barrier/staleness wait), Unavailable, FailedPrecondition (map still stale
-  // after one refresh).
+  // Errors: NotFound (table), InvalidArgument (size), DeadlineExceeded (each
+  // of ClientOptions::pull_attempts attempts timed out, in the barrier or
+  // staleness wait or at a stalled server; one attempt when the buffer is
+  // lent memory, which is then spoiled), Unavailable, FailedPrecondition
+  // (map still stale after one refresh).
   virtual std::future<absl::Status> PullDense(std::vector<DenseBuffer> tables) = 0;
   // Pushes gradients of whole dense tensors (same sizes as PullDense), as
   // float32 with their shapes (ConstDenseBuffer::shape).

@@ -453,6 +453,18 @@ bool ClientImpl::WholeInLentBlock(const Op& op, const ShardChannel& channel) {
   return first != nullptr && channel.InLentMemory(first, static_cast<uint64_t>(next - first));
 }
 
+bool ClientImpl::OutputSpoiled(const Op& op, const ShardChannel& channel) {
+  for (const TableInput& in : op.inputs) {
+    const uint64_t floats = in.keys == nullptr ? DenseElements(*in.spec)
+                                               : in.n * static_cast<uint64_t>(in.spec->width());
+    if (channel.InSpoiledLentMemory(reinterpret_cast<const char*>(in.out),
+                                    floats * sizeof(float))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void ClientImpl::Launch(const std::shared_ptr<Op>& op,
                         const InputIndices* only,
                         std::vector<std::shared_ptr<PushPayload>> resend) {
@@ -567,12 +579,20 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
         if (!status.ok()) {
           // A push that timed out may have landed: it goes again, the same
           // bytes under the same sequence, which the server applies at most
-          // once (B26). Other failures are retried within the op's time.
-          const int attempts = op->is_push ? std::max(options_.push_attempts, 1) : 1;
-          const bool timed_out = op->is_push &&
-                                 status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
-                                 op->attempt + 1 < attempts;
-          const absl::Time give_up = op->start + attempts * options_.rpc_deadline;
+          // once (B26). A pull that timed out reads again, unless its
+          // answer was to be written in place in lent memory, which the
+          // server may still write late (the caller moves off it). Other
+          // failures are retried within the op's time.
+          const int attempts =
+              std::max(op->is_push ? options_.push_attempts : options_.pull_attempts, 1);
+          const bool timed_out =
+              status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+              op->attempt + 1 < attempts &&
+              (op->is_push || piece->channel == nullptr || !OutputSpoiled(*op, *piece->channel));
+          // (A pull's other failures are retried within one deadline, as
+          // before it could time out and read again.)
+          const absl::Time give_up =
+              op->start + (op->is_push ? attempts : 1) * options_.rpc_deadline;
           if (timed_out ||
               (RetriableShardStatus(status) && MonotonicNow() + kShardRetryBackoff.Delay(op->attempt) < give_up)) {
             if (op->is_push) {
@@ -582,15 +602,19 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
             }
             op->refresh = true;
           } else if (op->error.ok()) {
+            const bool late = status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
             op->error = Annotate(
                 FromGrpcStatus(status),
-                op->is_push && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                op->is_push && late
                     ? absl::StrCat("push to server ", piece->server, " (replica group ",
                                    piece->request.group, ", sequence ",
                                    piece->push->header.sequence(), "): ",
                                    op->attempt + 1, " attempts timed out; it may have been "
                                    "applied (once) or not: pull to see")
-                    : absl::StrCat(op->is_push ? "push" : "pull", " to server ", piece->server));
+                : late ? absl::StrCat("pull from server ", piece->server, ": ", op->attempt + 1,
+                                      op->attempt == 0 ? " attempt" : " attempts", " timed out")
+                       : absl::StrCat(op->is_push ? "push" : "pull", " to server ",
+                                      piece->server));
           }
         }
         if (window > 0 && piece->channel != nullptr) {

@@ -180,6 +180,9 @@ class ClientImpl final : public Client {
   // right after the other, lie in one block `channel` lent: sent to that
   // channel's server as one request, it is read or answered in place.
   static bool WholeInLentBlock(const Op& op, const ShardChannel& channel);
+  // Whether a pull's output overlaps a block `channel` lent that a failed
+  // call spoiled: the server may still write it, so the pull is not retried.
+  static bool OutputSpoiled(const Op& op, const ShardChannel& channel);
   // Cuts `op`'s listed indices into pieces under the current map and sends
   // them; `resend` (pushes only) are requests of an earlier attempt, sent
   // again as they are to their group's current primary.

@@ -134,6 +134,23 @@ struct SharedLink {
     }
     return std::make_pair(offset, it->second.spoiled);
   }
+
+  // Whether the `bytes` at `p` overlap a lent block that is spoiled.
+  bool OverlapsSpoiled(const char* p, uint64_t bytes) ABSL_LOCKS_EXCLUDED(loans_mu) {
+    const char* base = region->data();
+    if (p == nullptr || bytes == 0 || p >= base + region->size() || p + bytes <= base) {
+      return false;
+    }
+    const uint64_t begin = p < base ? 0 : static_cast<uint64_t>(p - base);
+    const uint64_t end = static_cast<uint64_t>(std::min(p + bytes, base + region->size()) - base);
+    absl::MutexLock lock(&loans_mu);
+    auto it = loans.upper_bound(begin);
+    if (it != loans.begin()) --it;
+    for (; it != loans.end() && it->first < end; ++it) {
+      if (it->first + it->second.bytes > begin && it->second.spoiled->load()) return true;
+    }
+    return false;
+  }
 };
 
 // A lent block (ShardChannel::Lend): back to the arena when destroyed, or
@@ -310,12 +327,15 @@ class GrpcShardChannel final : public ShardChannel {
               counters->in_place.fetch_add(1, std::memory_order_relaxed);
             }
           }
+          // The server may still write into a failed call's range: kept
+          // from reuse (a lent block spoiled) before `done` decides on a
+          // retry.
+          if (at.has_value() && !status.ok()) Release(*link, *at, false);
           const bool add = status.ok() && from_reply;
           if (add) received->Add(response, reply.get());
           done(status);
           if (add) received->Remove(response);
-          // The server may still write into a failed call's range.
-          if (at.has_value()) Release(*link, *at, status.ok());
+          if (at.has_value() && status.ok()) Release(*link, *at, true);
         });
     Done finish = [response, reply, complete](grpc::Status status) {
       if (status.ok()) {
@@ -366,6 +386,11 @@ class GrpcShardChannel final : public ShardChannel {
   bool InLentMemory(const char* p, uint64_t bytes) const override {
     const std::shared_ptr<SharedLink> shared = link();
     return shared != nullptr && shared->LentRange(p, bytes).has_value();
+  }
+
+  bool InSpoiledLentMemory(const char* p, uint64_t bytes) const override {
+    const std::shared_ptr<SharedLink> shared = link();
+    return shared != nullptr && shared->OverlapsSpoiled(p, bytes);
   }
 
   absl::StatusOr<ValuePieces> PulledValues(const v1::PullResponse& response,

@@ -117,6 +117,12 @@ class ShardChannel {
   // answered, in place, so a request for them carries only their keys.
   virtual bool InLentMemory(const char* /*p*/, uint64_t /*bytes*/) const { return false; }
 
+  // Whether the `bytes` at `p` overlap a block this channel lent that a
+  // failed call spoiled: the server may still write a late answer there.
+  virtual bool InSpoiledLentMemory(const char* /*p*/, uint64_t /*bytes*/) const {
+    return false;
+  }
+
   // The value bytes of table `table` of a pull's answer `response`: its
   // `values`, its range of this channel's shared region, or the pieces of
   // the reply as gRPC received it (pull_reply_reader.h). Valid while the

@@ -81,8 +81,10 @@ void PsParameterStore::TryLend() {
            "and written there in place", bytes);
 }
 
-void PsParameterStore::DropSpoiled() {
-  if (lent_params_ == nullptr || (!lent_params_->spoiled() && !lent_grads_->spoiled())) return;
+bool PsParameterStore::DropSpoiled() {
+  if (lent_params_ == nullptr || (!lent_params_->spoiled() && !lent_grads_->spoiled())) {
+    return false;
+  }
   LOG_WARN("a call that used this worker's lent shared memory failed: values go back to its own "
            "memory and are pulled again");
   own_params_.assign(params_.size(), 0.0f);
@@ -93,16 +95,18 @@ void PsParameterStore::DropSpoiled() {
   lend_ = false;
   pulled_ = false;
   ViewParams();
+  return true;
 }
 
 absl::StatusOr<absl::Span<const float>> PsParameterStore::Pull() {
   TryLend();
   if (!pulled_) {
     absl::Status pulled = client_->PullAndWait(pull_buffers_, {});
-    if (!pulled.ok()) {
-      DropSpoiled();
-      return pulled;
-    }
+    // A pull into lent memory that timed out is not retried by the client
+    // (the server may still write there late): read again into own memory,
+    // where it is.
+    if (!pulled.ok() && DropSpoiled()) pulled = client_->PullAndWait(pull_buffers_, {});
+    if (!pulled.ok()) return pulled;
     pulled_ = true;
   }
   return absl::Span<const float>(params_);

@@ -79,8 +79,8 @@ class PsParameterStore final : public ParameterStore {
   // Moves the values into lent buffers, when the client lends them now.
   void TryLend();
   // Back to the store's own memory after a call that used a lent buffer
-  // failed; the values are pulled again.
-  void DropSpoiled();
+  // failed; the values are pulled again. Whether it moved.
+  bool DropSpoiled();
   // Points pull_buffers_ at params_.
   void ViewParams();
 

@@ -244,6 +244,30 @@ TEST_CASE("a push that times out on every attempt fails saying it may have been 
   CHECK(rig.shard(1).applied() == 0);
 }
 
+TEST_CASE("a pull that timed out reads again, and fails naming its attempts once all timed out",
+          "[client][status]") {
+  Rig rig;
+  const std::vector<Key> keys = KeysOfGroup(0, 3);
+  REQUIRE(rig.client->PushSparse("emb", keys, Grads(keys)).get().ok());
+  std::vector<float> out(keys.size() * 2, -1.0f);
+  rig.shard(0).FailNext(FakeShard::Rpc::kPull,
+                        grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline"), 2);
+  REQUIRE(rig.client->PullSparse("emb", keys, absl::MakeSpan(out)).get().ok());
+  CHECK(rig.shard(0).pulls().size() == 3);  // two timed out, the third answered
+  for (size_t i = 0; i < keys.size(); ++i) {
+    CHECK(std::vector<float>(out.begin() + 2 * i, out.begin() + 2 * i + 2) ==
+          rig.shard(0).Row(kSparse, keys[i]));
+  }
+
+  rig.shard(0).FailNext(FakeShard::Rpc::kPull,
+                        grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline"), 3);
+  const absl::Status s = rig.client->PullSparse("emb", keys, absl::MakeSpan(out)).get();
+  REQUIRE(absl::IsDeadlineExceeded(s));
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("pull from server 0: 3 attempts timed out"));
+  CHECK(rig.shard(0).pulls().size() == 6);
+}
+
 TEST_CASE("a stale-map answer refreshes the map and the push goes to the group's new primary "
           "with its sequence",
           "[client][router][dedup]") {
