@@ -113,8 +113,16 @@ absl::Status Mlp::Forward(const float* params, const float* x, int64_t batch) {
   return absl::OkStatus();
 }
 
+absl::Status Mlp::FirstWeightRows(const float* x, int64_t batch, float* dw, int64_t r0,
+                                  int64_t r1) {
+  const int64_t in = layers_[0], out = layers_[1];
+  // Rows r0..r1 of dW (out x in) = dz[:, r0..r1]^T * x.
+  return backend_->Gemm(Transpose::kYes, Transpose::kNo, r1 - r0, in, batch, 1.0f,
+                        delta_[0].data() + r0, out, x, in, 0.0f, dw + r0 * in, in);
+}
+
 absl::Status Mlp::Backward(const float* params, const float* x, int64_t batch, float* grads,
-                           float* input_grads) {
+                           float* input_grads, bool first_weights_later) {
   // On entry delta_.back() holds d(mean loss)/d(logits).
   for (size_t l = layers_.size() - 1; l-- > 0;) {
     const int64_t in = layers_[l], out = layers_[l + 1];
@@ -122,9 +130,21 @@ absl::Status Mlp::Backward(const float* params, const float* x, int64_t batch, f
     const float* a_in = l == 0 ? x : act_[l - 1].data();
     float* dw = grads + tensors_[2 * l].offset;
     float* db = grads + tensors_[2 * l + 1].offset;
-    // dW (out x in) = dz^T (out x batch) * a_in (batch x in).
-    RETURN_IF_ERROR(backend_->Gemm(Transpose::kYes, Transpose::kNo, out, in, batch, 1.0f, dz, out,
-                                   a_in, in, 0.0f, dw, in));
+    // dW (out x in) = dz^T (out x batch) * a_in (batch x in); the first
+    // layer's in blocks of rows (kFirstWeightBlocks), now or later.
+    if (l == 0 && first_weights_later) {
+      first_inputs_ = a_in;
+      first_batch_ = batch;
+      first_weight_grads_ = dw;
+    } else if (l == 0) {
+      for (int b = 0; b < kFirstWeightBlocks; ++b) {
+        RETURN_IF_ERROR(FirstWeightRows(a_in, batch, dw, out * b / kFirstWeightBlocks,
+                                        out * (b + 1) / kFirstWeightBlocks));
+      }
+    } else {
+      RETURN_IF_ERROR(backend_->Gemm(Transpose::kYes, Transpose::kNo, out, in, batch, 1.0f, dz,
+                                     out, a_in, in, 0.0f, dw, in));
+    }
     RETURN_IF_ERROR(backend_->BiasGrad(dz, batch, out, db));
     const float* w = params + tensors_[2 * l].offset;
     if (l == 0) {
@@ -176,6 +196,45 @@ absl::StatusOr<double> Mlp::TrainStep(absl::Span<const float> params,
                                       absl::Span<const float> inputs,
                                       absl::Span<const int32_t> labels, absl::Span<float> grads,
                                       absl::Span<float> input_grads) {
+  first_pending_ = false;
+  return Step(params, inputs, labels, grads, input_grads, false);
+}
+
+absl::StatusOr<double> Mlp::TrainStepFirstWeightsLater(absl::Span<const float> params,
+                                                       absl::Span<const float> inputs,
+                                                       absl::Span<const int32_t> labels,
+                                                       absl::Span<float> grads) {
+  first_pending_ = false;
+  first_weight_grads_ = nullptr;
+  // On a device the gradient is copied to the host whole, at the end.
+  ASSIGN_OR_RETURN(double loss,
+                   Step(params, inputs, labels, grads, {}, backend_->host_accessible()));
+  first_pending_ = true;
+  return loss;
+}
+
+absl::Status Mlp::WriteFirstWeights(absl::FunctionRef<void(uint64_t bytes)> written) {
+  if (!std::exchange(first_pending_, false)) {
+    return absl::FailedPreconditionError("mlp: no step's first weight gradient left to write");
+  }
+  const int64_t in = layers_[0], out = layers_[1];
+  float* dw = std::exchange(first_weight_grads_, nullptr);
+  if (dw == nullptr) {  // written by the step (a device backend)
+    written(static_cast<uint64_t>(out * in) * sizeof(float));
+    return absl::OkStatus();
+  }
+  for (int b = 0; b < kFirstWeightBlocks; ++b) {
+    const int64_t r1 = out * (b + 1) / kFirstWeightBlocks;
+    RETURN_IF_ERROR(FirstWeightRows(first_inputs_, first_batch_, dw, out * b / kFirstWeightBlocks,
+                                    r1));
+    written(static_cast<uint64_t>(r1 * in) * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> Mlp::Step(absl::Span<const float> params, absl::Span<const float> inputs,
+                                 absl::Span<const int32_t> labels, absl::Span<float> grads,
+                                 absl::Span<float> input_grads, bool first_weights_later) {
   if (labels.empty()) return absl::InvalidArgumentError("mlp: empty batch");
   if (grads.size() != num_params_) {
     return absl::InvalidArgumentError(
@@ -204,7 +263,7 @@ absl::StatusOr<double> Mlp::TrainStep(absl::Span<const float> params,
   const bool host = backend_->host_accessible();
   float* g = host ? grads.data() : grads_dev_.data();
   float* dx = input_grads.empty() ? nullptr : host ? input_grads.data() : input_grads_dev_.data();
-  RETURN_IF_ERROR(Backward(p, x, batch, g, dx));
+  RETURN_IF_ERROR(Backward(p, x, batch, g, dx, first_weights_later));
   if (!host) {
     RETURN_IF_ERROR(grads_dev_.CopyTo(grads));
     if (dx != nullptr) {

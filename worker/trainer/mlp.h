@@ -26,6 +26,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "kernels/backend.h"
@@ -86,6 +87,28 @@ class Mlp {
                                    absl::Span<const int32_t> labels, absl::Span<float> grads,
                                    absl::Span<float> input_grads = {});
 
+  // The first layer's weight gradient, the model's largest, is computed in
+  // this many blocks of its rows (outputs), in every TrainStep, so that a
+  // step whose push goes while it is written (TrainStepFirstWeightsLater)
+  // computes the same bits as one that does not.
+  static constexpr int kFirstWeightBlocks = 8;
+
+  // TrainStep but for the first layer's weight gradient, which the next
+  // WriteFirstWeights writes (everything else of `grads` is written on
+  // return). On a device backend the whole step runs here and
+  // WriteFirstWeights only reports it. Arguments and errors as TrainStep;
+  // `grads` must stay valid until WriteFirstWeights returns.
+  absl::StatusOr<double> TrainStepFirstWeightsLater(absl::Span<const float> params,
+                                                    absl::Span<const float> inputs,
+                                                    absl::Span<const int32_t> labels,
+                                                    absl::Span<float> grads);
+  // Writes the first layer's weight gradient of the last
+  // TrainStepFirstWeightsLater, in kFirstWeightBlocks blocks of rows, calling
+  // `written(bytes)` after each with the bytes of that weight gradient (it
+  // starts `grads`, tensor 0) now in place, from its start. Errors: as the
+  // Backend's Gemm; FailedPrecondition without a step left to finish.
+  absl::Status WriteFirstWeights(absl::FunctionRef<void(uint64_t bytes)> written);
+
   // Forward only: the last layer's outputs (logits) of batch =
   // inputs.size() / num_inputs() examples (any number, in chunks of
   // max_batch) into `logits` (batch x num_classes() floats, host memory).
@@ -108,8 +131,17 @@ class Mlp {
   // Logits of `batch` examples in act_.back().
   absl::Status Forward(const float* params, const float* x, int64_t batch);
   // input_grads: null, or where d(loss)/d(x) goes (batch x num_inputs()).
+  // `first_weights_later`: the first layer's weight gradient is left for
+  // WriteFirstWeights (first_*_ record where).
   absl::Status Backward(const float* params, const float* x, int64_t batch, float* grads,
-                        float* input_grads);
+                        float* input_grads, bool first_weights_later = false);
+  // Rows [r0, r1) of the first layer's weight gradient (out x in) into
+  // `dw`, from inputs `x` (batch x in) and delta_[0].
+  absl::Status FirstWeightRows(const float* x, int64_t batch, float* dw, int64_t r0, int64_t r1);
+  // TrainStep; `first_weights_later` as for Backward.
+  absl::StatusOr<double> Step(absl::Span<const float> params, absl::Span<const float> inputs,
+                              absl::Span<const int32_t> labels, absl::Span<float> grads,
+                              absl::Span<float> input_grads, bool first_weights_later);
   // The sigmoid loss of act_.back() against `labels` (host): returns the
   // summed loss; with `scale` != 0 writes scale * d(loss)/d(logits) into
   // delta_.back().
@@ -134,6 +166,12 @@ class Mlp {
   DeviceBuffer<float> input_grads_dev_;
   std::vector<float> host_logits_;  // sigmoid loss on a device backend
   std::vector<float> host_delta_;
+  // The step TrainStepFirstWeightsLater left for WriteFirstWeights: its
+  // input batch and where its first weight gradient goes (null: none).
+  const float* first_inputs_ = nullptr;
+  int64_t first_batch_ = 0;
+  float* first_weight_grads_ = nullptr;
+  bool first_pending_ = false;  // a WriteFirstWeights is due
 };
 
 }  // namespace cairn

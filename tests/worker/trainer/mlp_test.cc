@@ -3,7 +3,9 @@
 #include "worker/trainer/mlp.h"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -142,6 +144,51 @@ TEST_CASE("mlp layout puts each layer's weight [out, in] before its bias", "[wor
   CHECK(t[1].offset == 256 * 784);
   CHECK(t[5].shape == std::vector<int64_t>{10});
   CHECK((*mlp)->num_params() == 256 * 784 + 256 + 128 * 256 + 128 + 10 * 128 + 10);
+}
+
+TEST_CASE("mlp's first weight gradient written after the step, block by block, has the bits of "
+          "the whole step's",
+          "[worker][mlp]") {
+  CpuBackend backend;
+  const std::vector<int> layers = {20, 13, 6, 4};  // 13 rows: blocks of 1 and 2 rows
+  absl::StatusOr<std::unique_ptr<Mlp>> mlp = Mlp::Create(&backend, layers, 8);
+  REQUIRE(mlp.ok());
+  const std::vector<float> params = Random((*mlp)->num_params(), 1);
+  const std::vector<float> x = Random(8 * 20, 2);
+  const std::vector<int32_t> y = {0, 1, 2, 3, 3, 2, 1, 0};
+  std::vector<float> whole((*mlp)->num_params());
+  absl::StatusOr<double> loss = (*mlp)->TrainStep(params, x, y, absl::MakeSpan(whole));
+  REQUIRE(loss.ok());
+
+  constexpr float kUnwritten = -7.0f;
+  std::vector<float> later((*mlp)->num_params(), kUnwritten);
+  absl::StatusOr<double> later_loss =
+      (*mlp)->TrainStepFirstWeightsLater(params, x, y, absl::MakeSpan(later));
+  REQUIRE(later_loss.ok());
+  CHECK(*later_loss == *loss);
+  const size_t first = 13 * 20;  // tensor 0, at offset 0
+  // Everything but the first weight gradient is written on return.
+  for (size_t i = 0; i < first; ++i) REQUIRE(later[i] == kUnwritten);
+  for (size_t i = first; i < later.size(); ++i) REQUIRE(later[i] == whole[i]);
+  std::vector<uint64_t> counts;
+  REQUIRE((*mlp)
+              ->WriteFirstWeights([&](uint64_t bytes) {
+                // Each count covers what is written, and no more.
+                const size_t floats = bytes / sizeof(float);
+                CHECK(floats <= first);
+                CHECK(std::all_of(later.begin(), later.begin() + floats,
+                                  [](float v) { return v != kUnwritten; }));
+                if (floats < first) CHECK(later[floats] == kUnwritten);
+                counts.push_back(bytes);
+              })
+              .ok());
+  CHECK(counts.size() == static_cast<size_t>(Mlp::kFirstWeightBlocks));
+  CHECK(std::is_sorted(counts.begin(), counts.end()));
+  CHECK(counts.back() == first * sizeof(float));
+  CHECK(std::memcmp(later.data(), whole.data(), whole.size() * sizeof(float)) == 0);
+  // Written once: a second call has no step to finish.
+  CHECK((*mlp)->WriteFirstWeights([](uint64_t) {}).code() ==
+        absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_CASE("mlp rejects bad layers and wrongly sized buffers", "[worker][mlp]") {
