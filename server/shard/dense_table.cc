@@ -196,6 +196,64 @@ void DenseTable::ApplyUniqueAndRead(const std::string& keys, size_t n, absl::str
                       });
 }
 
+absl::Status DenseTable::ApplyStreamedAndRead(const std::string& keys, size_t n,
+                                              absl::string_view values, float* out,
+                                              const PushStream& stream, Undo* undo) {
+  const float* g = reinterpret_cast<const float*>(values.data());
+  const bool check = spec().non_finite() != v1::NON_FINITE_POLICY_ALLOW;
+  absl::ReaderMutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i) {
+    const Key k = KeyAt(keys, i);
+    const uint32_t len = ChunkLength(k);
+    const char* upto = reinterpret_cast<const char*>(g + len);
+    RETURN_IF_ERROR(stream.Await(upto));
+    if (check && !AllFinite(reinterpret_cast<const char*>(g), len)) {
+      // Names the first value that is not finite, as a push checked whole.
+      return CheckFinite(spec(), keys, values.substr(0, static_cast<size_t>(upto - values.data())),
+                         chunk_size_, nullptr);
+    }
+    Block& b = *blocks_[BlockOf(k)];
+    absl::MutexLock block_lock(&b.mu);
+    const uint64_t off = k * chunk_size_ - b.first_element;
+    const uint64_t slot_floats = static_cast<uint64_t>(len) * slots_per_element_;
+    float* w = b.values.data() + off;
+    float* slots = b.slots.data() + off * slots_per_element_;
+    const size_t at = undo->floats_.size();
+    undo->floats_.insert(undo->floats_.end(), w, w + len);
+    undo->floats_.insert(undo->floats_.end(), slots, slots + slot_floats);
+    undo->saved_.push_back(Undo::Saved{this, k, at, b.steps[k - b.chunks.begin]});
+    ApplyChunkLocked(b, k, g, len);
+    g += len;
+    if (out != nullptr) {
+      std::memcpy(out, w, len * sizeof(float));
+      out += len;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void DenseTable::Undo::Restore() {
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+    DenseTable& t = *it->table;
+    absl::ReaderMutexLock lock(&t.mu_);
+    Block& b = *t.blocks_[t.BlockOf(it->chunk)];
+    absl::MutexLock block_lock(&b.mu);
+    const uint64_t off = it->chunk * t.chunk_size_ - b.first_element;
+    const uint32_t len = t.ChunkLength(it->chunk);
+    const float* saved = floats_.data() + it->at;
+    std::copy(saved, saved + len, b.values.data() + off);
+    std::copy(saved + len, saved + len + static_cast<uint64_t>(len) * t.slots_per_element_,
+              b.slots.data() + off * t.slots_per_element_);
+    b.steps[it->chunk - b.chunks.begin] = it->step;
+  }
+  Clear();
+}
+
+void DenseTable::Undo::Clear() {
+  saved_.clear();
+  floats_.clear();
+}
+
 ForkJoin* DenseTable::SplitsOver(Key first, Key last) const {
   // Pieces in one block would take turns for its lock.
   return BlockOf(first) != BlockOf(last) ? helper_ : nullptr;

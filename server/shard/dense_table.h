@@ -9,6 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/partitioning.h"
+#include "server/shard/push_stream.h"
 #include "server/shard/table.h"
 
 namespace cairn {
@@ -36,6 +37,45 @@ class DenseTable final : public Table {
       ABSL_LOCKS_EXCLUDED(mu_);
   void ApplyUniqueAndRead(const std::string& keys, size_t n, absl::string_view values,
                           float* out) override ABSL_LOCKS_EXCLUDED(mu_);
+  // What ApplyStreamedAndRead changed, so that a push refused midway can
+  // be put back: each chunk's values, optimizer slots and step as they
+  // were before it. Its memory is kept for the next push (a step's).
+  // Thread-compatible.
+  class Undo {
+   public:
+    // Puts every saved chunk back as it was, the last saved first, then
+    // forgets them.
+    void Restore();
+    // Forgets every saved chunk (the push stands).
+    void Clear();
+
+   private:
+    friend class DenseTable;
+    struct Saved {
+      DenseTable* table;
+      Key chunk;
+      size_t at;  // its floats in floats_: values, then slots
+      int64_t step;
+    };
+    std::vector<Saved> saved_;
+    std::vector<float> floats_;
+  };
+  // Bytes an Undo holds for `value_bytes` of this table's float32 values.
+  uint64_t UndoBytes(uint64_t value_bytes) const {
+    return value_bytes * (1 + static_cast<uint64_t>(slots_per_element_));
+  }
+
+  // ApplyUniqueAndRead of a streamed push (push_stream.h): each chunk once
+  // `stream` counts its gradient written (`values` lies in the stream's
+  // run), checked finite first (unless the table allows non-finite values),
+  // and saved into `undo` before it is updated. Returns at the first error,
+  // with the chunks updated so far still in `undo` for the caller to
+  // restore: DeadlineExceeded (PushStream::Await), InvalidArgument naming
+  // the table, key and offset of a value that is not finite (as
+  // CheckFinite). The bits are those of ApplyUniqueAndRead.
+  absl::Status ApplyStreamedAndRead(const std::string& keys, size_t n, absl::string_view values,
+                                    float* out, const PushStream& stream, Undo* undo)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Apply(const GradBuffer& grads) override ABSL_LOCKS_EXCLUDED(mu_);
   void ApplyScaled(GradBuffer& grads, float grad_scale) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumKeys() const override;

@@ -17,6 +17,7 @@
 #include "common/wire_dtype.h"
 #include "server/checkpoint/checkpoint_codec.h"
 #include "server/shard/cold_rows.h"
+#include "server/shard/dense_table.h"
 #include "server/shard/fork_join.h"
 #include "server/shard/shard_metrics.h"
 #include "server/shard/sparse_table.h"
@@ -440,7 +441,7 @@ absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) co
 
 absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
                                  absl::Span<const absl::string_view> values, bool* ticked,
-                                 PullReadBack* read_back) {
+                                 PullReadBack* read_back, const PushStream* stream) {
   if (ticked != nullptr) *ticked = false;
   if (request.sequence() == 0) {
     return absl::InvalidArgumentError("push: sequence must be >= 1");
@@ -463,7 +464,13 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
     if (AppliedLocked(window, request.sequence())) return true;
   }
   uint64_t bytes = 0;
-  ASSIGN_OR_RETURN(Grads grads, GatherPush(request, values, &bytes));
+  if (stream != nullptr && (values.empty() || !Streamable(request, values))) {
+    // Only a dense BSP float32 push is applied as it is written: any other
+    // is read once every value is.
+    RETURN_IF_ERROR(stream->AwaitAll());
+    stream = nullptr;
+  }
+  ASSIGN_OR_RETURN(Grads grads, GatherPush(request, values, &bytes, stream == nullptr));
   bool bsp = false;
   for (const TableGrads& g : grads) bsp |= g.table->spec().consistency() == v1::CONSISTENCY_BSP;
 
@@ -479,10 +486,28 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
     {
       absl::MutexLock lock(&mu_);
       RETURN_IF_ERROR(CheckPushLocked(request, grads));
-      if (!InsertLocked(window, request.sequence())) return true;
-      if (ClosesIterationAloneLocked(request, grads)) {
+      const bool alone = ClosesIterationAloneLocked(request, grads);
+      if (stream != nullptr && !(alone && UndoFits(grads))) {
+        // Summed or held (not the iteration's only gradient), or too large
+        // to put back: once every value is written, as any push.
+        RETURN_IF_ERROR(stream->AwaitAll());
+        RETURN_IF_ERROR(CheckFiniteGrads(grads));
+        stream = nullptr;
+      }
+      // A streamed push counts as applied only once it all is (a refused
+      // one may come again under its sequence).
+      if (stream != nullptr ? AppliedLocked(window, request.sequence())
+                            : !InsertLocked(window, request.sequence())) {
+        return true;
+      }
+      if (alone) {
         const std::vector<float*> into = ReadBackTargets(grads, read_back);
-        for (size_t i = 0; i < grads.size(); ++i) ApplyNow(&grads[i], into[i]);
+        if (stream != nullptr) {
+          RETURN_IF_ERROR(ApplyStreamedLocked(&grads, into, *stream));
+          InsertLocked(window, request.sequence());
+        } else {
+          for (size_t i = 0; i < grads.size(); ++i) ApplyNow(&grads[i], into[i]);
+        }
         clocks_.Tick(request.worker_id(), request.end_clock());
         Advance(&ready);
         released = ReleasedClock();
@@ -579,9 +604,72 @@ absl::Status Shard::CheckWorkerLocked(absl::string_view what, uint32_t worker,
       "declared dead must not update the model"));
 }
 
+bool Shard::Streamable(const v1::PushRequest& request,
+                       absl::Span<const absl::string_view> values) const {
+  if (values.size() != static_cast<size_t>(request.tables_size())) return false;
+  for (int i = 0; i < request.tables_size(); ++i) {
+    const v1::TableValues& tv = request.tables(i);
+    absl::StatusOr<Table*> table = FindTable(tv.table_id(), tv.table());
+    if (!table.ok() || (*table)->spec().kind() != v1::TABLE_KIND_DENSE ||
+        (*table)->spec().consistency() != v1::CONSISTENCY_BSP ||
+        tv.dtype() != v1::DTYPE_FLOAT32 || tv.keys().size() % sizeof(Key) != 0 ||
+        !KeysAscending(tv.keys(), tv.keys().size() / sizeof(Key)) ||
+        reinterpret_cast<uintptr_t>(values[i].data()) % alignof(float) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Shard::UndoFits(const Grads& grads) {
+  uint64_t undo = 0;
+  for (const TableGrads& g : grads) {
+    if (g.direct == nullptr || !g.ascending || g.is_widened ||
+        g.table->spec().kind() != v1::TABLE_KIND_DENSE) {
+      return false;
+    }
+    undo += static_cast<const DenseTable*>(g.table)->UndoBytes(g.values().size());
+  }
+  return undo <= kMaxStreamUndoBytes;
+}
+
+absl::Status Shard::CheckFiniteGrads(const Grads& grads) const {
+  for (const TableGrads& g : grads) {
+    if (g.direct == nullptr) continue;  // gathered: checked by GatherPush
+    const v1::TableSpec& spec = g.table->spec();
+    absl::Status finite = CheckFinite(spec, g.direct->keys(), g.values(),
+                                      static_cast<uint64_t>(spec.chunk_size()), helper_.get());
+    if (!finite.ok()) {
+      if (metrics_ != nullptr) metrics_->NonFinite(spec.name());
+      return finite;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::ApplyStreamedLocked(Grads* grads, const std::vector<float*>& into,
+                                        const PushStream& stream) {
+  absl::Status status;
+  size_t i = 0;
+  for (; i < grads->size() && status.ok(); ++i) {
+    TableGrads& g = (*grads)[i];
+    status = static_cast<DenseTable*>(g.table)->ApplyStreamedAndRead(
+        g.direct->keys(), g.n, g.values(), into[i], stream, &stream_undo_);
+  }
+  if (status.ok()) {
+    stream_undo_.Clear();
+    return status;
+  }
+  stream_undo_.Restore();
+  if (metrics_ != nullptr && absl::IsInvalidArgument(status)) {
+    metrics_->NonFinite((*grads)[i - 1].table->spec().name());
+  }
+  return status;
+}
+
 absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
                                                absl::Span<const absl::string_view> values_of,
-                                               uint64_t* bytes) const {
+                                               uint64_t* bytes, bool check_finite) const {
   if (!values_of.empty() && values_of.size() != static_cast<size_t>(request.tables_size())) {
     return absl::InternalError(absl::StrCat("push: ", values_of.size(), " value ranges for ",
                                             request.tables_size(), " tables"));
@@ -622,7 +710,9 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
                                  ? static_cast<uint64_t>(table->spec().width())
                                  : static_cast<uint64_t>(table->spec().chunk_size());
-    absl::Status finite = CheckFinite(table->spec(), tv.keys(), values, per_key, helper_.get());
+    absl::Status finite = check_finite ? CheckFinite(table->spec(), tv.keys(), values, per_key,
+                                                     helper_.get())
+                                       : absl::OkStatus();
     if (!finite.ok()) {
       if (metrics_ != nullptr) metrics_->NonFinite(name);
       return finite;

@@ -36,6 +36,7 @@
 #include "cairn/v1/shard.pb.h"
 #include "server/shard/bsp_table_sum.h"
 #include "server/shard/clock_tracker.h"
+#include "server/shard/dense_table.h"
 #include "server/shard/grad_buffer.h"
 #include "server/checkpoint/partition_rows.h"
 #include "server/shard/sequence_window.h"
@@ -199,10 +200,23 @@ class Shard {
   // `read_back` (may be null): the pull riding on the push and its reply
   // area; with `ticked`, the tables it marks `written` hold their new
   // values there (pass it to Pull in the area of that pull).
+  //
+  // `stream` (may be null): the push's values are still being written
+  // (PushRequest.written; `values` lie in the stream's run). A dense BSP
+  // float32 push that closes its iteration alone, whose chunks' values,
+  // slots and steps fit kMaxStreamUndoBytes, is checked and applied chunk by
+  // chunk as the stream counts them written, each chunk saved first, and put
+  // back whole when a value is not finite (InvalidArgument, as above) or
+  // the stream stalls (DeadlineExceeded, PushStream::Await); its sequence
+  // counts as applied only once it all is. Any other push waits for all its
+  // values first (DeadlineExceeded as well), then goes as without.
   absl::StatusOr<bool> Push(const v1::PushRequest& request,
                             absl::Span<const absl::string_view> values = {},
-                            bool* ticked = nullptr, PullReadBack* read_back = nullptr)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                            bool* ticked = nullptr, PullReadBack* read_back = nullptr,
+                            const PushStream* stream = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+  // The most a streamed push keeps to put back (Push's `stream`): a push
+  // that would need more is applied once written.
+  static constexpr uint64_t kMaxStreamUndoBytes = uint64_t{8} << 20;
 
 
 
@@ -372,9 +386,26 @@ class Shard {
   // gradients (tables are fixed once ready: no shard lock needed); adds the
   // payload size to `*bytes`. Errors: those Push() names for its contents.
   // `values` as for Push.
+  // Without `check_finite` the values are not read (a streamed push's are
+  // checked as they are applied).
   absl::StatusOr<Grads> GatherPush(const v1::PushRequest& request,
                                    absl::Span<const absl::string_view> values,
-                                   uint64_t* bytes) const;
+                                   uint64_t* bytes, bool check_finite = true) const;
+  // Whether a streamed push of `request` may be applied as it is written:
+  // every table dense BSP, float32 values aligned in `values`, keys
+  // ascending. Reads no value.
+  bool Streamable(const v1::PushRequest& request,
+                  absl::Span<const absl::string_view> values) const;
+  // Whether every table of `grads` is applied from the request's own
+  // values and what a streamed apply saves fits kMaxStreamUndoBytes.
+  static bool UndoFits(const Grads& grads);
+  // CheckFinite on each table applied from the request's values.
+  absl::Status CheckFiniteGrads(const Grads& grads) const;
+  // DenseTable::ApplyStreamedAndRead on every table of `grads`, the
+  // answers into `into`; on an error every chunk applied is put back
+  // (stream_undo_) and the error returned.
+  absl::Status ApplyStreamedLocked(Grads* grads, const std::vector<float*>& into,
+                                   const PushStream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `request` (accepted, its tables `grads`) is the only gradient of
   // its BSP iteration and its tick closes that iteration: a worker's push
   // carrying end_clock = clock + 1, every table dense BSP, nothing summed
@@ -527,6 +558,8 @@ class Shard {
   // set; read-only afterwards (each Table has its own lock for its values), so
   // readers that saw ready_ under mu_ may use it without mu_.
   std::vector<std::unique_ptr<Table>> tables_;
+  // What a streamed push changed, until it all is applied (ApplyStreamedLocked).
+  DenseTable::Undo stream_undo_ ABSL_GUARDED_BY(mu_);
   ClockTracker clocks_ ABSL_GUARDED_BY(mu_);
   int64_t closed_before_ ABSL_GUARDED_BY(mu_) = 0;  // BSP iterations < this are applied
   std::map<int64_t, IterationBuffer> pending_ ABSL_GUARDED_BY(mu_);

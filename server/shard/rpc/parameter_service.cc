@@ -12,6 +12,7 @@
 #include "common/security/transport_security.h"
 #include "common/status_conversion.h"
 #include "common/time_source.h"
+#include "server/shard/push_stream.h"
 #include "server/shard/rpc/pull_reply.h"
 #include "server/shard/rpc/replica_forwarder.h"
 #include "server/shard/shard.h"
@@ -350,11 +351,16 @@ void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushRespon
     }
   }
   bool ticked_with_push = false;  // recorded by Shard::Push itself
+  // A push sent while its values are written (PushRequest.written).
+  std::optional<PushStream> stream;
+  if (shared.has_value() && shared->written != nullptr) {
+    stream.emplace(shared->written, shared->begin, shared->end, from.deadline);
+  }
   absl::StatusOr<bool> duplicate =
       shard->Push(*request,
                   shared.has_value() ? absl::MakeConstSpan(shared->values)
                                      : absl::Span<const absl::string_view>(),
-                  &ticked_with_push, read_back.get());
+                  &ticked_with_push, read_back.get(), stream.has_value() ? &*stream : nullptr);
   read_back_region.reset();  // PullAfterPush holds the region while it writes
   if (duplicate.ok()) response->set_duplicate(*duplicate);
   if (duplicate.ok() && *duplicate && metrics_ != nullptr) metrics_->DuplicatePush();

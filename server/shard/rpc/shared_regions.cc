@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace cairn {
 
@@ -87,7 +88,43 @@ absl::StatusOr<SharedRegions::PushValues> SharedRegions::ResolvePush(
     }
     out.values.emplace_back(bytes->data(), bytes->size());
   }
+  if (request.has_written()) RETURN_IF_ERROR(ResolveWritten(request, &out));
   return out;
+}
+
+absl::Status SharedRegions::ResolveWritten(const v1::PushRequest& request, PushValues* out) {
+  const v1::SharedRange& w = request.written();
+  auto refuse = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("streamed push (written: region ", w.region(),
+                                                   " offset ", w.offset(), "): ", why));
+  };
+  const char* next = nullptr;
+  for (int i = 0; i < request.tables_size(); ++i) {
+    if (!request.tables(i).has_shared() || request.tables(i).shared().region() != w.region()) {
+      return refuse(absl::StrCat("table \"", request.tables(i).table(),
+                                 "\" has no values in that region"));
+    }
+    const absl::string_view v = out->values[i];
+    if (next != nullptr && v.data() != next) {
+      return refuse(absl::StrCat("table \"", request.tables(i).table(),
+                                 "\"'s values do not follow the previous table's"));
+    }
+    if (out->begin == nullptr) out->begin = v.data();
+    next = v.data() + v.size();
+  }
+  if (out->begin == nullptr) return refuse("no table");
+  if (w.length() != sizeof(uint64_t)) return refuse("the count is not 8 bytes");
+  absl::StatusOr<absl::Span<char>> word = out->region->Range(w.offset(), w.length());
+  if (!word.ok()) return refuse(word.status().message());
+  if (reinterpret_cast<uintptr_t>(word->data()) % alignof(std::atomic<uint64_t>) != 0) {
+    return refuse("the count is not 8-byte aligned");
+  }
+  if (word->data() < next && word->data() + sizeof(uint64_t) > out->begin) {
+    return refuse("the count overlaps the values");
+  }
+  out->end = next;
+  out->written = reinterpret_cast<const std::atomic<uint64_t>*>(word->data());
+  return absl::OkStatus();
 }
 
 std::optional<SharedRegions::Reply> SharedRegions::ResolveReply(

@@ -12,6 +12,7 @@
 #define CAIRN_SERVER_SHARD_RPC_SHARED_REGIONS_H_
 
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,10 +51,17 @@ class SharedRegions {
   // (null when no table used one) is held. UNAVAILABLE when the region is
   // unknown here (this server restarted since it was offered);
   // INVALID_ARGUMENT naming the table when a range lies outside the region
-  // or the region is another worker's.
+  // or the region is another worker's, or naming what is wrong with a
+  // streamed push's `written` (every table's values one run in its region,
+  // the count 8 aligned bytes of it outside the run).
   struct PushValues {
     std::shared_ptr<SharedRegion> region;
     std::vector<absl::string_view> values;  // one per table, in order
+    // A streamed push's count of bytes written (PushRequest.written), and
+    // the run of values it counts: every table's, one after the other.
+    const std::atomic<uint64_t>* written = nullptr;
+    const char* begin = nullptr;
+    const char* end = nullptr;
   };
   absl::StatusOr<PushValues> ResolvePush(const v1::PushRequest& request) const
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -88,6 +96,9 @@ class SharedRegions {
     std::vector<uint64_t> ids;  // oldest first
   };
   std::map<uint32_t, WorkerRegions> by_worker_ ABSL_GUARDED_BY(mu_);
+
+  // Fills `out`'s stream (written, begin, end) from request.written.
+  static absl::Status ResolveWritten(const v1::PushRequest& request, PushValues* out);
 };
 
 }  // namespace cairn

@@ -3,14 +3,20 @@
 // keys come ascending (summed from the request) or not (gathered first), and
 // with the iteration buffers reused from one iteration to the next; and an
 // iteration whose only gradient is a push carrying the tick that closes it,
-// applied from the push with that tick, to the same bits.
+// applied from the push with that tick, to the same bits; and such a push
+// sent while it is written (PushRequest.written), applied as it is written
+// and put back whole when refused midway.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "common/bytes.h"
+#include "server/shard/push_stream.h"
 #include "server/shard/shard.h"
 #include "tests/server/shard/shard_test_util.h"
 
@@ -330,6 +336,156 @@ TEST_CASE("The last worker of an iteration that no other worker pushed to applie
     const float want = 0.0f - 1.0f * Grad(0, 0, i);  // one contributor: not halved
     CHECK(Bits({got[i]}) == Bits({want}));
   }
+}
+
+// A streamed push (PushRequest.written) of PushWithTick's values: `values`
+// stands for the worker's region, `written` for its count, which a writer
+// thread advances chunk by chunk as it copies the gradient in.
+struct StreamedPush {
+  std::vector<float> values = std::vector<float>(kElements, std::nanf(""));
+  std::atomic<uint64_t> written{0};
+  v1::PushRequest request;
+  std::vector<absl::string_view> views;
+
+  StreamedPush(uint32_t w, uint64_t seq, int64_t t) : request(PushWithTick(w, seq, t)) {
+    request.mutable_tables(0)->clear_values();  // in the "region"
+    views.emplace_back(reinterpret_cast<const char*>(values.data()),
+                       values.size() * sizeof(float));
+  }
+  PushStream Stream(absl::Time deadline = absl::InfiniteFuture()) const {
+    return PushStream(&written, views[0].data(), views[0].data() + views[0].size(), deadline);
+  }
+  // Writes worker `w`'s iteration-`t` gradient chunk by chunk, each after a
+  // pause, counting each; `bad_chunk` (>= 0) gets a NaN; stops counting
+  // before chunk `stop_at` (>= 0).
+  std::thread Write(uint32_t w, int64_t t, int bad_chunk = -1, int stop_at = -1) {
+    return std::thread([this, w, t, bad_chunk, stop_at] {
+      for (int c = 0; c * kChunk < kElements; ++c) {
+        if (c == stop_at) return;
+        absl::SleepFor(absl::Milliseconds(2));
+        const int end = std::min(kElements, (c + 1) * kChunk);
+        for (int i = c * kChunk; i < end; ++i) values[i] = Grad(w, t, i);
+        if (c == bad_chunk) values[c * kChunk] = std::nanf("");
+        written.store(static_cast<uint64_t>(end) * sizeof(float), std::memory_order_release);
+      }
+      written.store(PushStream::kAllWritten, std::memory_order_release);
+    });
+  }
+};
+
+TEST_CASE("A lone worker's push sent while it is written is applied chunk by chunk as its count "
+          "passes them, to the bits of the push sent whole",
+          "[shard][bsp][stream]") {
+  const v1::TableSpec spec = MomentumVectorTable();
+  Shard streamed(0, Job({spec}), nullptr);
+  Shard whole(0, Job({spec}), nullptr);
+  REQUIRE(streamed.InstallMap(Map(4, {0})).ok());
+  REQUIRE(whole.InstallMap(Map(4, {0})).ok());
+  for (int64_t t = 0; t < 4; ++t) {
+    INFO("iteration " << t);
+    const uint64_t seq = static_cast<uint64_t>(t) + 1;
+    StreamedPush push(0, seq, t);
+    const v1::PullRequest pull = RidingPull(t, {0, 1, 2, 3});
+    std::vector<float> room(kElements, -1.0f);
+    PullReadBack read_back = ReadBackInto(pull, &room);
+    const PushStream stream = push.Stream();
+    // Values not yet written are NaN: read early, the push would be refused.
+    std::thread writer = push.Write(0, t);
+    bool ticked = false;
+    const absl::StatusOr<bool> pushed =
+        streamed.Push(push.request, push.views, &ticked, &read_back, &stream);
+    writer.join();
+    REQUIRE(pushed.ok());
+    CHECK_FALSE(*pushed);
+    CHECK(ticked);
+    REQUIRE(whole.Push(PushWithTick(0, seq, t)).ok());
+    const std::vector<float> want = PullAll(whole, 0, t + 1);
+    CHECK(Bits(PullAll(streamed, 0, t + 1)) == Bits(want));
+    CHECK(Bits(room) == Bits(want));  // the riding pull's answer, as it went
+    // Sent again (its answer was lost): applied once.
+    const absl::StatusOr<bool> again = streamed.Push(push.request, push.views, nullptr, nullptr,
+                                                     &stream);
+    REQUIRE(again.ok());
+    CHECK(*again);
+  }
+}
+
+TEST_CASE("A streamed push found not finite midway, or whose count stalls, is refused whole: "
+          "the chunks it updated are put back, values, momentum and steps",
+          "[shard][bsp][stream]") {
+  const v1::TableSpec spec = MomentumVectorTable();
+  Shard streamed(0, Job({spec}), nullptr);
+  Shard whole(0, Job({spec}), nullptr);
+  REQUIRE(streamed.InstallMap(Map(4, {0})).ok());
+  REQUIRE(whole.InstallMap(Map(4, {0})).ok());
+  for (int64_t t = 0; t < 2; ++t) {
+    REQUIRE(streamed.Push(PushWithTick(0, static_cast<uint64_t>(t) + 1, t)).ok());
+    REQUIRE(whole.Push(PushWithTick(0, static_cast<uint64_t>(t) + 1, t)).ok());
+  }
+  const std::vector<float> before = PullAll(streamed, 0, 2);
+
+  {
+    // Chunks 0 and 1 are applied before chunk 2 shows its NaN.
+    StreamedPush push(0, 3, 2);
+    const PushStream stream = push.Stream();
+    std::thread writer = push.Write(0, 2, /*bad_chunk=*/2);
+    const absl::StatusOr<bool> pushed =
+        streamed.Push(push.request, push.views, nullptr, nullptr, &stream);
+    writer.join();
+    REQUIRE(absl::IsInvalidArgument(pushed.status()));
+    CHECK_THAT(std::string(pushed.status().message()),
+               Catch::Contains("table=w key 2") && Catch::Contains("not finite"));
+    CHECK(Bits(PullAll(streamed, 0, 2)) == Bits(before));
+  }
+  {
+    // The worker stops after chunk 0 (killed mid-step, say).
+    StreamedPush push(0, 3, 2);
+    const PushStream stream = push.Stream();
+    std::thread writer = push.Write(0, 2, -1, /*stop_at=*/1);
+    const absl::Time start = absl::Now();
+    const absl::StatusOr<bool> pushed =
+        streamed.Push(push.request, push.views, nullptr, nullptr, &stream);
+    writer.join();
+    REQUIRE(absl::IsDeadlineExceeded(pushed.status()));
+    CHECK_THAT(std::string(pushed.status().message()), Catch::Contains("stood still"));
+    CHECK(absl::Now() - start < PushStream::kMaxStall + absl::Seconds(5));
+    CHECK(Bits(PullAll(streamed, 0, 2)) == Bits(before));
+  }
+  // The same sequence, sent again whole, is applied (it counted as not
+  // applied), and so are the next: the momentum and steps put back give the
+  // bits of a table that never saw the refused pushes.
+  for (int64_t t = 2; t < 4; ++t) {
+    INFO("iteration " << t);
+    const absl::StatusOr<bool> pushed =
+        streamed.Push(PushWithTick(0, static_cast<uint64_t>(t) + 1, t));
+    REQUIRE(pushed.ok());
+    CHECK_FALSE(*pushed);
+    REQUIRE(whole.Push(PushWithTick(0, static_cast<uint64_t>(t) + 1, t)).ok());
+    CHECK(Bits(PullAll(streamed, 0, t + 1)) == Bits(PullAll(whole, 0, t + 1)));
+  }
+}
+
+TEST_CASE("A streamed push that does not close its iteration alone is summed once all of it is "
+          "written",
+          "[shard][bsp][stream]") {
+  Shard streamed(0, Job({VectorTable()}), nullptr);
+  Shard whole(0, Job({VectorTable()}), nullptr);
+  REQUIRE(streamed.InstallMap(Map(4, {0, 1})).ok());
+  REQUIRE(whole.InstallMap(Map(4, {0, 1})).ok());
+  StreamedPush push(0, 1, 0);
+  const PushStream stream = push.Stream();
+  std::thread writer = push.Write(0, 0);
+  bool ticked = true;
+  REQUIRE(streamed.Push(push.request, push.views, &ticked, nullptr, &stream).ok());
+  writer.join();
+  CHECK_FALSE(ticked);  // summed: worker 1 is still in the iteration
+  REQUIRE(whole.Push(PushWithTick(0, 1, 0)).ok());
+  for (Shard* shard : {&streamed, &whole}) {
+    REQUIRE(shard->Push(PushWithTick(1, 1, 0)).ok());
+    REQUIRE(shard->Clock(Tick(0, 1)).ok());
+    REQUIRE(shard->Clock(Tick(1, 1)).ok());
+  }
+  CHECK(Bits(PullAll(streamed, 1, 1)) == Bits(PullAll(whole, 1, 1)));
 }
 
 }  // namespace

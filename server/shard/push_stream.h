@@ -1,0 +1,60 @@
+// The values of a streamed push (PushRequest.written) as its worker writes
+// them: a count, in the worker's shared region, of the bytes of the push's
+// one run of values written so far (all ones once all are). The worker
+// posts the push as the last layers' gradients are done and writes the
+// first layer's weight gradient, its largest, in blocks of rows after; the
+// server checks and applies each chunk as the count passes it, so that the
+// update overlaps the rest of the backward pass (docs/shared-memory.md,
+// "A push sent while it is written").
+//
+// Thread-compatible: one serving thread reads it.
+#ifndef CAIRN_SERVER_SHARD_PUSH_STREAM_H_
+#define CAIRN_SERVER_SHARD_PUSH_STREAM_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace cairn {
+
+class PushStream {
+ public:
+  // The count stored once every byte is written.
+  static constexpr uint64_t kAllWritten = ~uint64_t{0};
+  // How long the count may stand still before the push is given up: a
+  // worker writes a block of rows in milliseconds; one that stopped (killed,
+  // or paused by a debugger) must not hold the serving thread, and the
+  // shard's lock, for the call's whole deadline.
+  static constexpr absl::Duration kMaxStall = absl::Seconds(1);
+
+  // `written`: the count (8-byte aligned, in memory the worker shares);
+  // [`begin`, `end`): the run of values it counts from `begin`;
+  // `deadline` (absl::Now's clock): the call's.
+  PushStream(const std::atomic<uint64_t>* written, const char* begin, const char* end,
+             absl::Time deadline)
+      : written_(written), begin_(begin), end_(end), deadline_(deadline) {}
+
+  // Returns once the bytes [begin, upto) are written (at once when they
+  // are), polling the count without sleeping. `upto` in [begin, end].
+  // Errors: DeadlineExceeded when the deadline passes, or the count stands
+  // still for kMaxStall, first (the push is then refused whole; the worker
+  // resends it, once written, as any push that timed out).
+  absl::Status Await(const char* upto) const;
+  // Await(end).
+  absl::Status AwaitAll() const { return Await(end_); }
+
+  const char* begin() const { return begin_; }
+  const char* end() const { return end_; }
+
+ private:
+  const std::atomic<uint64_t>* written_;
+  const char* begin_;
+  const char* end_;
+  absl::Time deadline_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_PUSH_STREAM_H_
