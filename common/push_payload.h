@@ -9,6 +9,7 @@
 #ifndef CAIRN_COMMON_PUSH_PAYLOAD_H_
 #define CAIRN_COMMON_PUSH_PAYLOAD_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,9 +40,17 @@ struct PushTablePayload {
 };
 
 // Thread-compatible; immutable once built, so a retry sends the same bytes.
+// PushRequest.written's count once every value is written.
+inline constexpr uint64_t kAllValuesWritten = ~uint64_t{0};
+
 struct PushPayload {
   v1::PushRequest header;  // every field but `tables`
   std::vector<PushTablePayload> tables;
+  // A streamed push (Client::GradientStream): the count of its value bytes
+  // written so far, all ones once all are; null: all written. While it is
+  // not all ones the values may be read only in place, by the server
+  // (PushRequest.written).
+  const std::atomic<uint64_t>* written = nullptr;
 
   // Appends `bytes` to `table`'s values: merged with the previous range when
   // adjacent in memory. Call Seal() when every range of the table is in.

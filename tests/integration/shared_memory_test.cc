@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -475,6 +477,71 @@ TEST_CASE("a buffer the client lends is pushed from and pulled into in place, to
   CHECK(absl::IsDeadlineExceeded(lost));
   CHECK_THAT(std::string(lost.message()), Catch::Contains("1 attempt timed out"));
   CHECK(values->spoiled());
+}
+
+TEST_CASE("a push sent while its gradient is written ends in the bits of one sent written, and "
+          "one whose writing stalls is refused whole and applied once when sent again",
+          "[integration][shared_memory]") {
+  std::string yaml = LendYaml();
+  yaml.replace(yaml.find("mode: asp"), 9, "mode: bsp");
+  auto cluster = TestCluster::Start("shm_stream", yaml, 1);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  auto client = testing::Connect(**cluster, 0, absl::Seconds(30), /*rpc_deadline=*/absl::Seconds(10));
+  INFO(client.status().message());
+  REQUIRE(client.ok());
+  Client& c = **client;
+  REQUIRE(testing::WaitForRegions(c, 1));
+  constexpr size_t kFloats = 600000;
+  // The gradient, then its count of bytes written.
+  std::unique_ptr<SharedBuffer> grads = c.LendSharedBuffer(kFloats * sizeof(float) + 8);
+  std::unique_ptr<SharedBuffer> values = c.LendSharedBuffer(kFloats * sizeof(float));
+  REQUIRE(grads != nullptr);
+  REQUIRE(values != nullptr);
+  const absl::Span<float> lent_grads = Floats(*grads).subspan(0, kFloats);
+  const absl::Span<float> lent_values = Floats(*values);
+  auto* count = reinterpret_cast<std::atomic<uint64_t>*>(grads->bytes().data() +
+                                                         kFloats * sizeof(float));
+
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> own_grads(kFloats), own_values(kFloats);
+  for (int round = 0; round < 4; ++round) {
+    INFO("round " << round);
+    for (float& x : own_grads) x = u(rng);
+    // NaN until written: read early, the push would be refused.
+    std::fill(lent_grads.begin(), lent_grads.end(), std::nanf(""));
+    // Round 3's writer stops for longer than the server waits
+    // (PushStream's 1 s stall bound) after its first block.
+    const bool stall = round == 3;
+    auto write = [&] {
+      constexpr size_t kBlocks = 6;
+      for (size_t b = 0; b < kBlocks; ++b) {
+        absl::SleepFor(stall && b == 1 ? absl::Milliseconds(2500) : absl::Milliseconds(2));
+        const size_t end = kFloats * (b + 1) / kBlocks;
+        std::copy(own_grads.begin() + kFloats * b / kBlocks, own_grads.begin() + end,
+                  lent_grads.begin() + kFloats * b / kBlocks);
+        count->store(end * sizeof(float), std::memory_order_release);
+      }
+      count->store(Client::kAllWritten, std::memory_order_release);
+    };
+    const uint64_t streamed = c.Stats().streamed_pushes;
+    absl::Status pulled;
+    const absl::Status pushed = c.PushClockAndPull({{"lent", lent_grads}}, {{"lent", lent_values}},
+                                                   &pulled, [] {}, Client::GradientStream{count, write});
+    INFO(pushed.message());
+    REQUIRE(pushed.ok());
+    CHECK(c.Stats().streamed_pushes == streamed + 1);
+    // The same gradient, written first, to the other table.
+    REQUIRE(c.PushClockAndPull({{"own", own_grads}}, {}, {{"own", absl::MakeSpan(own_values)}},
+                               {}, &pulled)
+                .ok());
+    std::vector<float> now(kFloats);
+    REQUIRE(c.PullDense({{"lent", absl::MakeSpan(now)}}).get().ok());
+    CHECK(testing::BitEqual(now, own_values));
+    // The refused attempt spoiled the lent buffer, as any failed call.
+    CHECK(grads->spoiled() == stall);
+  }
 }
 
 }  // namespace cairn

@@ -32,6 +32,7 @@
 #ifndef CAIRN_WORKER_CLIENT_CLIENT_H_
 #define CAIRN_WORKER_CLIENT_CLIENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -130,6 +131,9 @@ struct ClientStats {
   // Requests of those through regions whose values were read (pushes) or
   // written (pulls) in place in a buffer LendSharedBuffer lent, not copied.
   uint64_t shared_memory_in_place = 0;
+  // Pushes of those sent while their values were written, the server
+  // applying each part as it was (Client::GradientStream).
+  uint64_t streamed_pushes = 0;
   // Pushes posted through a region's call slot instead of a gRPC call
   // (docs/shared-memory.md, "Calls through the region").
   uint64_t slot_calls = 0;
@@ -310,6 +314,42 @@ class Client {
                                         std::vector<SparseRows> next_sparse,
                                         absl::Status* pulled,
                                         absl::FunctionRef<void()> meanwhile) = 0;
+  // A gradient still being written when its push goes (PushClockAndPull's
+  // `stream`): the server applies each part as it is written, while the
+  // caller computes the rest (docs/shared-memory.md, "A push sent while it
+  // is written").
+  struct GradientStream {
+    // How many bytes of the push's values (its dense buffers, one after the
+    // other, in order) are written; the writer stores kAllWritten, with
+    // release order, once all are. 8-byte aligned, in a block lent by this
+    // client (LendSharedBuffer) outside the values.
+    std::atomic<uint64_t>* written = nullptr;
+    // Writes the rest of the values, advancing `written` (release order)
+    // as it goes, and stores kAllWritten last. Runs once, on the calling
+    // thread.
+    absl::FunctionRef<void()> write;
+  };
+  static constexpr uint64_t kAllWritten = ~uint64_t{0};
+
+  // PushClockAndPull of values not all written yet. When the push can go
+  // while they are written (it is one request of dense tables in one block
+  // lent by this client to this job's only server, every table BSP and
+  // float32 on the wire, and this worker is the job's only one), it goes
+  // with `written` (PushRequest.written) and `stream.write` runs right
+  // after, before `meanwhile`; otherwise `stream.write` runs first and the
+  // push goes as PushClockAndPull's. `stream.written` is set to 0 here.
+  // Returns and fails as PushClockAndPull; a push refused because its
+  // writing stalled (DeadlineExceeded) is sent again, once written, as any
+  // push that timed out.
+  virtual absl::Status PushClockAndPull(std::vector<ConstDenseBuffer> dense,
+                                        std::vector<DenseBuffer> next_dense,
+                                        absl::Status* pulled,
+                                        absl::FunctionRef<void()> meanwhile,
+                                        const GradientStream& stream) {
+    stream.write();
+    return PushClockAndPull(std::move(dense), {}, std::move(next_dense), {}, pulled, meanwhile);
+  }
+
   // The same with nothing to do meanwhile.
   absl::Status PushClockAndPull(std::vector<ConstDenseBuffer> dense,
                                 std::vector<ConstSparseRows> sparse,

@@ -80,6 +80,7 @@ ClientStats ClientImpl::Stats() const {
   s.pulls_with_push = shared_memory_->pulls_with_push.load();
   s.shared_memory_in_place = shared_memory_->in_place.load();
   s.slot_calls = shared_memory_->slot_calls.load();
+  s.streamed_pushes = shared_memory_->streamed_pushes.load();
   return s;
 }
 

@@ -336,7 +336,8 @@ absl::Status ClientImpl::InstallMap(const v1::PartitionMap& map) {
   std::shared_ptr<const Servers> old = this->servers();
   if (old != nullptr && old->router.version() >= map.version()) return absl::OkStatus();
   ASSIGN_OR_RETURN(Router router, Router::Create(map));
-  auto servers = std::make_shared<Servers>(Servers{std::move(router), {}, {}, {}});
+  auto servers = std::make_shared<Servers>(Servers{std::move(router), {}, {}, {}, {}});
+  servers->only_worker = map.workers_size() == 1 && map.workers(0).id() == worker_id_;
   for (const v1::Member& m : map.servers()) {
     servers->addresses[m.id()] = m.address();
     servers->incarnations[m.id()] = m.incarnation();
@@ -416,6 +417,7 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
   op->after_tick = run.ahead_clock.has_value();
   op->end_clock = run.end_clock;
   op->rider = run.rider;
+  op->written = run.written;
   op->start = MonotonicNow();
   if (run.op_out != nullptr) *run.op_out = op;
   std::future<absl::Status> result;
@@ -637,6 +639,9 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       piece->push = BuildPushRequest(op->inputs, piece->request,
                                      {worker_id_, incarnation_, op->clock},
                                      NextSequence(piece->request.group));
+      // Streamed only as the op's one request; a resend of it reads the
+      // values once written (ShardChannel).
+      if (pieces.size() == 1) piece->push->written = op->written;
     }
     if (channel == servers->channels.end()) {
       finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -935,6 +940,72 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
                                           std::vector<SparseRows> next_sparse,
                                           absl::Status* pulled,
                                           absl::FunctionRef<void()> meanwhile) {
+  return PushClockAndPullImpl(std::move(dense), std::move(sparse), std::move(next_dense),
+                              std::move(next_sparse), pulled, meanwhile, nullptr);
+}
+
+absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
+                                          std::vector<DenseBuffer> next_dense,
+                                          absl::Status* pulled,
+                                          absl::FunctionRef<void()> meanwhile,
+                                          const GradientStream& stream) {
+  stream.written->store(0, std::memory_order_release);
+  if (!CanStream(dense, stream.written)) {
+    stream.write();
+    return PushClockAndPullImpl(std::move(dense), {}, std::move(next_dense), {}, pulled,
+                                meanwhile, nullptr);
+  }
+  bool wrote = false;
+  absl::Status pushed = PushClockAndPullImpl(
+      std::move(dense), {}, std::move(next_dense), {}, pulled,
+      [&] {
+        stream.write();
+        wrote = true;
+        meanwhile();
+      },
+      stream.written);
+  if (!wrote) stream.write();  // refused before it was sent
+  return pushed;
+}
+
+bool ClientImpl::CanStream(const std::vector<ConstDenseBuffer>& dense,
+                           const std::atomic<uint64_t>* written) const {
+  std::shared_ptr<const Servers> servers = this->servers();
+  if (servers == nullptr || !servers->only_worker || servers->alive.size() != 1 ||
+      servers->router.num_groups() != 1 || dense.empty()) {
+    return false;
+  }
+  auto channel = servers->channels.find(*servers->alive.begin());
+  if (channel == servers->channels.end() || !channel->second->SharesMemory()) return false;
+  const char* first = nullptr;
+  const char* next = nullptr;
+  for (const ConstDenseBuffer& b : dense) {
+    absl::StatusOr<const v1::TableSpec*> spec = Table(b.table);
+    if (!spec.ok() || (*spec)->kind() != v1::TABLE_KIND_DENSE ||
+        (*spec)->consistency() != v1::CONSISTENCY_BSP ||
+        WireDtypeOrFloat32((*spec)->wire_dtype()) != v1::DTYPE_FLOAT32 ||
+        b.values.size() != DenseElements(**spec)) {
+      return false;
+    }
+    const char* values = reinterpret_cast<const char*>(b.values.data());
+    if (next != nullptr && values != next) return false;
+    if (first == nullptr) first = values;
+    next = values + b.values.size() * sizeof(float);
+  }
+  const char* word = reinterpret_cast<const char*>(written);
+  return reinterpret_cast<uintptr_t>(word) % alignof(std::atomic<uint64_t>) == 0 &&
+         (word >= next || word + sizeof(uint64_t) <= first) &&
+         channel->second->InLentMemory(first, static_cast<uint64_t>(next - first)) &&
+         channel->second->InLentMemory(word, sizeof(uint64_t));
+}
+
+absl::Status ClientImpl::PushClockAndPullImpl(std::vector<ConstDenseBuffer> dense,
+                                              std::vector<ConstSparseRows> sparse,
+                                              std::vector<DenseBuffer> next_dense,
+                                              std::vector<SparseRows> next_sparse,
+                                              absl::Status* pulled,
+                                              absl::FunctionRef<void()> meanwhile,
+                                              const std::atomic<uint64_t>* written) {
   *pulled = absl::CancelledError("pull ahead not sent: the push was refused before it");
   RETURN_IF_ERROR(CanEndIteration());
   ASSIGN_OR_RETURN(std::vector<TableInput> push_inputs, PushInputs(dense, sparse));
@@ -955,7 +1026,11 @@ absl::Status ClientImpl::PushClockAndPull(std::vector<ConstDenseBuffer> dense,
   // The push first: it drops its keys from the cache before the pull
   // looks there.
   Run(true, std::move(push_inputs),
-      RunOptions{.waiter = &push_waiter, .end_clock = next, .op_out = &push_op, .rider = &rider});
+      RunOptions{.waiter = &push_waiter,
+                 .end_clock = next,
+                 .op_out = &push_op,
+                 .rider = &rider,
+                 .written = written});
   // When the push carries the iteration's tick (it is one request), the
   // pull goes with it, ahead of the tick, and its server answers it once
   // the push is applied. Otherwise each server's tick would be a call of

@@ -78,6 +78,10 @@ class ClientImpl final : public Client {
                                 std::vector<DenseBuffer> next_dense,
                                 std::vector<SparseRows> next_sparse, absl::Status* pulled,
                                 absl::FunctionRef<void()> meanwhile) override;
+  absl::Status PushClockAndPull(std::vector<ConstDenseBuffer> dense,
+                                std::vector<DenseBuffer> next_dense, absl::Status* pulled,
+                                absl::FunctionRef<void()> meanwhile,
+                                const GradientStream& stream) override;
   std::unique_ptr<SharedBuffer> LendSharedBuffer(size_t bytes) override;
   absl::Status Clock() override;
   absl::Status Finish() override;
@@ -91,6 +95,7 @@ class ClientImpl final : public Client {
     std::map<uint32_t, std::string> addresses;
     std::map<uint32_t, uint64_t> incarnations;  // Member.incarnation of each server
     std::set<uint32_t> alive;  // servers the map shows ALIVE: clocks go to these
+    bool only_worker = false;  // the map lists this worker, and no other
   };
 
   // A caller that waits on its own thread (PullAndWait, PushAndWait): its
@@ -139,6 +144,8 @@ class ClientImpl final : public Client {
     // When not null, where the push's request and the pull meet
     // (RiderSlot); it outlives the Run calls of both ops.
     RiderSlot* rider = nullptr;
+    // Pushes: the count of a streamed push's values written (Op::written).
+    const std::atomic<uint64_t>* written = nullptr;
   };
 
   // Starts a pull or push. With a waiter, the result goes to
@@ -180,6 +187,18 @@ class ClientImpl final : public Client {
   // right after the other, lie in one block `channel` lent: sent to that
   // channel's server as one request, it is read or answered in place.
   static bool WholeInLentBlock(const Op& op, const ShardChannel& channel);
+  // Whether a push of `dense` may go while it is written, its count at
+  // `written` (Client::PushClockAndPull with a GradientStream says when).
+  bool CanStream(const std::vector<ConstDenseBuffer>& dense,
+                 const std::atomic<uint64_t>* written) const;
+  // PushClockAndPull; `written` (may be null): the push is streamed
+  // (Op::written).
+  absl::Status PushClockAndPullImpl(std::vector<ConstDenseBuffer> dense,
+                                    std::vector<ConstSparseRows> sparse,
+                                    std::vector<DenseBuffer> next_dense,
+                                    std::vector<SparseRows> next_sparse, absl::Status* pulled,
+                                    absl::FunctionRef<void()> meanwhile,
+                                    const std::atomic<uint64_t>* written);
   // Whether a pull's output overlaps a block `channel` lent that a failed
   // call spoiled: the server may still write it, so the pull is not retried.
   static bool OutputSpoiled(const Op& op, const ShardChannel& channel);

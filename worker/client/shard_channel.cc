@@ -476,6 +476,22 @@ class GrpcShardChannel final : public ShardChannel {
                  grpc::CompletionQueue* cq, const std::shared_ptr<SharedLink>& link,
                  std::optional<uint64_t> at, std::optional<InPlacePush> in_place,
                  const v1::PullRequest* rider) {
+    // A push whose values are still being written goes only in place,
+    // with the count the server follows (PushRequest.written): read any
+    // other way, it would carry values not written yet.
+    std::optional<uint64_t> written_at;
+    if (payload->written != nullptr &&
+        payload->written->load(std::memory_order_acquire) != kAllValuesWritten) {
+      const char* word = reinterpret_cast<const char*>(payload->written);
+      if (!in_place.has_value() || !link->LentRange(word, sizeof(uint64_t)).has_value()) {
+        if (at.has_value()) Release(*link, *at, true);
+        done(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "a push whose values are still being written cannot go in place "
+                          "(it goes again once they are)"));
+        return;
+      }
+      written_at = static_cast<uint64_t>(word - link->region->data());
+    }
     auto request = std::make_shared<grpc::ByteBuffer>();
     std::shared_ptr<std::atomic<bool>> spoiled;
     // The request without its values, when they lie in the region.
@@ -484,6 +500,15 @@ class GrpcShardChannel final : public ShardChannel {
       // Values where the caller wrote them in the region: only ranges go.
       header.emplace(payload->header);
       if (rider != nullptr) *header->mutable_pull() = *rider;
+      if (written_at.has_value()) {
+        v1::SharedRange* written = header->mutable_written();
+        written->set_region(link->id);
+        written->set_offset(*written_at);
+        written->set_length(sizeof(uint64_t));
+        if (counters_ != nullptr) {
+          counters_->streamed_pushes.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
       uint64_t value_bytes = 0;
       for (size_t i = 0; i < payload->tables.size(); ++i) {
         const PushTablePayload& t = payload->tables[i];

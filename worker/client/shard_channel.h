@@ -145,6 +145,8 @@ struct SharedMemoryCounters {
   std::atomic<uint64_t> in_place{0};
   // Pushes posted through a region's call slot (common/call_slot.h).
   std::atomic<uint64_t> slot_calls{0};
+  // Pushes sent while their values were written (PushRequest.written).
+  std::atomic<uint64_t> streamed_pushes{0};
 };
 
 // Opens the channel to the server at `address` (host:port from the map).

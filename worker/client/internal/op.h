@@ -48,6 +48,9 @@ struct ClientImpl::Op {
   // Until the op's first Launch takes it (RunOptions::rider), on Run's
   // thread: where the push and the pull of PushClockAndPull meet.
   RiderSlot* rider = nullptr;
+  // Pushes of a GradientStream: the count of the values written, which the
+  // op's one request carries on its first send (PushPayload::written).
+  const std::atomic<uint64_t>* written = nullptr;
   absl::Time start;                   // monotonic (common/time_source.h)
   std::vector<uint64_t> generations;  // pulls: each input's cache generation at start
   std::vector<uint64_t> hits;         // pulls: keys of each input served from the cache
