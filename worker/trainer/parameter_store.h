@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/status_macros.h"
 
 namespace cairn {
 
@@ -36,6 +37,23 @@ class ParameterStore {
   virtual absl::Status PushAndClock(absl::Span<const float> grads,
                                     absl::FunctionRef<void()> /*meanwhile*/) {
     return PushAndClock(grads);
+  }
+
+  // Writes the rest of a gradient, calling `written(bytes)` each time the
+  // first `bytes` of it (from the start of the flat layout) are in place;
+  // an error leaves it not all written (a push streaming it then stalls and
+  // is refused whole).
+  using GradientWriter =
+      absl::FunctionRef<absl::Status(absl::FunctionRef<void(uint64_t bytes)> written)>;
+  // PushAndClock(grads, meanwhile) of a gradient not all written yet: `write`
+  // writes the rest into `grads`, once, on the calling thread, before the
+  // push reads it, or while it does where the store can push a gradient
+  // as it is written (a store on servers, Client::GradientStream); then
+  // `meanwhile` runs as for PushAndClock. This default writes it first.
+  virtual absl::Status PushAndClock(absl::Span<const float> grads,
+                                    absl::FunctionRef<void()> meanwhile, GradientWriter write) {
+    RETURN_IF_ERROR(write([](uint64_t) {}));
+    return PushAndClock(grads, meanwhile);
   }
 
   // Where the caller may compute the next gradient it passes to

@@ -1,6 +1,7 @@
 #include "worker/trainer/ps_trainer.h"
 
 #include <algorithm>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -67,12 +68,15 @@ void PsParameterStore::TryLend() {
   const size_t bytes = params_.size() * sizeof(float);
   std::unique_ptr<SharedBuffer> params = client_->LendSharedBuffer(bytes);
   if (params == nullptr) return;
-  std::unique_ptr<SharedBuffer> grads = client_->LendSharedBuffer(bytes);
+  // The gradient, then (8-byte aligned) a streamed push's count.
+  const size_t count_at = (bytes + alignof(uint64_t) - 1) / alignof(uint64_t) * alignof(uint64_t);
+  std::unique_ptr<SharedBuffer> grads = client_->LendSharedBuffer(count_at + sizeof(uint64_t));
   if (grads == nullptr) return;  // `params` goes back
   float* values = reinterpret_cast<float*>(params->bytes().data());
   std::copy(params_.begin(), params_.end(), values);  // what was pulled stays
   params_ = absl::MakeSpan(values, params_.size());
   grads_ = absl::MakeSpan(reinterpret_cast<float*>(grads->bytes().data()), params_.size());
+  written_ = new (grads->bytes().data() + count_at) std::atomic<uint64_t>(0);
   lent_params_ = std::move(params);
   lent_grads_ = std::move(grads);
   std::vector<float>().swap(own_params_);  // back only after a spoiled call
@@ -90,6 +94,7 @@ bool PsParameterStore::DropSpoiled() {
   own_params_.assign(params_.size(), 0.0f);
   params_ = absl::MakeSpan(own_params_);
   grads_ = {};
+  written_ = nullptr;
   lent_params_.reset();  // kept from reuse by the client: the server may still write it
   lent_grads_.reset();
   lend_ = false;
@@ -128,11 +133,47 @@ absl::StatusOr<std::vector<ConstDenseBuffer>> PsParameterStore::PushBuffers(
 
 absl::Status PsParameterStore::PushAndClock(absl::Span<const float> grads,
                                             absl::FunctionRef<void()> meanwhile) {
-  ASSIGN_OR_RETURN(std::vector<ConstDenseBuffer> buffers, PushBuffers(grads));
+  return PushAndClock(grads, meanwhile,
+                      [](absl::FunctionRef<void(uint64_t)>) { return absl::OkStatus(); });
+}
+
+absl::Status PsParameterStore::PushAndClock(absl::Span<const float> grads,
+                                            absl::FunctionRef<void()> meanwhile,
+                                            GradientWriter write) {
+  absl::StatusOr<std::vector<ConstDenseBuffer>> buffers = PushBuffers(grads);
+  // Streamed only from the lent buffer, the tables in its order from its
+  // start (the count is of bytes from there).
+  const bool lent = written_ != nullptr && grads.data() == grads_.data() && !tables_.empty() &&
+                    tables_.front().offset == 0;
+  if (!buffers.ok() || !lent) {
+    RETURN_IF_ERROR(write([](uint64_t) {}));
+    if (!buffers.ok()) return buffers.status();
+  }
   pulled_ = false;  // the pull ahead writes into params_
   absl::Status ahead;
-  absl::Status pushed = client_->PushClockAndPull(std::move(buffers), {}, pull_buffers_, {},
-                                                  &ahead, meanwhile);
+  absl::Status pushed;
+  absl::Status wrote;
+  if (lent) {
+    std::atomic<uint64_t>* count = written_;
+    pushed = client_->PushClockAndPull(
+        *std::move(buffers), pull_buffers_, &ahead, meanwhile,
+        Client::GradientStream{count, [&] {
+                                 wrote = write([count](uint64_t bytes) {
+                                   count->store(bytes, std::memory_order_release);
+                                 });
+                                 // Not all written: the server gives the push up.
+                                 if (wrote.ok()) {
+                                   count->store(Client::kAllWritten, std::memory_order_release);
+                                 }
+                               }});
+    if (!wrote.ok()) {
+      DropSpoiled();
+      return wrote;
+    }
+  } else {
+    pushed = client_->PushClockAndPull(*std::move(buffers), {}, pull_buffers_, {}, &ahead,
+                                       meanwhile);
+  }
   if (!pushed.ok()) {
     DropSpoiled();
     return pushed;

@@ -9,6 +9,7 @@
 #ifndef CAIRN_WORKER_TRAINER_PS_TRAINER_H_
 #define CAIRN_WORKER_TRAINER_PS_TRAINER_H_
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -53,6 +54,11 @@ class PsParameterStore final : public ParameterStore {
   }
   absl::Status PushAndClock(absl::Span<const float> grads,
                             absl::FunctionRef<void()> meanwhile) override;
+  // The same, `grads` written by `write` as the push goes when they are the
+  // lent gradient buffer (Client::GradientStream: the count of bytes
+  // written lies in the lent block, after the gradient), else first.
+  absl::Status PushAndClock(absl::Span<const float> grads, absl::FunctionRef<void()> meanwhile,
+                            GradientWriter write) override;
   // The client's clock when the store was created (a resumed job's workers
   // start at the checkpoint's clock).
   int64_t StartStep() const override { return start_step_; }
@@ -94,6 +100,9 @@ class PsParameterStore final : public ParameterStore {
   std::unique_ptr<SharedBuffer> lent_grads_;
   absl::Span<float> params_;  // own_params_, or lent_params_'s memory
   absl::Span<float> grads_;   // lent_grads_'s memory, or empty
+  // In lent_grads_'s block after grads_: a streamed push's count of bytes
+  // written (Client::GradientStream); null with grads_ empty.
+  std::atomic<uint64_t>* written_ = nullptr;
   std::vector<DenseBuffer> pull_buffers_;  // views into params_
   // params_ holds the current iteration's values (pulled ahead).
   bool pulled_ = false;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -81,25 +82,38 @@ class MlpTask final : public TrainingTask {
     return absl::OkStatus();
   }
   absl::StatusOr<double> Compute() override {
-    // Into the store's memory when it has some the push reads in place.
+    // Into the store's memory when it has some the push reads in place:
+    // then all but the first layer's weight gradient, which the push's
+    // GradientWriter writes (the store may push it as it is written).
     step_grads_ = store_.GradientBuffer();
-    if (step_grads_.size() != grads_.size()) step_grads_ = absl::MakeSpan(grads_);
-    return mlp_.TrainStep(params_, inputs_, labels_, step_grads_);
+    later_ = step_grads_.size() == grads_.size();
+    if (!later_) {
+      step_grads_ = absl::MakeSpan(grads_);
+      return mlp_.TrainStep(params_, inputs_, labels_, step_grads_);
+    }
+    return mlp_.TrainStepFirstWeightsLater(params_, inputs_, labels_, step_grads_);
   }
   // The store reads the next step's parameters with the push on its own
   // (PsParameterStore): they do not depend on the batch. The next batch is
   // gathered while the push is in flight, where the store waits on one:
-  // the step's inputs are no longer needed, and neither the gradient nor
-  // the parameters are touched.
+  // the step's inputs are no longer needed (the first weight gradient,
+  // which reads them, is written before `meanwhile` runs), and neither the
+  // gradient nor the parameters are touched.
   absl::Status PushAndClock(absl::Span<const int32_t> next,
                             absl::Span<const int32_t> /*after_next*/) override {
     gathered_ahead_ = false;
-    if (next.empty()) return store_.PushAndClock(step_grads_);
-    return store_.PushAndClock(step_grads_, [&] {
+    auto write = [&](absl::FunctionRef<void(uint64_t)> written) {
+      return mlp_.WriteFirstWeights(written);
+    };
+    auto gather = [&] {
+      if (next.empty()) return;
       GatherNow(next);
       ahead_.assign(next.begin(), next.end());
       gathered_ahead_ = true;
-    });
+    };
+    if (std::exchange(later_, false)) return store_.PushAndClock(step_grads_, gather, write);
+    if (next.empty()) return store_.PushAndClock(step_grads_);
+    return store_.PushAndClock(step_grads_, gather);
   }
 
   absl::Status Evaluate(EpochStats* stats) override {
@@ -132,6 +146,7 @@ class MlpTask final : public TrainingTask {
   absl::Span<float> step_grads_;  // this step's gradient: grads_ or the store's buffer
   std::vector<int32_t> ahead_;    // the examples inputs_ and labels_ hold when gathered_ahead_
   bool gathered_ahead_ = false;
+  bool later_ = false;  // Compute left the first weight gradient to the push
   absl::Span<const float> params_;
 };
 
