@@ -91,7 +91,7 @@ class Mlp {
   // this many blocks of its rows (outputs), in every TrainStep, so that a
   // step whose push goes while it is written (TrainStepFirstWeightsLater)
   // computes the same bits as one that does not.
-  static constexpr int kFirstWeightBlocks = 8;
+  static constexpr int kFirstWeightBlocks = 4;
 
   // TrainStep but for the first layer's weight gradient, which the next
   // WriteFirstWeights writes (everything else of `grads` is written on
