@@ -150,7 +150,7 @@ TEST_CASE("mlp's first weight gradient written after the step, block by block, h
           "the whole step's",
           "[worker][mlp]") {
   CpuBackend backend;
-  const std::vector<int> layers = {20, 13, 6, 4};  // 13 rows: blocks of 1 and 2 rows
+  const std::vector<int> layers = {20, 13, 6, 4};  // 13 rows: blocks of unequal size
   absl::StatusOr<std::unique_ptr<Mlp>> mlp = Mlp::Create(&backend, layers, 8);
   REQUIRE(mlp.ok());
   const std::vector<float> params = Random((*mlp)->num_params(), 1);
