@@ -90,8 +90,13 @@ class Mlp {
   // The first layer's weight gradient, the model's largest, is computed in
   // this many blocks of its rows (outputs), in every TrainStep, so that a
   // step whose push goes while it is written (TrainStepFirstWeightsLater)
-  // computes the same bits as one that does not.
+  // computes the same bits as one that does not. The blocks shrink toward
+  // the last (7/16, 9/32, 3/16 and 3/32 of the rows, FirstBlockEnd): a
+  // server applying the push as it is written has the least left once the
+  // last is (docs/benchmarks.md, "A push sent while it is written").
   static constexpr int kFirstWeightBlocks = 4;
+  // The row block b of the first layer's `out` rows ends at.
+  static int64_t FirstBlockEnd(int64_t out, int b);
 
   // TrainStep but for the first layer's weight gradient, which the next
   // WriteFirstWeights writes (everything else of `grads` is written on
