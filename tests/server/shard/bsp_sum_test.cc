@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -338,6 +339,13 @@ TEST_CASE("The last worker of an iteration that no other worker pushed to applie
   }
 }
 
+// A shard of `spec` with every partition, in a ready map of `workers`.
+std::unique_ptr<Shard> ReadyShard(const v1::TableSpec& spec, std::vector<uint32_t> workers) {
+  auto shard = std::make_unique<Shard>(0, Job({spec}), nullptr);
+  REQUIRE(shard->InstallMap(Map(4, std::move(workers))).ok());
+  return shard;
+}
+
 // A streamed push (PushRequest.written) of PushWithTick's values: `values`
 // stands for the worker's region, `written` for its count, which a writer
 // thread advances chunk by chunk as it copies the gradient in.
@@ -376,11 +384,10 @@ struct StreamedPush {
 TEST_CASE("A lone worker's push sent while it is written is applied chunk by chunk as its count "
           "passes them, to the bits of the push sent whole",
           "[shard][bsp][stream]") {
-  const v1::TableSpec spec = MomentumVectorTable();
-  Shard streamed(0, Job({spec}), nullptr);
-  Shard whole(0, Job({spec}), nullptr);
-  REQUIRE(streamed.InstallMap(Map(4, {0})).ok());
-  REQUIRE(whole.InstallMap(Map(4, {0})).ok());
+  std::unique_ptr<Shard> streamed_shard = ReadyShard(MomentumVectorTable(), {0});
+  std::unique_ptr<Shard> whole_shard = ReadyShard(MomentumVectorTable(), {0});
+  Shard& streamed = *streamed_shard;
+  Shard& whole = *whole_shard;
   for (int64_t t = 0; t < 4; ++t) {
     INFO("iteration " << t);
     const uint64_t seq = static_cast<uint64_t>(t) + 1;
@@ -413,11 +420,10 @@ TEST_CASE("A lone worker's push sent while it is written is applied chunk by chu
 TEST_CASE("A streamed push found not finite midway, or whose count stalls, is refused whole: "
           "the chunks it updated are put back, values, momentum and steps",
           "[shard][bsp][stream]") {
-  const v1::TableSpec spec = MomentumVectorTable();
-  Shard streamed(0, Job({spec}), nullptr);
-  Shard whole(0, Job({spec}), nullptr);
-  REQUIRE(streamed.InstallMap(Map(4, {0})).ok());
-  REQUIRE(whole.InstallMap(Map(4, {0})).ok());
+  std::unique_ptr<Shard> streamed_shard = ReadyShard(MomentumVectorTable(), {0});
+  std::unique_ptr<Shard> whole_shard = ReadyShard(MomentumVectorTable(), {0});
+  Shard& streamed = *streamed_shard;
+  Shard& whole = *whole_shard;
   for (int64_t t = 0; t < 2; ++t) {
     REQUIRE(streamed.Push(PushWithTick(0, static_cast<uint64_t>(t) + 1, t)).ok());
     REQUIRE(whole.Push(PushWithTick(0, static_cast<uint64_t>(t) + 1, t)).ok());
@@ -468,10 +474,10 @@ TEST_CASE("A streamed push found not finite midway, or whose count stalls, is re
 TEST_CASE("A streamed push that does not close its iteration alone is summed once all of it is "
           "written",
           "[shard][bsp][stream]") {
-  Shard streamed(0, Job({VectorTable()}), nullptr);
-  Shard whole(0, Job({VectorTable()}), nullptr);
-  REQUIRE(streamed.InstallMap(Map(4, {0, 1})).ok());
-  REQUIRE(whole.InstallMap(Map(4, {0, 1})).ok());
+  std::unique_ptr<Shard> streamed_shard = ReadyShard(VectorTable(), {0, 1});
+  std::unique_ptr<Shard> whole_shard = ReadyShard(VectorTable(), {0, 1});
+  Shard& streamed = *streamed_shard;
+  Shard& whole = *whole_shard;
   StreamedPush push(0, 1, 0);
   const PushStream stream = push.Stream();
   std::thread writer = push.Write(0, 0);
