@@ -487,7 +487,8 @@ TEST_CASE("a push sent while its gradient is written ends in the bits of one sen
   auto cluster = TestCluster::Start("shm_stream", yaml, 1);
   INFO(cluster.status().message());
   REQUIRE(cluster.ok());
-  auto client = testing::Connect(**cluster, 0, absl::Seconds(30), /*rpc_deadline=*/absl::Seconds(10));
+  auto client =
+      testing::Connect(**cluster, 0, absl::Seconds(30), /*rpc_deadline=*/absl::Seconds(10));
   INFO(client.status().message());
   REQUIRE(client.ok());
   Client& c = **client;
@@ -527,8 +528,9 @@ TEST_CASE("a push sent while its gradient is written ends in the bits of one sen
     };
     const uint64_t streamed = c.Stats().streamed_pushes;
     absl::Status pulled;
-    const absl::Status pushed = c.PushClockAndPull({{"lent", lent_grads}}, {{"lent", lent_values}},
-                                                   &pulled, [] {}, Client::GradientStream{count, write});
+    const absl::Status pushed =
+        c.PushClockAndPull({{"lent", lent_grads}}, {{"lent", lent_values}}, &pulled, [] {},
+                           Client::GradientStream{count, write});
     INFO(pushed.message());
     REQUIRE(pushed.ok());
     CHECK(c.Stats().streamed_pushes == streamed + 1);
