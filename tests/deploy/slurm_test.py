@@ -56,6 +56,10 @@ FAILURE_BOUND_S = 90      # from the SIGKILL to the job's clear end (a lease and
 # Leases long enough for a machine busy with other tests (the example's 5 s
 # can run out while a starved worker starts up).
 LEASE = "cluster.lease_timeout=20s"
+# The cases that kill nothing wait longer still: beside the soak tests two
+# starved workers have taken 30 s from registering to their first step,
+# answering no heartbeat for 20 s of it.
+CALM_LEASE = "cluster.lease_timeout=60s"
 NODES = ["cairn1", "cairn2", "cairn3"]
 FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
                 "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
@@ -378,7 +382,7 @@ def case_hetjob(cluster, src, base_env):
     script = os.path.join(src, "deploy", "slurm", "cairn-hetjob.sbatch")
     t = time.monotonic()
     job_id, out, _ = submit(cluster, script, "hetjob",
-                            dict(base_env, CAIRN_SET=f"{LEASE} training.epochs=1"))
+                            dict(base_env, CAIRN_SET=f"{CALM_LEASE} training.epochs=1"))
     recs, _ = wait_job(cluster, job_id, JOB_TIMEOUT_S, out)
     say(f"hetjob: ended after {time.monotonic() - t:.1f}s")
     job_out = read(os.path.join(out, "job.out"))
@@ -481,7 +485,7 @@ def case_multiprog(cluster, src, base_env):
     script = os.path.join(src, "deploy", "slurm", "cairn-multiprog.sbatch")
     t = time.monotonic()
     job_id, out, _ = submit(cluster, script, "multiprog",
-                            dict(base_env, CAIRN_SET=f"{LEASE} training.epochs=1 "
+                            dict(base_env, CAIRN_SET=f"{CALM_LEASE} training.epochs=1 "
                                      f"training.max_steps={MULTIPROG_STEPS}", CAIRN_SERVERS="2"),
                             sbatch_args=("--ntasks=5",))
     recs, _ = wait_job(cluster, job_id, JOB_TIMEOUT_S, out)
