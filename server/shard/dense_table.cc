@@ -199,18 +199,22 @@ void DenseTable::ApplyUniqueAndRead(const std::string& keys, size_t n, absl::str
 absl::Status DenseTable::ApplyStreamedAndRead(const std::string& keys, size_t n,
                                               absl::string_view values, float* out,
                                               const PushStream& stream, Undo* undo) {
-  const float* g = reinterpret_cast<const float*>(values.data());
+  const float* grads = reinterpret_cast<const float*>(values.data());
   const bool check = spec().non_finite() != v1::NON_FINITE_POLICY_ALLOW;
   absl::ReaderMutexLock lock(&mu_);
-  for (size_t i = 0; i < n; ++i) {
+  // The last chunk first: the count grows from the run's end.
+  uint64_t at = values.size() / sizeof(float);  // where chunk i ends, then starts
+  for (size_t i = n; i-- > 0;) {
     const Key k = KeyAt(keys, i);
     const uint32_t len = ChunkLength(k);
-    const char* upto = reinterpret_cast<const char*>(g + len);
-    RETURN_IF_ERROR(stream.Await(upto));
+    at -= len;
+    const float* g = grads + at;
+    RETURN_IF_ERROR(stream.Await(reinterpret_cast<const char*>(g)));
     if (check && !AllFinite(reinterpret_cast<const char*>(g), len)) {
-      // Names the first value that is not finite, as a push checked whole.
-      return CheckFinite(spec(), keys, values.substr(0, static_cast<size_t>(upto - values.data())),
-                         chunk_size_, nullptr);
+      // Names the first value of the chunk that is not finite, as a push
+      // checked whole would (the chunks before it are not written yet).
+      return CheckFinite(spec(), keys, values.substr(at * sizeof(float), len * sizeof(float)),
+                         chunk_size_, nullptr, at);
     }
     Block& b = *blocks_[BlockOf(k)];
     absl::MutexLock block_lock(&b.mu);
@@ -218,16 +222,12 @@ absl::Status DenseTable::ApplyStreamedAndRead(const std::string& keys, size_t n,
     const uint64_t slot_floats = static_cast<uint64_t>(len) * slots_per_element_;
     float* w = b.values.data() + off;
     float* slots = b.slots.data() + off * slots_per_element_;
-    const size_t at = undo->floats_.size();
+    const size_t saved_at = undo->floats_.size();
     undo->floats_.insert(undo->floats_.end(), w, w + len);
     undo->floats_.insert(undo->floats_.end(), slots, slots + slot_floats);
-    undo->saved_.push_back(Undo::Saved{this, k, at, b.steps[k - b.chunks.begin]});
+    undo->saved_.push_back(Undo::Saved{this, k, saved_at, b.steps[k - b.chunks.begin]});
     ApplyChunkLocked(b, k, g, len);
-    g += len;
-    if (out != nullptr) {
-      std::memcpy(out, w, len * sizeof(float));
-      out += len;
-    }
+    if (out != nullptr) std::memcpy(out + at, w, len * sizeof(float));
   }
   return absl::OkStatus();
 }

@@ -65,10 +65,10 @@ class DenseTable final : public Table {
     return value_bytes * (1 + static_cast<uint64_t>(slots_per_element_));
   }
 
-  // ApplyUniqueAndRead of a streamed push (push_stream.h): each chunk once
-  // `stream` counts its gradient written (`values` lies in the stream's
-  // run), checked finite first (unless the table allows non-finite values),
-  // and saved into `undo` before it is updated. Returns at the first error,
+  // ApplyUniqueAndRead of a streamed push (push_stream.h): each chunk, the
+  // last first, once `stream` counts its gradient written (`values` lies in
+  // the stream's run), checked finite first (unless the table allows
+  // non-finite values), and saved into `undo` before it is updated. Returns at the first error,
   // with the chunks updated so far still in `undo` for the caller to
   // restore: DeadlineExceeded (PushStream::Await), InvalidArgument naming
   // the table, key and offset of a value that is not finite (as

@@ -4,8 +4,8 @@
 
 namespace cairn {
 
-absl::Status PushStream::Await(const char* upto) const {
-  const uint64_t need = static_cast<uint64_t>(upto - begin_);
+absl::Status PushStream::Await(const char* from) const {
+  const uint64_t need = static_cast<uint64_t>(end_ - from);
   uint64_t seen = written_->load(std::memory_order_acquire);
   if (seen >= need) return absl::OkStatus();
   absl::Time moved = absl::Now();
@@ -23,7 +23,7 @@ absl::Status PushStream::Await(const char* upto) const {
     }
     if (now >= deadline_ || now - moved >= kMaxStall) {
       return absl::DeadlineExceededError(absl::StrCat(
-          "streamed push: ", seen, " of ", end_ - begin_, " value bytes written when ",
+          "streamed push: ", seen, " of ", end_ - begin_, " value bytes written (from the end) when ",
           now >= deadline_ ? "the deadline passed"
                            : absl::StrCat("the count stood still for ",
                                           absl::FormatDuration(kMaxStall))));

@@ -649,22 +649,20 @@ absl::Status Shard::CheckFiniteGrads(const Grads& grads) const {
 
 absl::Status Shard::ApplyStreamedLocked(Grads* grads, const std::vector<float*>& into,
                                         const PushStream& stream) {
-  absl::Status status;
-  size_t i = 0;
-  for (; i < grads->size() && status.ok(); ++i) {
+  // The last table first: the count grows from the run's end.
+  for (size_t i = grads->size(); i-- > 0;) {
     TableGrads& g = (*grads)[i];
-    status = static_cast<DenseTable*>(g.table)->ApplyStreamedAndRead(
+    const absl::Status status = static_cast<DenseTable*>(g.table)->ApplyStreamedAndRead(
         g.direct->keys(), g.n, g.values(), into[i], stream, &stream_undo_);
-  }
-  if (status.ok()) {
-    stream_undo_.Clear();
+    if (status.ok()) continue;
+    stream_undo_.Restore();
+    if (metrics_ != nullptr && absl::IsInvalidArgument(status)) {
+      metrics_->NonFinite(g.table->spec().name());
+    }
     return status;
   }
-  stream_undo_.Restore();
-  if (metrics_ != nullptr && absl::IsInvalidArgument(status)) {
-    metrics_->NonFinite((*grads)[i - 1].table->spec().name());
-  }
-  return status;
+  stream_undo_.Clear();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,

@@ -205,7 +205,8 @@ class Shard {
   // (PushRequest.written; `values` lie in the stream's run). A dense BSP
   // float32 push that closes its iteration alone, whose chunks' values,
   // slots and steps fit kMaxStreamUndoBytes, is checked and applied chunk by
-  // chunk as the stream counts them written, each chunk saved first, and put
+  // chunk, the run's last first, as the stream counts them written
+  // (push_stream.h), each chunk saved first, and put
   // back whole when a value is not finite (InvalidArgument, as above) or
   // the stream stalls (DeadlineExceeded, PushStream::Await); its sequence
   // counts as applied only once it all is. Any other push waits for all its
@@ -401,8 +402,8 @@ class Shard {
   static bool UndoFits(const Grads& grads);
   // CheckFinite on each table applied from the request's values.
   absl::Status CheckFiniteGrads(const Grads& grads) const;
-  // DenseTable::ApplyStreamedAndRead on every table of `grads`, the
-  // answers into `into`; on an error every chunk applied is put back
+  // DenseTable::ApplyStreamedAndRead on every table of `grads`, the last
+  // first (the run is written from its end), the answers into `into`; on an error every chunk applied is put back
   // (stream_undo_) and the error returned.
   absl::Status ApplyStreamedLocked(Grads* grads, const std::vector<float*>& into,
                                    const PushStream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

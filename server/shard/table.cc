@@ -127,7 +127,8 @@ bool AllFinite(const char* floats, size_t n) {
 }
 
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
-                         absl::string_view values, uint64_t floats_per_key, ForkJoin* helper) {
+                         absl::string_view values, uint64_t floats_per_key, ForkJoin* helper,
+                         uint64_t first) {
   if (spec.non_finite() == v1::NON_FINITE_POLICY_ALLOW) return absl::OkStatus();
   const size_t n = values.size() / sizeof(float);
   const float* v = reinterpret_cast<const float*>(values.data());
@@ -136,8 +137,9 @@ absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
     if (!AllFinite(values.data() + begin * sizeof(float), end - begin)) finite.store(false);
   });
   if (finite.load()) return absl::OkStatus();
-  for (size_t i = 0; i < n; ++i) {
-    if (std::isfinite(v[i])) continue;
+  for (size_t j = 0; j < n; ++j) {
+    if (std::isfinite(v[j])) continue;
+    const uint64_t i = first + j;
     // Dense keys carry variable-length chunks; name the key by offset when the
     // row length is not uniform.
     std::string where;
@@ -145,7 +147,7 @@ absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
       where = absl::StrCat(" key ", KeyAt(keys, i / floats_per_key));
     }
     return absl::InvalidArgumentError(absl::StrCat(
-        "push table=", spec.name(), where, ": gradient value ", v[i], " at offset ", i,
+        "push table=", spec.name(), where, ": gradient value ", v[j], " at offset ", i,
         " is not finite (table policy non_finite: reject)"));
   }
   return absl::OkStatus();

@@ -181,10 +181,12 @@ bool AllFinite(const char* floats, size_t n);
 // InvalidArgument naming the table when `values` (n floats) holds NaN or Inf
 // and the table's policy rejects them; names the first offending key.
 // Values of ForkJoin::kMinSplitBytes or more are checked in pieces on this
-// thread and `helper` (null: all on this thread).
+// thread and `helper` (null: all on this thread). `first`: the offset, in
+// floats, of values[0] among the values of `keys` (a piece of a push; the
+// error names the push's offset and key).
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
                          absl::string_view values, uint64_t floats_per_key,
-                         ForkJoin* helper = nullptr);
+                         ForkJoin* helper = nullptr, uint64_t first = 0);
 
 }  // namespace cairn
 

@@ -515,14 +515,16 @@ TEST_CASE("a push sent while its gradient is written ends in the bits of one sen
     // Round 3's writer stops for longer than the server waits
     // (PushStream's 1 s stall bound) after its first block.
     const bool stall = round == 3;
+    // Written in blocks from the end, the count of bytes back from there.
     auto write = [&] {
       constexpr size_t kBlocks = 6;
-      for (size_t b = 0; b < kBlocks; ++b) {
-        absl::SleepFor(stall && b == 1 ? absl::Milliseconds(2500) : absl::Milliseconds(2));
-        const size_t end = kFloats * (b + 1) / kBlocks;
-        std::copy(own_grads.begin() + kFloats * b / kBlocks, own_grads.begin() + end,
-                  lent_grads.begin() + kFloats * b / kBlocks);
-        count->store(end * sizeof(float), std::memory_order_release);
+      for (size_t b = kBlocks; b-- > 0;) {
+        absl::SleepFor(stall && b == kBlocks - 2 ? absl::Milliseconds(2500)
+                                                 : absl::Milliseconds(2));
+        const size_t begin = kFloats * b / kBlocks;
+        std::copy(own_grads.begin() + begin, own_grads.begin() + kFloats * (b + 1) / kBlocks,
+                  lent_grads.begin() + begin);
+        count->store((kFloats - begin) * sizeof(float), std::memory_order_release);
       }
       count->store(Client::kAllWritten, std::memory_order_release);
     };

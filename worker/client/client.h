@@ -320,9 +320,10 @@ class Client {
   // is written").
   struct GradientStream {
     // How many bytes of the push's values (its dense buffers, one after the
-    // other, in order) are written; the writer stores kAllWritten, with
-    // release order, once all are. 8-byte aligned, in a block lent by this
-    // client (LendSharedBuffer) outside the values.
+    // other, in order) are written, counted back from the end of the last
+    // (the server applies them last first); the writer stores kAllWritten,
+    // with release order, once all are. 8-byte aligned, in a block lent by
+    // this client (LendSharedBuffer) outside the values.
     std::atomic<uint64_t>* written = nullptr;
     // Writes the rest of the values, advancing `written` (release order)
     // as it goes, and stores kAllWritten last. Runs once, on the calling

@@ -113,9 +113,9 @@ absl::Status Mlp::Forward(const float* params, const float* x, int64_t batch) {
   return absl::OkStatus();
 }
 
-int64_t Mlp::FirstBlockEnd(int64_t out, int b) {
-  static constexpr int64_t kEnds[kFirstWeightBlocks] = {14, 23, 29, 32};  // in 32nds
-  return out * kEnds[b] / 32;
+int64_t Mlp::FirstBlockBegin(int64_t out, int b) {
+  static constexpr int64_t kBegins[kFirstWeightBlocks] = {18, 9, 3, 0};  // in 32nds
+  return out * kBegins[b] / 32;
 }
 
 absl::Status Mlp::FirstWeightRows(const float* x, int64_t batch, float* dw, int64_t r0,
@@ -143,8 +143,8 @@ absl::Status Mlp::Backward(const float* params, const float* x, int64_t batch, f
       first_weight_grads_ = dw;
     } else if (l == 0) {
       for (int b = 0; b < kFirstWeightBlocks; ++b) {
-        RETURN_IF_ERROR(FirstWeightRows(a_in, batch, dw, b == 0 ? 0 : FirstBlockEnd(out, b - 1),
-                                        FirstBlockEnd(out, b)));
+        RETURN_IF_ERROR(FirstWeightRows(a_in, batch, dw, FirstBlockBegin(out, b),
+                                        b == 0 ? out : FirstBlockBegin(out, b - 1)));
       }
     } else {
       RETURN_IF_ERROR(backend_->Gemm(Transpose::kYes, Transpose::kNo, out, in, batch, 1.0f, dz,
@@ -225,14 +225,14 @@ absl::Status Mlp::WriteFirstWeights(absl::FunctionRef<void(uint64_t bytes)> writ
   const int64_t in = layers_[0], out = layers_[1];
   float* dw = std::exchange(first_weight_grads_, nullptr);
   if (dw == nullptr) {  // written by the step (a device backend)
-    written(static_cast<uint64_t>(out * in) * sizeof(float));
+    written(num_params_ * sizeof(float));
     return absl::OkStatus();
   }
   for (int b = 0; b < kFirstWeightBlocks; ++b) {
-    const int64_t r1 = FirstBlockEnd(out, b);
-    RETURN_IF_ERROR(FirstWeightRows(first_inputs_, first_batch_, dw,
-                                    b == 0 ? 0 : FirstBlockEnd(out, b - 1), r1));
-    written(static_cast<uint64_t>(r1 * in) * sizeof(float));
+    const int64_t r0 = FirstBlockBegin(out, b);
+    RETURN_IF_ERROR(FirstWeightRows(first_inputs_, first_batch_, dw, r0,
+                                    b == 0 ? out : FirstBlockBegin(out, b - 1)));
+    written((num_params_ - static_cast<uint64_t>(r0 * in)) * sizeof(float));
   }
   return absl::OkStatus();
 }

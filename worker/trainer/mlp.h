@@ -88,15 +88,17 @@ class Mlp {
                                    absl::Span<float> input_grads = {});
 
   // The first layer's weight gradient, the model's largest, is computed in
-  // this many blocks of its rows (outputs), in every TrainStep, so that a
-  // step whose push goes while it is written (TrainStepFirstWeightsLater)
-  // computes the same bits as one that does not. The blocks shrink toward
-  // the last (7/16, 9/32, 3/16 and 3/32 of the rows, FirstBlockEnd): a
-  // server applying the push as it is written has the least left once the
-  // last is (docs/benchmarks.md, "A push sent while it is written").
+  // this many blocks of its rows (outputs), from its last rows to its first,
+  // in every TrainStep, so that a step whose push goes while it is written
+  // (TrainStepFirstWeightsLater) computes the same bits as one that does
+  // not. The blocks shrink toward the last computed (7/16, 9/32, 3/16 and
+  // 3/32 of the rows, FirstBlockBegin): a server applying the push as it is
+  // written has the least left once the last is (docs/benchmarks.md, "A
+  // push sent while it is written").
   static constexpr int kFirstWeightBlocks = 4;
-  // The row block b of the first layer's `out` rows ends at.
-  static int64_t FirstBlockEnd(int64_t out, int b);
+  // The row the block b (0: computed first) of the first layer's `out` rows
+  // starts at; it ends where block b - 1 starts (block 0: at `out`).
+  static int64_t FirstBlockBegin(int64_t out, int b);
 
   // TrainStep but for the first layer's weight gradient, which the next
   // WriteFirstWeights writes (everything else of `grads` is written on
@@ -108,10 +110,12 @@ class Mlp {
                                                     absl::Span<const int32_t> labels,
                                                     absl::Span<float> grads);
   // Writes the first layer's weight gradient of the last
-  // TrainStepFirstWeightsLater, in kFirstWeightBlocks blocks of rows, calling
-  // `written(bytes)` after each with the bytes of that weight gradient (it
-  // starts `grads`, tensor 0) now in place, from its start. Errors: as the
-  // Backend's Gemm; FailedPrecondition without a step left to finish.
+  // TrainStepFirstWeightsLater, in kFirstWeightBlocks blocks of rows, the
+  // last rows first, calling `written(bytes)` after each with the bytes of
+  // that step's `grads` now in place, counted back from its end (the
+  // weight gradient starts `grads`, tensor 0; the rest is written).
+  // Errors: as the Backend's Gemm; FailedPrecondition without a step left
+  // to finish.
   absl::Status WriteFirstWeights(absl::FunctionRef<void(uint64_t bytes)> written);
 
   // Forward only: the last layer's outputs (logits) of batch =

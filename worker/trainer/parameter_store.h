@@ -40,7 +40,7 @@ class ParameterStore {
   }
 
   // Writes the rest of a gradient, calling `written(bytes)` each time the
-  // first `bytes` of it (from the start of the flat layout) are in place;
+  // last `bytes` of it (back from the end of the flat layout) are in place;
   // an error leaves it not all written (a push streaming it then stalls and
   // is refused whole).
   using GradientWriter =

@@ -141,10 +141,10 @@ absl::Status PsParameterStore::PushAndClock(absl::Span<const float> grads,
                                             absl::FunctionRef<void()> meanwhile,
                                             GradientWriter write) {
   absl::StatusOr<std::vector<ConstDenseBuffer>> buffers = PushBuffers(grads);
-  // Streamed only from the lent buffer, the tables in its order from its
-  // start (the count is of bytes from there).
+  // Streamed only from the lent buffer, the tables in its order up to its
+  // end (the count is of bytes back from there).
   const bool lent = written_ != nullptr && grads.data() == grads_.data() && !tables_.empty() &&
-                    tables_.front().offset == 0;
+                    tables_.back().offset + tables_.back().size == grads.size();
   if (!buffers.ok() || !lent) {
     RETURN_IF_ERROR(write([](uint64_t) {}));
     if (!buffers.ok()) return buffers.status();

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/bytes.h"
 #include "server/shard/push_stream.h"
 #include "server/shard/shard.h"
@@ -363,18 +364,20 @@ struct StreamedPush {
   PushStream Stream(absl::Time deadline = absl::InfiniteFuture()) const {
     return PushStream(&written, views[0].data(), views[0].data() + views[0].size(), deadline);
   }
-  // Writes worker `w`'s iteration-`t` gradient chunk by chunk, each after a
-  // pause, counting each; `bad_chunk` (>= 0) gets a NaN; stops counting
-  // before chunk `stop_at` (>= 0).
+  // Writes worker `w`'s iteration-`t` gradient chunk by chunk, the last
+  // first, each after a pause, counting the bytes written back from the
+  // end; `bad_chunk` (>= 0) gets a NaN; stops counting before chunk
+  // `stop_at` (>= 0).
   std::thread Write(uint32_t w, int64_t t, int bad_chunk = -1, int stop_at = -1) {
     return std::thread([this, w, t, bad_chunk, stop_at] {
-      for (int c = 0; c * kChunk < kElements; ++c) {
+      for (int c = (kElements - 1) / kChunk; c >= 0; --c) {
         if (c == stop_at) return;
         absl::SleepFor(absl::Milliseconds(2));
         const int end = std::min(kElements, (c + 1) * kChunk);
         for (int i = c * kChunk; i < end; ++i) values[i] = Grad(w, t, i);
-        if (c == bad_chunk) values[c * kChunk] = std::nanf("");
-        written.store(static_cast<uint64_t>(end) * sizeof(float), std::memory_order_release);
+        if (c == bad_chunk) values[c * kChunk + 1] = std::nanf("");
+        written.store(static_cast<uint64_t>(kElements - c * kChunk) * sizeof(float),
+                      std::memory_order_release);
       }
       written.store(PushStream::kAllWritten, std::memory_order_release);
     });
@@ -431,20 +434,23 @@ TEST_CASE("A streamed push found not finite midway, or whose count stalls, is re
   const std::vector<float> before = PullAll(streamed, 0, 2);
 
   {
-    // Chunks 0 and 1 are applied before chunk 2 shows its NaN.
+    // The chunks after chunk 1 are applied before chunk 1 shows its NaN
+    // (chunk 0, not written yet, is NaN too, and named by no error).
     StreamedPush push(0, 3, 2);
     const PushStream stream = push.Stream();
-    std::thread writer = push.Write(0, 2, /*bad_chunk=*/2);
+    std::thread writer = push.Write(0, 2, /*bad_chunk=*/1);
     const absl::StatusOr<bool> pushed =
         streamed.Push(push.request, push.views, nullptr, nullptr, &stream);
     writer.join();
     REQUIRE(absl::IsInvalidArgument(pushed.status()));
     CHECK_THAT(std::string(pushed.status().message()),
-               Catch::Contains("table=w key 2") && Catch::Contains("not finite"));
+               Catch::Contains("table=w key 1") &&
+                   Catch::Contains(absl::StrCat("at offset ", kChunk + 1, " ")) &&
+                   Catch::Contains("not finite"));
     CHECK(Bits(PullAll(streamed, 0, 2)) == Bits(before));
   }
   {
-    // The worker stops after chunk 0 (killed mid-step, say).
+    // The worker stops before chunk 1 (killed mid-step, say).
     StreamedPush push(0, 3, 2);
     const PushStream stream = push.Stream();
     std::thread writer = push.Write(0, 2, -1, /*stop_at=*/1);

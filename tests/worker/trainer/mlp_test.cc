@@ -173,18 +173,21 @@ TEST_CASE("mlp's first weight gradient written after the step, block by block, h
   std::vector<uint64_t> counts;
   REQUIRE((*mlp)
               ->WriteFirstWeights([&](uint64_t bytes) {
-                // Each count covers what is written, and no more.
+                // Each count covers what is written back from the end, and
+                // no more: the rows are written last first.
                 const size_t floats = bytes / sizeof(float);
-                CHECK(floats <= first);
-                CHECK(std::all_of(later.begin(), later.begin() + floats,
+                REQUIRE(floats <= later.size());
+                CHECK(floats > later.size() - first);
+                const size_t from = later.size() - floats;
+                CHECK(std::all_of(later.begin() + static_cast<std::ptrdiff_t>(from), later.end(),
                                   [](float v) { return v != kUnwritten; }));
-                if (floats < first) CHECK(later[floats] == kUnwritten);
+                if (from > 0) CHECK(later[from - 1] == kUnwritten);
                 counts.push_back(bytes);
               })
               .ok());
   CHECK(counts.size() == static_cast<size_t>(Mlp::kFirstWeightBlocks));
   CHECK(std::is_sorted(counts.begin(), counts.end()));
-  CHECK(counts.back() == first * sizeof(float));
+  CHECK(counts.back() == later.size() * sizeof(float));
   CHECK(std::memcmp(later.data(), whole.data(), whole.size() * sizeof(float)) == 0);
   // Written once: a second call has no step to finish.
   CHECK((*mlp)->WriteFirstWeights([](uint64_t) {}).code() ==
