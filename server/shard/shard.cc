@@ -489,9 +489,8 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
       const bool alone = ClosesIterationAloneLocked(request, grads);
       if (stream != nullptr && !(alone && UndoFits(grads))) {
         // Summed or held (not the iteration's only gradient), or too large
-        // to put back: once every value is written, as any push.
-        RETURN_IF_ERROR(stream->AwaitAll());
-        RETURN_IF_ERROR(CheckFiniteGrads(grads));
+        // to put back: checked as it is written, then applied as any push.
+        RETURN_IF_ERROR(CheckFiniteGrads(grads, stream));
         stream = nullptr;
       }
       // A streamed push counts as applied only once it all is (a refused
@@ -633,14 +632,31 @@ bool Shard::UndoFits(const Grads& grads) {
   return undo <= kMaxStreamUndoBytes;
 }
 
-absl::Status Shard::CheckFiniteGrads(const Grads& grads) const {
-  for (const TableGrads& g : grads) {
+absl::Status Shard::CheckFiniteGrads(const Grads& grads, const PushStream* stream) const {
+  for (size_t k = 0; k < grads.size(); ++k) {
+    // A stream's run is written from its end: the last table first.
+    const TableGrads& g = grads[stream != nullptr ? grads.size() - 1 - k : k];
     if (g.direct == nullptr) continue;  // gathered: checked by GatherPush
     const v1::TableSpec& spec = g.table->spec();
-    absl::Status finite = CheckFinite(spec, g.direct->keys(), g.values(),
-                                      static_cast<uint64_t>(spec.chunk_size()), helper_.get());
+    const std::string& keys = g.direct->keys();
+    const absl::string_view values = g.values();
+    const uint64_t per_key = static_cast<uint64_t>(spec.chunk_size());
+    absl::Status finite;
+    if (stream == nullptr) {
+      finite = CheckFinite(spec, keys, values, per_key, helper_.get());
+    }
+    // Piece by piece from the end, each once written.
+    for (size_t end = values.size(); stream != nullptr && end > 0 && finite.ok();) {
+      const size_t begin = end > kStreamCheckBytes ? end - kStreamCheckBytes : 0;
+      finite = stream->Await(values.data() + begin);
+      if (finite.ok()) {
+        finite = CheckFinite(spec, keys, values.substr(begin, end - begin), per_key,
+                             helper_.get(), begin / sizeof(float));
+      }
+      end = begin;
+    }
     if (!finite.ok()) {
-      if (metrics_ != nullptr) metrics_->NonFinite(spec.name());
+      if (metrics_ != nullptr && absl::IsInvalidArgument(finite)) metrics_->NonFinite(spec.name());
       return finite;
     }
   }

@@ -209,8 +209,9 @@ class Shard {
   // (push_stream.h), each chunk saved first, and put
   // back whole when a value is not finite (InvalidArgument, as above) or
   // the stream stalls (DeadlineExceeded, PushStream::Await); its sequence
-  // counts as applied only once it all is. Any other push waits for all its
-  // values first (DeadlineExceeded as well), then goes as without.
+  // counts as applied only once it all is. Any other dense BSP float32 push
+  // is checked as it is written, then goes as without; any other push
+  // waits for all its values first (DeadlineExceeded as well).
   absl::StatusOr<bool> Push(const v1::PushRequest& request,
                             absl::Span<const absl::string_view> values = {},
                             bool* ticked = nullptr, PullReadBack* read_back = nullptr,
@@ -400,8 +401,14 @@ class Shard {
   // Whether every table of `grads` is applied from the request's own
   // values and what a streamed apply saves fits kMaxStreamUndoBytes.
   static bool UndoFits(const Grads& grads);
-  // CheckFinite on each table applied from the request's values.
-  absl::Status CheckFiniteGrads(const Grads& grads) const;
+  // CheckFinite on each table applied from the request's values. With
+  // `stream` (the values lie in its run), each piece of kStreamCheckBytes
+  // once the stream counts it written, the run's last first: what the
+  // worker wrote before it sent the push is checked while it writes the
+  // rest. Errors: InvalidArgument naming the first value found not finite;
+  // DeadlineExceeded as PushStream::Await.
+  absl::Status CheckFiniteGrads(const Grads& grads, const PushStream* stream = nullptr) const;
+  static constexpr size_t kStreamCheckBytes = size_t{1} << 20;
   // DenseTable::ApplyStreamedAndRead on every table of `grads`, the last
   // first (the run is written from its end), the answers into `into`; on an error every chunk applied is put back
   // (stream_undo_) and the error returned.
