@@ -500,5 +500,35 @@ TEST_CASE("A streamed push that does not close its iteration alone is summed onc
   CHECK(Bits(PullAll(streamed, 1, 1)) == Bits(PullAll(whole, 1, 1)));
 }
 
+TEST_CASE("A streamed push that is summed is checked as it is written: a value not finite "
+          "refuses it, and nothing of it is summed",
+          "[shard][bsp][stream]") {
+  std::unique_ptr<Shard> streamed_shard = ReadyShard(VectorTable(), {0, 1});
+  std::unique_ptr<Shard> whole_shard = ReadyShard(VectorTable(), {0, 1});
+  Shard& streamed = *streamed_shard;
+  Shard& whole = *whole_shard;
+  {
+    StreamedPush push(0, 1, 0);
+    const PushStream stream = push.Stream();
+    std::thread writer = push.Write(0, 0, /*bad_chunk=*/1);
+    const absl::StatusOr<bool> pushed =
+        streamed.Push(push.request, push.views, nullptr, nullptr, &stream);
+    writer.join();
+    REQUIRE(absl::IsInvalidArgument(pushed.status()));
+    CHECK_THAT(std::string(pushed.status().message()),
+               Catch::Contains("table=w key 1") &&
+                   Catch::Contains(absl::StrCat("at offset ", kChunk + 1, " ")));
+  }
+  // The same sequence, sent again whole, is summed once: the iteration
+  // ends in the bits of a shard that never saw the refused push.
+  for (Shard* shard : {&streamed, &whole}) {
+    REQUIRE(shard->Push(PushWithTick(0, 1, 0)).ok());
+    REQUIRE(shard->Push(PushWithTick(1, 1, 0)).ok());
+    REQUIRE(shard->Clock(Tick(0, 1)).ok());
+    REQUIRE(shard->Clock(Tick(1, 1)).ok());
+  }
+  CHECK(Bits(PullAll(streamed, 1, 1)) == Bits(PullAll(whole, 1, 1)));
+}
+
 }  // namespace
 }  // namespace cairn
