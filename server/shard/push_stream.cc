@@ -23,7 +23,8 @@ absl::Status PushStream::Await(const char* from) const {
     }
     if (now >= deadline_ || now - moved >= kMaxStall) {
       return absl::DeadlineExceededError(absl::StrCat(
-          "streamed push: ", seen, " of ", end_ - begin_, " value bytes written (from the end) when ",
+          "streamed push: ", seen, " of ", end_ - begin_,
+          " value bytes written (from the end) when ",
           now >= deadline_ ? "the deadline passed"
                            : absl::StrCat("the count stood still for ",
                                           absl::FormatDuration(kMaxStall))));

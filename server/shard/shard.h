@@ -410,8 +410,9 @@ class Shard {
   absl::Status CheckFiniteGrads(const Grads& grads, const PushStream* stream = nullptr) const;
   static constexpr size_t kStreamCheckBytes = size_t{1} << 20;
   // DenseTable::ApplyStreamedAndRead on every table of `grads`, the last
-  // first (the run is written from its end), the answers into `into`; on an error every chunk applied is put back
-  // (stream_undo_) and the error returned.
+  // first (the run is written from its end), the answers into `into`; on
+  // an error every chunk applied is put back (stream_undo_) and the error
+  // returned.
   absl::Status ApplyStreamedLocked(Grads* grads, const std::vector<float*>& into,
                                    const PushStream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `request` (accepted, its tables `grads`) is the only gradient of
