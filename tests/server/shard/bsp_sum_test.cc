@@ -477,6 +477,14 @@ TEST_CASE("A streamed push found not finite midway, or whose count stalls, is re
   }
 }
 
+// Worker 1's push and both workers' ticks: iteration 0 of a shard of
+// workers {0, 1} closes (worker 0's push made).
+void FinishIterationZero(Shard& shard) {
+  REQUIRE(shard.Push(PushWithTick(1, 1, 0)).ok());
+  REQUIRE(shard.Clock(Tick(0, 1)).ok());
+  REQUIRE(shard.Clock(Tick(1, 1)).ok());
+}
+
 TEST_CASE("A streamed push that does not close its iteration alone is summed once all of it is "
           "written",
           "[shard][bsp][stream]") {
@@ -492,11 +500,7 @@ TEST_CASE("A streamed push that does not close its iteration alone is summed onc
   writer.join();
   CHECK_FALSE(ticked);  // summed: worker 1 is still in the iteration
   REQUIRE(whole.Push(PushWithTick(0, 1, 0)).ok());
-  for (Shard* shard : {&streamed, &whole}) {
-    REQUIRE(shard->Push(PushWithTick(1, 1, 0)).ok());
-    REQUIRE(shard->Clock(Tick(0, 1)).ok());
-    REQUIRE(shard->Clock(Tick(1, 1)).ok());
-  }
+  for (Shard* shard : {&streamed, &whole}) FinishIterationZero(*shard);
   CHECK(Bits(PullAll(streamed, 1, 1)) == Bits(PullAll(whole, 1, 1)));
 }
 
@@ -523,9 +527,7 @@ TEST_CASE("A streamed push that is summed is checked as it is written: a value n
   // ends in the bits of a shard that never saw the refused push.
   for (Shard* shard : {&streamed, &whole}) {
     REQUIRE(shard->Push(PushWithTick(0, 1, 0)).ok());
-    REQUIRE(shard->Push(PushWithTick(1, 1, 0)).ok());
-    REQUIRE(shard->Clock(Tick(0, 1)).ok());
-    REQUIRE(shard->Clock(Tick(1, 1)).ok());
+    FinishIterationZero(*shard);
   }
   CHECK(Bits(PullAll(streamed, 1, 1)) == Bits(PullAll(whole, 1, 1)));
 }
