@@ -1188,6 +1188,15 @@ absl::Status ClientImpl::Finish() {
       stats.cache_hits, stats.cache_misses,
       keys == 0 ? 0.0 : static_cast<double>(stats.cache_hits) / static_cast<double>(keys),
       stats.cache_bytes, stats.mean_read_staleness, stats.max_read_staleness, clock_.load());
+  if (stats.shared_memory_regions > 0) {
+    // Which same-host paths the job took (docs/shared-memory.md).
+    LOG_INFO("client: same host: {} requests through {} regions ({:.1f} MB of values), {} of them "
+             "in place in lent memory, {} through call slots; {} pulls rode on pushes; {} pushes "
+             "sent while written",
+             stats.shared_memory_requests, stats.shared_memory_regions,
+             static_cast<double>(stats.shared_memory_bytes) / 1e6, stats.shared_memory_in_place,
+             stats.slot_calls, stats.pulls_with_push, stats.streamed_pushes);
+  }
   return first;
 }
 
