@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <utility>
 
@@ -143,6 +144,12 @@ TEST_CASE("one worker of a one-server job, its values in lent shared memory, mat
   INFO(worker_stderr);
   CHECK(worker_stderr.find("pushes and pulls are read and written there in place") !=
         std::string::npos);
+  // Its leave line says the pushes went while written (all but those of
+  // the steps before its memory was lent).
+  std::smatch streamed;
+  REQUIRE(std::regex_search(worker_stderr, streamed,
+                            std::regex("client: same host: .* ([0-9]+) pushes sent while written")));
+  CHECK(std::stoi(streamed[1]) >= 190);
   const double worst = WorstRelativeDifference(local, ps, 200);
   INFO("worst relative difference " << worst);
   CHECK(worst <= 1e-5);
