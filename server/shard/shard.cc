@@ -1,6 +1,7 @@
 #include "server/shard/shard.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -708,17 +709,18 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     // float32 (C09). Float32 values in a worker's shared region may start
     // at any even offset (after a 16-bit table's values): copied when not
     // 4-byte aligned, as ServeInto does for a pull's answer.
-    std::string widened;
+    std::unique_ptr<char[]> widened;
     absl::string_view values = raw;
     bool copied = false;
     if (tv.dtype() != v1::DTYPE_FLOAT32) {
-      widened.resize(floats * sizeof(float));
-      DecodeValues(raw.data(), floats, tv.dtype(), reinterpret_cast<float*>(widened.data()));
-      values = widened;
+      widened = std::make_unique_for_overwrite<char[]>(floats * sizeof(float));
+      DecodeValues(raw.data(), floats, tv.dtype(), reinterpret_cast<float*>(widened.get()));
+      values = absl::string_view(widened.get(), floats * sizeof(float));
       copied = true;
     } else if (reinterpret_cast<uintptr_t>(raw.data()) % alignof(float) != 0) {
-      widened.assign(raw.data(), raw.size());
-      values = widened;
+      widened = std::make_unique_for_overwrite<char[]>(raw.size());
+      if (!raw.empty()) std::memcpy(widened.get(), raw.data(), raw.size());
+      values = absl::string_view(widened.get(), raw.size());
       copied = true;
     }
     const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
@@ -746,6 +748,7 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
       g.is_widened = copied;
       if (!g.is_widened) g.direct_values = values;
       g.widened = std::move(widened);
+      g.widened_bytes = copied ? values.size() : 0;
     } else {
       table->Gather(tv.keys(), n, values, &g.buffer);
     }

@@ -359,11 +359,14 @@ class Shard {
     const v1::TableValues* direct = nullptr;
     bool ascending = false;           // direct keys strictly ascending: ApplyUnique
     absl::string_view direct_values;  // unless widened
-    std::string widened;              // float32 values of a 16-bit push, or copied aligned
+    // Float32 values of a 16-bit push, or copied aligned: widened_bytes
+    // bytes, written whole before they are read (not zeroed first).
+    std::unique_ptr<char[]> widened;
+    size_t widened_bytes = 0;
     bool is_widened = false;
     size_t n = 0;
     absl::string_view values() const {
-      return is_widened ? absl::string_view(widened) : direct_values;
+      return is_widened ? absl::string_view(widened.get(), widened_bytes) : direct_values;
     }
   };
   using Grads = std::vector<TableGrads>;
