@@ -68,11 +68,11 @@ class DenseTable final : public Table {
   // ApplyUniqueAndRead of a streamed push (push_stream.h): each chunk, the
   // last first, once `stream` counts its gradient written (`values` lies in
   // the stream's run), checked finite first (unless the table allows
-  // non-finite values), and saved into `undo` before it is updated. Returns at the first error,
-  // with the chunks updated so far still in `undo` for the caller to
-  // restore: DeadlineExceeded (PushStream::Await), InvalidArgument naming
-  // the table, key and offset of a value that is not finite (as
-  // CheckFinite). The bits are those of ApplyUniqueAndRead.
+  // non-finite values), and saved into `undo` before it is updated.
+  // Returns at the first error, with the chunks updated so far still in
+  // `undo` for the caller to restore: DeadlineExceeded (PushStream::Await),
+  // InvalidArgument naming the table, key and offset of a value that is
+  // not finite (as CheckFinite). The bits are those of ApplyUniqueAndRead.
   absl::Status ApplyStreamedAndRead(const std::string& keys, size_t n, absl::string_view values,
                                     float* out, const PushStream& stream, Undo* undo)
       ABSL_LOCKS_EXCLUDED(mu_);

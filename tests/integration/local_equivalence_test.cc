@@ -147,8 +147,8 @@ TEST_CASE("one worker of a one-server job, its values in lent shared memory, mat
   // Its leave line says the pushes went while written (all but those of
   // the steps before its memory was lent).
   std::smatch streamed;
-  REQUIRE(std::regex_search(worker_stderr, streamed,
-                            std::regex("client: same host: .* ([0-9]+) pushes sent while written")));
+  const std::regex leave_line("client: same host: .* ([0-9]+) pushes sent while written");
+  REQUIRE(std::regex_search(worker_stderr, streamed, leave_line));
   CHECK(std::stoi(streamed[1]) >= 190);
   const double worst = WorstRelativeDifference(local, ps, 200);
   INFO("worst relative difference " << worst);
