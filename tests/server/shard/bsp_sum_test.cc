@@ -384,6 +384,24 @@ struct StreamedPush {
   }
 };
 
+// Worker 0's streamed push of iteration `t` under `sequence`, a NaN in
+// chunk 1: refused, naming the key and the push's offset of that NaN
+// (chunk 0, not written yet when chunk 1 is checked, is NaN too, and named
+// by no error).
+void RefuseNaNInChunkOne(Shard& shard, uint64_t sequence, int64_t t) {
+  StreamedPush push(0, sequence, t);
+  const PushStream stream = push.Stream();
+  std::thread writer = push.Write(0, t, /*bad_chunk=*/1);
+  const absl::StatusOr<bool> pushed =
+      shard.Push(push.request, push.views, nullptr, nullptr, &stream);
+  writer.join();
+  REQUIRE(absl::IsInvalidArgument(pushed.status()));
+  CHECK_THAT(std::string(pushed.status().message()),
+             Catch::Contains("table=w key 1") &&
+                 Catch::Contains(absl::StrCat("at offset ", kChunk + 1, " ")) &&
+                 Catch::Contains("not finite"));
+}
+
 TEST_CASE("A lone worker's push sent while it is written is applied chunk by chunk as its count "
           "passes them, to the bits of the push sent whole",
           "[shard][bsp][stream]") {
@@ -434,19 +452,8 @@ TEST_CASE("A streamed push found not finite midway, or whose count stalls, is re
   const std::vector<float> before = PullAll(streamed, 0, 2);
 
   {
-    // The chunks after chunk 1 are applied before chunk 1 shows its NaN
-    // (chunk 0, not written yet, is NaN too, and named by no error).
-    StreamedPush push(0, 3, 2);
-    const PushStream stream = push.Stream();
-    std::thread writer = push.Write(0, 2, /*bad_chunk=*/1);
-    const absl::StatusOr<bool> pushed =
-        streamed.Push(push.request, push.views, nullptr, nullptr, &stream);
-    writer.join();
-    REQUIRE(absl::IsInvalidArgument(pushed.status()));
-    CHECK_THAT(std::string(pushed.status().message()),
-               Catch::Contains("table=w key 1") &&
-                   Catch::Contains(absl::StrCat("at offset ", kChunk + 1, " ")) &&
-                   Catch::Contains("not finite"));
+    // The chunks after chunk 1 are applied before chunk 1 shows its NaN.
+    RefuseNaNInChunkOne(streamed, 3, 2);
     CHECK(Bits(PullAll(streamed, 0, 2)) == Bits(before));
   }
   {
@@ -511,18 +518,7 @@ TEST_CASE("A streamed push that is summed is checked as it is written: a value n
   std::unique_ptr<Shard> whole_shard = ReadyShard(VectorTable(), {0, 1});
   Shard& streamed = *streamed_shard;
   Shard& whole = *whole_shard;
-  {
-    StreamedPush push(0, 1, 0);
-    const PushStream stream = push.Stream();
-    std::thread writer = push.Write(0, 0, /*bad_chunk=*/1);
-    const absl::StatusOr<bool> pushed =
-        streamed.Push(push.request, push.views, nullptr, nullptr, &stream);
-    writer.join();
-    REQUIRE(absl::IsInvalidArgument(pushed.status()));
-    CHECK_THAT(std::string(pushed.status().message()),
-               Catch::Contains("table=w key 1") &&
-                   Catch::Contains(absl::StrCat("at offset ", kChunk + 1, " ")));
-  }
+  RefuseNaNInChunkOne(streamed, 1, 0);
   // The same sequence, sent again whole, is summed once: the iteration
   // ends in the bits of a shard that never saw the refused push.
   for (Shard* shard : {&streamed, &whole}) {
