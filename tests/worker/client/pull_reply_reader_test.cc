@@ -1,7 +1,8 @@
 // A pull's answer read from the slices gRPC received it in
 // (worker/client/pull_reply_reader.h): every field as protobuf parses it,
 // each table's values as pieces of those slices, wherever the slices are
-// cut; bytes that are not a PullResponse are refused.
+// cut; bytes that are not a PullResponse are refused. And the same reader
+// (common/received_tables.h) on a push, as a server reads one.
 #include "worker/client/pull_reply_reader.h"
 
 #include <grpcpp/support/byte_buffer.h>
@@ -107,6 +108,67 @@ TEST_CASE("ReceivedPull refuses bytes that are not a whole PullResponse") {
   SECTION("a wire type protobuf no longer uses (a group)") {
     ExpectRefused(std::string("\x0b\x0c", 2), 1, "field 1");
   }
+}
+
+// A push as a server reads it (common/received_tables.h): every field, the
+// riding pull and the written count included, as protobuf parses them, the
+// keys in the message, each table's values as pieces.
+TEST_CASE("ReceivedTables reads a PushRequest with its values left in the slices") {
+  v1::PushRequest sent;
+  sent.set_map_version(4);
+  sent.set_worker_id(2);
+  sent.set_sequence(17);
+  sent.set_clock(3);
+  sent.set_end_clock(4);
+  sent.set_incarnation(9);
+  for (int t = 0; t < 2; ++t) {
+    v1::TableValues* tv = sent.add_tables();
+    tv->set_table_id(static_cast<uint32_t>(t));
+    tv->set_table(t == 0 ? "E" : "d");
+    for (int i = 0; i < 40 * (t + 1); ++i) tv->mutable_keys()->push_back(static_cast<char>(i));
+    for (int i = 0; i < 257 * (t + 1); ++i) {
+      tv->mutable_values()->push_back(static_cast<char>(i * 13));
+    }
+    tv->add_shape(5);
+    tv->set_dtype(v1::DTYPE_FLOAT32);
+  }
+  sent.mutable_pull()->set_clock(4);
+  sent.mutable_pull()->add_tables()->set_keys(std::string(24, '\x07'));
+  sent.mutable_written()->set_length(8);
+  const std::string wire = sent.SerializeAsString();
+  for (size_t cut : {size_t{1}, size_t{5}, size_t{64}, wire.size()}) {
+    CAPTURE(cut);
+    std::vector<grpc::Slice> slices;
+    for (size_t at = 0; at < wire.size(); at += cut) {
+      const std::string part = wire.substr(at, cut);
+      slices.emplace_back(part.data(), part.size());
+    }
+    ReceivedTables received;
+    *received.bytes() = grpc::ByteBuffer(slices.data(), slices.size());
+    v1::PushRequest read;
+    REQUIRE(received
+                .Read(&read, v1::PushRequest::kTablesFieldNumber,
+                      [&read] { return read.add_tables(); },
+                      {"the PushRequest", absl::StatusCode::kInvalidArgument})
+                .ok());
+    v1::PushRequest expected = sent;
+    for (v1::TableValues& t : *expected.mutable_tables()) t.clear_values();
+    CHECK(google::protobuf::util::MessageDifferencer::Equals(read, expected));
+    REQUIRE(received.all_values().size() == 2);
+    CHECK(Joined(received.values(0)) == sent.tables(0).values());
+    CHECK(Joined(received.values(1)) == sent.tables(1).values());
+  }
+  // Refused with the caller's code, naming what it read.
+  ReceivedTables received;
+  const std::string cut_short = wire.substr(0, wire.size() / 2);
+  const grpc::Slice slice(cut_short.data(), cut_short.size());
+  *received.bytes() = grpc::ByteBuffer(&slice, 1);
+  v1::PushRequest read;
+  const absl::Status s = received.Read(&read, v1::PushRequest::kTablesFieldNumber,
+                                       [&read] { return read.add_tables(); },
+                                       {"the PushRequest", absl::StatusCode::kInvalidArgument});
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(s.message()), Catch::Contains("the PushRequest is malformed"));
 }
 
 }  // namespace
