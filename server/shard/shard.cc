@@ -20,6 +20,7 @@
 #include "server/shard/cold_rows.h"
 #include "server/shard/dense_table.h"
 #include "server/shard/fork_join.h"
+#include "server/shard/piece_rows.h"
 #include "server/shard/shard_metrics.h"
 #include "server/shard/sparse_table.h"
 
@@ -441,7 +442,7 @@ absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) co
 }
 
 absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
-                                 absl::Span<const absl::string_view> values, bool* ticked,
+                                 absl::Span<const ValuePieces> values, bool* ticked,
                                  PullReadBack* read_back, const PushStream* stream) {
   if (ticked != nullptr) *ticked = false;
   if (request.sequence() == 0) {
@@ -454,8 +455,15 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
     RETURN_IF_ERROR(CheckPushLocked(request, {}));
     auto receiving = receiving_.find(request.group());
     if (receiving != receiving_.end()) {
-      // Joining: held until the group's state is installed, then applied.
-      receiving->second.push_back(request);
+      // Joining: held until the group's state is installed, then applied,
+      // its values in the copy (they may lie in pieces of the call's).
+      v1::PushRequest& held = receiving->second.emplace_back(request);
+      for (size_t i = 0; i < values.size() && i < static_cast<size_t>(held.tables_size()); ++i) {
+        std::string* bytes = held.mutable_tables(static_cast<int>(i))->mutable_values();
+        bytes->resize(PiecesBytes(values[i]));
+        CopyPieces(values[i], bytes->data());
+        held.mutable_tables(static_cast<int>(i))->clear_shared();
+      }
       return false;
     }
     if (AppliedLocked(window, request.sequence())) return true;
@@ -605,7 +613,7 @@ absl::Status Shard::CheckWorkerLocked(absl::string_view what, uint32_t worker,
 }
 
 bool Shard::Streamable(const v1::PushRequest& request,
-                       absl::Span<const absl::string_view> values) const {
+                       absl::Span<const ValuePieces> values) const {
   if (values.size() != static_cast<size_t>(request.tables_size())) return false;
   for (int i = 0; i < request.tables_size(); ++i) {
     const v1::TableValues& tv = request.tables(i);
@@ -613,8 +621,8 @@ bool Shard::Streamable(const v1::PushRequest& request,
     if (!table.ok() || (*table)->spec().kind() != v1::TABLE_KIND_DENSE ||
         (*table)->spec().consistency() != v1::CONSISTENCY_BSP ||
         tv.dtype() != v1::DTYPE_FLOAT32 || tv.keys().size() % sizeof(Key) != 0 ||
-        !KeysAscending(tv.keys(), tv.keys().size() / sizeof(Key)) ||
-        reinterpret_cast<uintptr_t>(values[i].data()) % alignof(float) != 0) {
+        !KeysAscending(tv.keys(), tv.keys().size() / sizeof(Key)) || values[i].size() != 1 ||
+        reinterpret_cast<uintptr_t>(values[i].front().data()) % alignof(float) != 0) {
       return false;
     }
   }
@@ -683,7 +691,7 @@ absl::Status Shard::ApplyStreamedLocked(Grads* grads, const std::vector<float*>&
 }
 
 absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
-                                               absl::Span<const absl::string_view> values_of,
+                                               absl::Span<const ValuePieces> values_of,
                                                uint64_t* bytes, bool check_finite) const {
   if (!values_of.empty() && values_of.size() != static_cast<size_t>(request.tables_size())) {
     return absl::InternalError(absl::StrCat("push: ", values_of.size(), " value ranges for ",
@@ -693,17 +701,50 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
   grads.reserve(request.tables_size());
   for (int i = 0; i < request.tables_size(); ++i) {
     const v1::TableValues& tv = request.tables(i);
-    const absl::string_view raw = values_of.empty() ? absl::string_view(tv.values()) : values_of[i];
+    const ValuePieces own = values_of.empty() ? OnePiece(tv.values()) : ValuePieces();
+    const ValuePieces& pieces = values_of.empty() ? own : values_of[i];
+    const uint64_t raw_bytes = PiecesBytes(pieces);
     ASSIGN_OR_RETURN(Table * table, FindTable(tv.table_id(), tv.table()));
     const std::string& name = table->spec().name();
     ASSIGN_OR_RETURN(size_t n, CountKeys(tv.keys(), name));
     RETURN_IF_ERROR(CheckShapeAndType(table->spec(), tv, n));
     ASSIGN_OR_RETURN(uint64_t floats, RoutedHere(table->CheckKeys(tv.keys(), n)));
     const size_t value_bytes = WireBytes(tv.dtype());
-    if (raw.size() != floats * value_bytes) {
+    if (raw_bytes != floats * value_bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           "push table=", name, ": ", n, " keys need ", floats, " ", DTypeName(tv.dtype()),
-          " values (", floats * value_bytes, " bytes), got ", raw.size(), " bytes"));
+          " values (", floats * value_bytes, " bytes), got ", raw_bytes, " bytes"));
+    }
+    const bool sparse = table->spec().kind() == v1::TABLE_KIND_SPARSE;
+    const bool bsp = table->spec().consistency() == v1::CONSISTENCY_BSP;
+    const bool ascending = KeysAscending(tv.keys(), n);
+    if (pieces.size() > 1 && sparse && !bsp && tv.dtype() == v1::DTYPE_FLOAT32 && check_finite) {
+      // Rows as gRPC received them: checked in place, then applied row by
+      // row from there (ApplyNow), never joined.
+      if (absl::Status finite = CheckFinite(table->spec(), tv.keys(), pieces,
+                                            static_cast<uint64_t>(table->spec().width()));
+          !finite.ok()) {
+        if (metrics_ != nullptr) metrics_->NonFinite(name);
+        return finite;
+      }
+      *bytes += raw_bytes + tv.keys().size();
+      TableGrads& g = grads.emplace_back();
+      g.table = table;
+      g.direct = &tv;
+      g.ascending = ascending;
+      g.n = n;
+      g.pieces = &pieces;
+      continue;
+    }
+    // Any other values in several pieces are joined first (aligned).
+    std::unique_ptr<char[]> joined;
+    absl::string_view raw;
+    if (pieces.size() == 1) {
+      raw = absl::string_view(pieces.front().data(), pieces.front().size());
+    } else if (pieces.size() > 1) {
+      joined = std::make_unique_for_overwrite<char[]>(raw_bytes);
+      CopyPieces(pieces, joined.get());
+      raw = absl::string_view(joined.get(), raw_bytes);
     }
     // 16-bit values are widened first: checked, summed and applied as
     // float32 (C09). Float32 values in a worker's shared region may start
@@ -712,7 +753,10 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
     std::unique_ptr<char[]> widened;
     absl::string_view values = raw;
     bool copied = false;
-    if (tv.dtype() != v1::DTYPE_FLOAT32) {
+    if (joined != nullptr && tv.dtype() == v1::DTYPE_FLOAT32) {
+      widened = std::move(joined);
+      copied = true;
+    } else if (tv.dtype() != v1::DTYPE_FLOAT32) {
       widened = std::make_unique_for_overwrite<char[]>(floats * sizeof(float));
       DecodeValues(raw.data(), floats, tv.dtype(), reinterpret_cast<float*>(widened.get()));
       values = absl::string_view(widened.get(), floats * sizeof(float));
@@ -733,12 +777,10 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
       if (metrics_ != nullptr) metrics_->NonFinite(name);
       return finite;
     }
-    *bytes += raw.size() + tv.keys().size();
+    *bytes += raw_bytes + tv.keys().size();
     TableGrads& g = grads.emplace_back();
     g.table = table;
-    const bool ascending = KeysAscending(tv.keys(), n);
-    const bool bsp = table->spec().consistency() == v1::CONSISTENCY_BSP;
-    if (ascending || (!bsp && table->spec().kind() == v1::TABLE_KIND_SPARSE)) {
+    if (ascending || (!bsp && sparse)) {
       // Applied, or summed into its iteration's buffer (BSP), from where
       // the values are, which outlives the push; a sparse table finds
       // repeated keys itself (ApplyNow).
@@ -1551,6 +1593,18 @@ absl::StatusOr<bool> Shard::ReceiveReplica(const v1::ReplicaChunk& chunk) {
 }
 
 void Shard::ApplyNow(TableGrads* grads, float* read_back) {
+  if (grads->pieces != nullptr) {  // a sparse table's rows, SSP or ASP
+    auto* table = static_cast<SparseTable*>(grads->table);
+    const std::string& keys = grads->direct->keys();
+    PieceRows rows(*grads->pieces, static_cast<size_t>(table->spec().width()));
+    if (grads->ascending) {
+      table->ApplyUnique(keys, grads->n, &rows);
+    } else if (!table->ApplyIfDistinct(keys, grads->n, &rows)) {
+      table->Gather(keys, grads->n, &rows, &grads->buffer);  // a key repeats (B07)
+      table->Apply(grads->buffer);
+    }
+    return;
+  }
   if (grads->direct != nullptr) {
     const std::string& keys = grads->direct->keys();
     if (grads->ascending && read_back != nullptr) {

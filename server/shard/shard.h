@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "cairn/v1/coordinator.pb.h"
 #include "cairn/v1/shard.pb.h"
+#include "common/value_pieces.h"
 #include "server/shard/bsp_table_sum.h"
 #include "server/shard/clock_tracker.h"
 #include "server/shard/dense_table.h"
@@ -189,9 +190,12 @@ class Shard {
   // key range, non-finite values).
   //
   // `values`, when not empty, holds one entry per table of the request: that
-  // table's value bytes in place of its TableValues.values (the same-host
-  // path, docs/shared-memory.md: a range of the worker's shared region,
-  // valid until Push returns; any alignment).
+  // table's value bytes in place of its TableValues.values, valid until
+  // Push returns, at any alignment: a range of the worker's shared region
+  // (the same-host path, docs/shared-memory.md), or the pieces gRPC
+  // received them in (common/received_tables.h). A sparse float32 table
+  // under SSP or ASP is read from those pieces row by row; other values in
+  // several pieces are first joined.
   //
   // `ticked` (may be null) is set when the push was its BSP iteration's
   // only gradient and its end_clock was recorded with it
@@ -213,7 +217,7 @@ class Shard {
   // is checked as it is written, then goes as without; any other push
   // waits for all its values first (DeadlineExceeded as well).
   absl::StatusOr<bool> Push(const v1::PushRequest& request,
-                            absl::Span<const absl::string_view> values = {},
+                            absl::Span<const ValuePieces> values = {},
                             bool* ticked = nullptr, PullReadBack* read_back = nullptr,
                             const PushStream* stream = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   // The most a streamed push keeps to put back (Push's `stream`): a push
@@ -358,7 +362,11 @@ class Shard {
     // float32 values (the request's, a shared region's, or `widened`).
     const v1::TableValues* direct = nullptr;
     bool ascending = false;           // direct keys strictly ascending: ApplyUnique
-    absl::string_view direct_values;  // unless widened
+    absl::string_view direct_values;  // unless widened or in pieces
+    // A sparse table's float32 rows left in the several pieces they were
+    // received in (SSP and ASP): read row by row (PieceRows), never as
+    // values().
+    const ValuePieces* pieces = nullptr;
     // Float32 values of a 16-bit push, or copied aligned: widened_bytes
     // bytes, written whole before they are read (not zeroed first).
     std::unique_ptr<char[]> widened;
@@ -394,13 +402,13 @@ class Shard {
   // Without `check_finite` the values are not read (a streamed push's are
   // checked as they are applied).
   absl::StatusOr<Grads> GatherPush(const v1::PushRequest& request,
-                                   absl::Span<const absl::string_view> values,
+                                   absl::Span<const ValuePieces> values,
                                    uint64_t* bytes, bool check_finite = true) const;
   // Whether a streamed push of `request` may be applied as it is written:
-  // every table dense BSP, float32 values aligned in `values`, keys
-  // ascending. Reads no value.
+  // every table dense BSP, float32 values aligned in one piece of
+  // `values`, keys ascending. Reads no value.
   bool Streamable(const v1::PushRequest& request,
-                  absl::Span<const absl::string_view> values) const;
+                  absl::Span<const ValuePieces> values) const;
   // Whether every table of `grads` is applied from the request's own
   // values and what a streamed apply saves fits kMaxStreamUndoBytes.
   static bool UndoFits(const Grads& grads);

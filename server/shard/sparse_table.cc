@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/partitioning.h"
 #include "common/status_macros.h"
+#include "server/shard/piece_rows.h"
 
 namespace cairn {
 namespace {
@@ -146,11 +147,22 @@ void SparseTable::ReadTo(const std::string& keys, size_t n, float* out) const {
   }
 }
 
+template <typename GradAt>
+void SparseTable::GatherRows(const std::string& keys, size_t n, GradAt grad_at,
+                             GradBuffer* buffer) const {
+  buffer->Reserve(n, n * width_);
+  for (size_t i = 0; i < n; ++i) buffer->Add(KeyAt(keys, i), grad_at(i), width_);
+}
+
 void SparseTable::Gather(const std::string& keys, size_t n, absl::string_view values,
                          GradBuffer* buffer) const {
   const float* v = reinterpret_cast<const float*>(values.data());
-  buffer->Reserve(n, n * width_);
-  for (size_t i = 0; i < n; ++i) buffer->Add(KeyAt(keys, i), v + i * width_, width_);
+  GatherRows(keys, n, [&](size_t i) { return v + i * width_; }, buffer);
+}
+
+void SparseTable::Gather(const std::string& keys, size_t n, PieceRows* rows,
+                         GradBuffer* buffer) const {
+  GatherRows(keys, n, [rows](size_t i) { return rows->Row(i); }, buffer);
 }
 
 uint32_t SparseTable::FindOrCreate(Key key) {
@@ -373,9 +385,25 @@ void SparseTable::ApplyUnique(const std::string& keys, size_t n, absl::string_vi
   EvictIfOverLocked();
 }
 
+void SparseTable::ApplyUnique(const std::string& keys, size_t n, PieceRows* rows) {
+  absl::MutexLock lock(&mu_);
+  ApplyDistinctLocked(
+      n, [&](size_t i) { return KeyAt(keys, i); }, [rows](size_t i) { return rows->Row(i); });
+  EvictIfOverLocked();
+}
+
 bool SparseTable::ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) {
-  if (FirstPushDecides()) return false;  // a row's first push decides
   const float* g = reinterpret_cast<const float*>(values.data());
+  return ApplyIfDistinctRows(keys, n, [&](size_t i) { return g + i * width_; });
+}
+
+bool SparseTable::ApplyIfDistinct(const std::string& keys, size_t n, PieceRows* rows) {
+  return ApplyIfDistinctRows(keys, n, [rows](size_t i) { return rows->Row(i); });
+}
+
+template <typename GradAt>
+bool SparseTable::ApplyIfDistinctRows(const std::string& keys, size_t n, GradAt grad_at) {
+  if (FirstPushDecides()) return false;  // a row's first push decides
   absl::MutexLock lock(&mu_);
   if (++stamp_ == 0) {  // wrapped: no slot may carry a stamp from before
     std::fill(touched_.begin(), touched_.end(), 0);
@@ -390,7 +418,7 @@ bool SparseTable::ApplyIfDistinct(const std::string& keys, size_t n, absl::strin
     if (touched_[slot] == stamp_) return false;  // a repeat: to be summed first
     touched_[slot] = stamp_;
   }
-  UpdateAllLocked(n, [&](size_t i) { return g + i * width_; });
+  UpdateAllLocked(n, grad_at);
   EvictIfOverLocked();
   return true;
 }

@@ -15,6 +15,8 @@
 
 namespace cairn {
 
+class PieceRows;
+
 // Thread-safe.
 class SparseTable final : public Table {
  public:
@@ -43,6 +45,13 @@ class SparseTable final : public Table {
   // admission or a cold tier return false (a row's first push decides
   // whether it is created): their unsorted pushes are gathered.
   bool ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Gather, ApplyUnique and ApplyIfDistinct with the rows read from the
+  // pieces gRPC received them in (piece_rows.h), in key order: the same
+  // updates, to the same bits.
+  void Gather(const std::string& keys, size_t n, PieceRows* rows, GradBuffer* buffer) const;
+  void ApplyUnique(const std::string& keys, size_t n, PieceRows* rows) ABSL_LOCKS_EXCLUDED(mu_);
+  bool ApplyIfDistinct(const std::string& keys, size_t n, PieceRows* rows)
       ABSL_LOCKS_EXCLUDED(mu_);
   // With a time-to-live: deletes the rows whose last update came more than
   // ttl_clocks clocks before `clock` (a row updated while the closed clock
@@ -110,6 +119,13 @@ class SparseTable final : public Table {
   template <typename KeyAt, typename GradAt>
   void ApplyDistinctLocked(size_t n, KeyAt key_at, GradAt grad_at)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ApplyIfDistinct and Gather with row i's gradient at grad_at(i), asked
+  // for in increasing i.
+  template <typename GradAt>
+  bool ApplyIfDistinctRows(const std::string& keys, size_t n, GradAt grad_at)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  template <typename GradAt>
+  void GatherRows(const std::string& keys, size_t n, GradAt grad_at, GradBuffer* buffer) const;
   // Whether a row's first push decides whether it is created (admission or
   // a cold tier): then rows are looked up one by one.
   bool FirstPushDecides() const { return cold_ != nullptr || min_count_ > 1; }

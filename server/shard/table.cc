@@ -1,9 +1,11 @@
 #include "server/shard/table.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/initializer.h"
@@ -151,6 +153,40 @@ absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
         " is not finite (table policy non_finite: reject)"));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
+                         const ValuePieces& pieces, uint64_t floats_per_key) {
+  if (spec.non_finite() == v1::NON_FINITE_POLICY_ALLOW) return absl::OkStatus();
+  bool finite = true;
+  char straddling[sizeof(float)];  // a value cut by a piece's end
+  size_t held = 0;                 // its bytes so far
+  for (absl::Span<const char> piece : pieces) {
+    const char* p = piece.data();
+    size_t left = piece.size();
+    if (held > 0) {
+      const size_t take = std::min(sizeof(float) - held, left);
+      std::memcpy(straddling + held, p, take);
+      held += take;
+      p += take;
+      left -= take;
+      if (held < sizeof(float)) continue;  // the piece ended inside it again
+      finite &= AllFinite(straddling, 1);
+      held = 0;
+    }
+    const size_t whole = left / sizeof(float);
+    finite &= AllFinite(p, whole);
+    held = left - whole * sizeof(float);
+    std::memcpy(straddling, p + whole * sizeof(float), held);
+    if (!finite) break;
+  }
+  if (finite) return absl::OkStatus();
+  // The error names the first value that is not: from the values joined.
+  const uint64_t bytes = PiecesBytes(pieces);
+  auto joined = std::make_unique_for_overwrite<float[]>(bytes / sizeof(float) + 1);
+  CopyPieces(pieces, reinterpret_cast<char*>(joined.get()));
+  return CheckFinite(spec, keys, absl::string_view(reinterpret_cast<char*>(joined.get()), bytes),
+                     floats_per_key);
 }
 
 }  // namespace cairn

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "cairn/v1/types.pb.h"
 #include "common/bytes.h"
+#include "common/value_pieces.h"
 #include "server/shard/grad_buffer.h"
 #include "server/optimizer/optimizer.h"
 #include "server/checkpoint/partition_rows.h"
@@ -187,6 +188,12 @@ bool AllFinite(const char* floats, size_t n);
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
                          absl::string_view values, uint64_t floats_per_key,
                          ForkJoin* helper = nullptr, uint64_t first = 0);
+
+// CheckFinite of float32 values lying in `pieces` (common/value_pieces.h;
+// any alignment, a value may straddle two pieces; their bytes a multiple
+// of 4), on this thread: the same result.
+absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
+                         const ValuePieces& pieces, uint64_t floats_per_key);
 
 }  // namespace cairn
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/killpoint.h"
 #include "common/log.h"
+#include "common/received_tables.h"
 #include "common/security/access_policy.h"
 #include "common/security/transport_security.h"
 #include "common/status_conversion.h"
@@ -32,9 +33,12 @@ uint64_t ValueBytes(const v1::PullResponse& r) {
   for (const auto& t : r.tables()) n += t.values().size() + t.shared().length();
   return n;
 }
-uint64_t PushBytes(const v1::PushRequest& r) {
+// Keys and values, inline (in the message, or as `received`) or in a
+// shared region.
+uint64_t PushBytes(const v1::PushRequest& r, absl::Span<const ValuePieces> received) {
   uint64_t n = 0;
   for (const auto& t : r.tables()) n += t.keys().size() + t.values().size() + t.shared().length();
+  for (const ValuePieces& pieces : received) n += PiecesBytes(pieces);
   return n;
 }
 
@@ -247,10 +251,38 @@ void ParameterService::PullAfterPush(absl::Time push_deadline,
 }
 
 void ParameterService::ServePush(PushCall* call) {
+  // What the shard reads until the push is answered (maybe later, on
+  // another thread): the request as received, its values left in gRPC's
+  // slices, and the response.
+  struct Held {
+    ReceivedTables received;
+    v1::PushRequest request;
+    v1::PushResponse response;
+  };
+  auto held = std::make_shared<Held>();
+  held->received.bytes()->Swap(call->mutable_request());
+  if (absl::Status read = held->received.Read(
+          &held->request, v1::PushRequest::kTablesFieldNumber,
+          [r = &held->request] { return r->add_tables(); },
+          {"push: the request (a cairn.v1.PushRequest)", absl::StatusCode::kInvalidArgument});
+      !read.ok()) {
+    call->Finish(ToGrpcStatus(read));
+    return;
+  }
   std::optional<Role> role = CallerRole(call->context());
-  HandlePush(&call->request(), call->response(),
+  HandlePush(&held->request, &held->response,
              PushFrom{role, absl::FromChrono(call->context().deadline())},
-             [call](const grpc::Status& status) { call->Finish(status); });
+             held->received.all_values(), [call, held](const grpc::Status& status) {
+               if (!status.ok()) {
+                 call->Finish(status);
+                 return;
+               }
+               bool own_buffer;
+               const grpc::Status serialized =
+                   grpc::SerializationTraits<v1::PushResponse>::Serialize(
+                       held->response, call->response(), &own_buffer);
+               call->Finish(serialized);
+             });
 }
 
 void ParameterService::ServeSlotCall(std::unique_ptr<SlotCall> slot) {
@@ -270,7 +302,7 @@ void ParameterService::ServeSlotCall(std::unique_ptr<SlotCall> slot) {
     return;
   }
   HandlePush(&held->request, &held->response, PushFrom{Role::kWorker, held->slot->deadline()},
-             [held](const grpc::Status& status) {
+             {}, [held](const grpc::Status& status) {
                v1::PushResponse* response = &held->response;
                if (status.ok() && response->ByteSizeLong() > call_slot::kAnswerCapacity &&
                    response->has_pull()) {
@@ -312,7 +344,8 @@ void ParameterService::ServeSlotPull(std::unique_ptr<SlotCall> slot) {
 }
 
 void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushResponse* response,
-                                  PushFrom from, std::function<void(const grpc::Status&)> done) {
+                                  PushFrom from, absl::Span<const ValuePieces> received,
+                                  std::function<void(const grpc::Status&)> done) {
   // Under TLS a forwarded copy must come from a server, a push from a worker.
   if (from.role.has_value()) {
     if (absl::Status s = AuthorizePush(request->forwarded(), *from.role); !s.ok()) {
@@ -330,7 +363,7 @@ void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushRespon
   // Values in the worker's shared region are applied from there.
   std::optional<SharedRegions::PushValues> shared;
   if (SharedRegions::UsesRegion(*request)) {
-    absl::StatusOr<SharedRegions::PushValues> values = regions_.ResolvePush(*request);
+    absl::StatusOr<SharedRegions::PushValues> values = regions_.ResolvePush(*request, received);
     if (!values.ok()) {
       done(ToGrpcStatus(values.status()));
       return;
@@ -357,9 +390,7 @@ void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushRespon
     stream.emplace(shared->written, shared->begin, shared->end, from.deadline);
   }
   absl::StatusOr<bool> duplicate =
-      shard->Push(*request,
-                  shared.has_value() ? absl::MakeConstSpan(shared->values)
-                                     : absl::Span<const absl::string_view>(),
+      shard->Push(*request, shared.has_value() ? absl::MakeConstSpan(shared->values) : received,
                   &ticked_with_push, read_back.get(), stream.has_value() ? &*stream : nullptr);
   read_back_region.reset();  // PullAfterPush holds the region while it writes
   if (duplicate.ok()) response->set_duplicate(*duplicate);
@@ -374,6 +405,7 @@ void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushRespon
   const bool tick = request->end_clock() > 0 && !request->forwarded();
   auto finish = [this, done = std::move(done), deadline = from.deadline, request, response,
                  start, metrics, tick, ticked_with_push, attached,
+                 push_bytes = PushBytes(*request, received),
                  read_back](absl::Status status) mutable {
     if (status.ok() && tick) {
       if (ticked_with_push) {
@@ -384,7 +416,7 @@ void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushRespon
     }
     if (metrics != nullptr) {
       metrics->Request(ShardMetrics::kPush, absl::StatusCodeToString(status.code()),
-                       PushBytes(*request), 0, absl::ToDoubleSeconds(absl::Now() - start));
+                       push_bytes, 0, absl::ToDoubleSeconds(absl::Now() - start));
     }
     // The next iteration's pull riding on the push is served once the tick
     // is recorded; if it was not (or the push failed), the worker pulls on
@@ -415,10 +447,8 @@ void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushRespon
   std::shared_ptr<const void> region;
   if (shared.has_value()) region = shared->region;
   forwarder_->Forward(
-      ReplicaForwarder::Copy(*request,
-                             shared.has_value() ? absl::MakeConstSpan(shared->values)
-                                                : absl::Span<const absl::string_view>(),
-                             version),
+      ReplicaForwarder::Copy(
+          *request, shared.has_value() ? absl::MakeConstSpan(shared->values) : received, version),
       std::move(region), backups, std::move(finish));
 }
 

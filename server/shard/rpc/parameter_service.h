@@ -16,6 +16,7 @@
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/async_unary_call.h"
 #include "common/security/roles.h"
+#include "common/value_pieces.h"
 #include "server/shard/rpc/call_slots.h"
 #include "server/shard/rpc/shared_regions.h"
 
@@ -27,10 +28,12 @@ class ShardMetrics;
 struct PullReadBack;
 
 // Every method of cairn.v1.ParameterService on gRPC's asynchronous API; Pull
-// raw (its answer's values go out as a slice of their own, pull_reply.h; its
-// bytes are cairn.v1.PullRequest and PullResponse as in the .proto).
+// and Push raw, their bytes cairn.v1 messages as in the .proto: a pull's
+// answer's values go out as a slice of their own (pull_reply.h), a push's
+// are applied from the slices gRPC received them in
+// (common/received_tables.h).
 using AsyncParameterService = v1::ParameterService::WithRawMethod_Pull<
-    v1::ParameterService::WithAsyncMethod_Push<v1::ParameterService::WithAsyncMethod_Clock<
+    v1::ParameterService::WithRawMethod_Push<v1::ParameterService::WithAsyncMethod_Clock<
         v1::ParameterService::WithAsyncMethod_Stats<
             v1::ParameterService::WithAsyncMethod_Checkpoint<
                 v1::ParameterService::WithAsyncMethod_Replicate<
@@ -78,7 +81,7 @@ class ParameterService final : public AsyncParameterService {
 
  private:
   using PullCall = AsyncUnaryCall<ParameterService, grpc::ByteBuffer, grpc::ByteBuffer>;
-  using PushCall = AsyncUnaryCall<ParameterService, v1::PushRequest, v1::PushResponse>;
+  using PushCall = AsyncUnaryCall<ParameterService, grpc::ByteBuffer, grpc::ByteBuffer>;
   using ClockCall = AsyncUnaryCall<ParameterService, v1::ClockRequest, v1::ClockResponse>;
   using StatsCall = AsyncUnaryCall<ParameterService, v1::StatsRequest, v1::StatsResponse>;
   using CheckpointCall = AsyncUnaryCall<ParameterService, v1::ShardCheckpointRequest,
@@ -89,7 +92,8 @@ class ParameterService final : public AsyncParameterService {
       AsyncUnaryCall<ParameterService, v1::ReplicaChunk, v1::ReplicaChunkResponse>;
 
   // The handlers, on the loop's thread. Pull's request: a PullRequest's
-  // bytes; its reply: its PullResponse's.
+  // bytes; its reply: its PullResponse's. Push's: a PushRequest's and a
+  // PushResponse's.
   void ServePull(PullCall* call);
   void ServePush(PushCall* call);
   // A push or pull taken from a worker's call slot, answered into the slot.
@@ -106,8 +110,11 @@ class ParameterService final : public AsyncParameterService {
   };
   // A push, however it came: `request` and `response` stay valid until
   // `done` has run (once, on any thread, with the call's status; the
-  // response is filled when it is OK).
+  // response is filled when it is OK). `received` (empty: the request's
+  // own): each table's inline values as gRPC received them, valid until
+  // `done` has run too.
   void HandlePush(const v1::PushRequest* request, v1::PushResponse* response, PushFrom from,
+                  absl::Span<const ValuePieces> received,
                   std::function<void(const grpc::Status&)> done);
   void ServeClock(ClockCall* call);
   void ServeStats(StatsCall* call);

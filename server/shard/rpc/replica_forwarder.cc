@@ -84,7 +84,7 @@ grpc::GenericStub* ReplicaForwarder::StubFor(const std::string& address) {
 }
 
 std::shared_ptr<const PushPayload> ReplicaForwarder::Copy(
-    const v1::PushRequest& request, absl::Span<const absl::string_view> values,
+    const v1::PushRequest& request, absl::Span<const ValuePieces> values,
     uint64_t map_version) {
   auto copy = std::make_shared<PushPayload>();
   copy->header = request;
@@ -100,8 +100,11 @@ std::shared_ptr<const PushPayload> ReplicaForwarder::Copy(
     t.meta = tv;
     t.meta.clear_values();
     t.meta.clear_shared();
-    const absl::string_view bytes = values.empty() ? absl::string_view(tv.values()) : values[i];
-    PushPayload::AddRange(&t, absl::MakeConstSpan(bytes.data(), bytes.size()));
+    if (values.empty()) {
+      PushPayload::AddRange(&t, absl::MakeConstSpan(tv.values().data(), tv.values().size()));
+    } else {
+      for (absl::Span<const char> piece : values[i]) PushPayload::AddRange(&t, piece);
+    }
   }
   return copy;
 }

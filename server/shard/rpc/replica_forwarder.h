@@ -31,6 +31,7 @@
 #include "cairn/v1/shard.pb.h"
 #include "common/completion_loop.h"
 #include "common/push_payload.h"
+#include "common/value_pieces.h"
 #include "server/shard/shard.h"
 
 namespace cairn {
@@ -49,11 +50,11 @@ class ReplicaForwarder {
   // The copy of `request` a backup gets: marked forwarded, stamped
   // `map_version`, without the worker's tick (a tick is for the server it was
   // sent to), each table's values as one range of values[i] (its bytes in
-  // the worker's shared region, or as received; `values` empty: the
-  // request's own `values`) and no `shared` range. The ranges point at that
-  // memory: nothing is copied.
+  // the worker's shared region, or the pieces gRPC received them in;
+  // `values` empty: the request's own `values`) and no `shared` range. The
+  // ranges point at that memory: nothing is copied.
   static std::shared_ptr<const PushPayload> Copy(const v1::PushRequest& request,
-                                                 absl::Span<const absl::string_view> values,
+                                                 absl::Span<const ValuePieces> values,
                                                  uint64_t map_version);
 
   // Sends `copy` (from Copy()) to every replica in `to`, in parallel, its

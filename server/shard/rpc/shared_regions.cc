@@ -65,13 +65,15 @@ absl::StatusOr<std::shared_ptr<SharedRegion>> SharedRegions::Find(uint64_t id,
 }
 
 absl::StatusOr<SharedRegions::PushValues> SharedRegions::ResolvePush(
-    const v1::PushRequest& request) const {
+    const v1::PushRequest& request, absl::Span<const ValuePieces> received) const {
   PushValues out;
   out.values.reserve(request.tables_size());
   uint64_t region_id = 0;
-  for (const v1::TableValues& t : request.tables()) {
+  for (int i = 0; i < request.tables_size(); ++i) {
+    const v1::TableValues& t = request.tables(i);
     if (!t.has_shared()) {
-      out.values.emplace_back(t.values());
+      out.values.push_back(static_cast<size_t>(i) < received.size() ? received[i]
+                                                                    : OnePiece(t.values()));
       continue;
     }
     const v1::SharedRange& r = t.shared();
@@ -86,7 +88,7 @@ absl::StatusOr<SharedRegions::PushValues> SharedRegions::ResolvePush(
       return absl::InvalidArgumentError(
           absl::StrCat("push to table \"", t.table(), "\": ", bytes.status().message()));
     }
-    out.values.emplace_back(bytes->data(), bytes->size());
+    out.values.push_back(ValuePieces{absl::Span<const char>(bytes->data(), bytes->size())});
   }
   if (request.has_written()) RETURN_IF_ERROR(ResolveWritten(request, &out));
   return out;
@@ -104,7 +106,7 @@ absl::Status SharedRegions::ResolveWritten(const v1::PushRequest& request, PushV
       return refuse(absl::StrCat("table \"", request.tables(i).table(),
                                  "\" has no values in that region"));
     }
-    const absl::string_view v = out->values[i];
+    const absl::Span<const char> v = out->values[i].front();  // one range of the region
     if (next != nullptr && v.data() != next) {
       return refuse(absl::StrCat("table \"", request.tables(i).table(),
                                  "\"'s values do not follow the previous table's"));

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cairn/v1/shard.pb.h"
 #include "common/shared_region.h"
+#include "common/value_pieces.h"
 
 namespace cairn {
 
@@ -47,8 +48,10 @@ class SharedRegions {
   static bool UsesRegion(const v1::PushRequest& request);
 
   // Where each table's values of `request` are: its range of the worker's
-  // region, or its inline `values`. The views stay valid while `region`
-  // (null when no table used one) is held. UNAVAILABLE when the region is
+  // region (one piece), or its inline `values`: received[i] when given (the
+  // pieces gRPC received them in, ReceivedTables), else the message's own.
+  // The pieces stay valid while `region` (null when no table used one) and
+  // what `received` points into are held. UNAVAILABLE when the region is
   // unknown here (this server restarted since it was offered);
   // INVALID_ARGUMENT naming the table when a range lies outside the region
   // or the region is another worker's, or naming what is wrong with a
@@ -56,14 +59,15 @@ class SharedRegions {
   // the count 8 aligned bytes of it outside the run).
   struct PushValues {
     std::shared_ptr<SharedRegion> region;
-    std::vector<absl::string_view> values;  // one per table, in order
+    std::vector<ValuePieces> values;  // one per table, in order
     // A streamed push's count of bytes written (PushRequest.written), and
     // the run of values it counts: every table's, one after the other.
     const std::atomic<uint64_t>* written = nullptr;
     const char* begin = nullptr;
     const char* end = nullptr;
   };
-  absl::StatusOr<PushValues> ResolvePush(const v1::PushRequest& request) const
+  absl::StatusOr<PushValues> ResolvePush(const v1::PushRequest& request,
+                                         absl::Span<const ValuePieces> received = {}) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // The bytes of a pull's `reply_to`, held while `region` is; nullopt when

@@ -354,15 +354,16 @@ struct StreamedPush {
   std::vector<float> values = std::vector<float>(kElements, std::nanf(""));
   std::atomic<uint64_t> written{0};
   v1::PushRequest request;
-  std::vector<absl::string_view> views;
+  std::vector<ValuePieces> views;
 
   StreamedPush(uint32_t w, uint64_t seq, int64_t t) : request(PushWithTick(w, seq, t)) {
     request.mutable_tables(0)->clear_values();  // in the "region"
-    views.emplace_back(reinterpret_cast<const char*>(values.data()),
-                       values.size() * sizeof(float));
+    views.push_back(OnePiece(absl::string_view(reinterpret_cast<const char*>(values.data()),
+                                               values.size() * sizeof(float))));
   }
   PushStream Stream(absl::Time deadline = absl::InfiniteFuture()) const {
-    return PushStream(&written, views[0].data(), views[0].data() + views[0].size(), deadline);
+    const absl::Span<const char> run = views[0].front();
+    return PushStream(&written, run.data(), run.data() + run.size(), deadline);
   }
   // Writes worker `w`'s iteration-`t` gradient chunk by chunk, the last
   // first, each after a pause, counting the bytes written back from the

@@ -118,7 +118,7 @@ TEST_CASE("a forwarded copy is the push, marked, stamped, without the tick, valu
           "[replica_forwarder]") {
   const v1::PushRequest push = WorkerPush();
   const std::string region_bytes = FloatsToBytes({1.5f, -2.0f, 4.0f});
-  std::vector<absl::string_view> values = {push.tables(0).values(), region_bytes};
+  std::vector<ValuePieces> values = {OnePiece(push.tables(0).values()), OnePiece(region_bytes)};
   CHECK(MessageDifferencer::Equals(ReplicaForwarder::Copy(push, values, 6)->ToProto(),
                                    Forwarded(region_bytes)));
   // No views given: each table's own values.
@@ -143,7 +143,7 @@ TEST_CASE("every backup gets the copy, and done comes once all answered and the 
   ReplicaForwarder forwarder(&loop, 64 << 20, absl::Seconds(10), absl::Seconds(10));
   const v1::PushRequest push = WorkerPush();
   const std::string region_bytes = FloatsToBytes({1.5f, -2.0f, 4.0f});
-  std::vector<absl::string_view> values = {push.tables(0).values(), region_bytes};
+  std::vector<ValuePieces> values = {OnePiece(push.tables(0).values()), OnePiece(region_bytes)};
   auto owner = std::make_shared<int>(0);
   std::weak_ptr<int> owner_seen = owner;
   std::promise<std::pair<absl::Status, bool>> done;
@@ -171,7 +171,7 @@ TEST_CASE("a backup that refuses, or is not there, fails the push as unavailable
   ReplicaForwarder forwarder(&loop, 64 << 20, absl::Seconds(5), absl::Seconds(5));
   const v1::PushRequest push = WorkerPush();
   const std::string region_bytes = FloatsToBytes({1.5f, -2.0f, 4.0f});
-  std::vector<absl::string_view> values = {push.tables(0).values(), region_bytes};
+  std::vector<ValuePieces> values = {OnePiece(push.tables(0).values()), OnePiece(region_bytes)};
   for (const std::vector<Shard::Replica>& to :
        {std::vector<Shard::Replica>{{1, good.address}, {3, refusing.address}},
         std::vector<Shard::Replica>{{1, good.address}, {3, ""}}}) {

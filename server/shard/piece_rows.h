@@ -1,0 +1,39 @@
+// A sparse push's gradient rows read where gRPC received them: the value
+// bytes lie in several pieces (common/value_pieces.h) at any byte
+// alignment, so a row is used in place only when it lies whole in one
+// piece at a float's alignment, and is otherwise copied alone into a row
+// of this object's. A whole push is never joined into one buffer first.
+#ifndef CAIRN_SERVER_SHARD_PIECE_ROWS_H_
+#define CAIRN_SERVER_SHARD_PIECE_ROWS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "common/value_pieces.h"
+
+namespace cairn {
+
+// Rows of `row_floats` float32 values each, end to end in `pieces` (their
+// bytes a whole number of rows). Not thread-safe; `pieces` must outlive it.
+class PieceRows {
+ public:
+  PieceRows(const ValuePieces& pieces, size_t row_floats);
+
+  // Row i's `row_floats` values: in place, or copied into this object's row
+  // (valid until the next call). i < the number of rows. Calls with i not
+  // decreasing take constant time each; a lower i starts over from the
+  // first piece.
+  const float* Row(size_t i);
+
+ private:
+  const ValuePieces& pieces_;
+  const size_t row_bytes_;
+  size_t piece_ = 0;           // the piece the last row started in
+  uint64_t piece_begin_ = 0;   // its first byte's offset among all the bytes
+  std::unique_ptr<float[]> copied_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_SERVER_SHARD_PIECE_ROWS_H_
