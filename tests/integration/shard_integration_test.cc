@@ -1,6 +1,7 @@
 // A real coordinator and real servers on loopback, driven through the client
 // library and through raw gRPC stubs: round trips, optimizer arithmetic, and
 // every kind of bad request (each must leave stored values unchanged).
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <catch2/catch.hpp>
@@ -171,6 +172,7 @@ TEST_CASE("server-side optimizers give the hand-computed values on dense and spa
 
 // Raw access to one server, for requests the client library would never send.
 struct RawServer {
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::ParameterService::Stub> stub;
   uint64_t version = 0;
   uint32_t table_id = 0;
@@ -183,7 +185,10 @@ RawServer ConnectRaw(const TestCluster& cluster, uint32_t server_id) {
   RawServer raw;
   raw.version = map->map().version();
   for (const auto& m : map->map().servers()) {
-    if (m.id() == server_id) raw.stub = v1::ParameterService::NewStub(MakeChannel(m.address(), 256 << 20));
+    if (m.id() == server_id) {
+      raw.channel = MakeChannel(m.address(), 256 << 20);
+      raw.stub = v1::ParameterService::NewStub(raw.channel);
+    }
   }
   REQUIRE(raw.stub != nullptr);
   return raw;
@@ -216,6 +221,27 @@ grpc::Status RawPush(RawServer& raw, const std::string& table, uint32_t table_id
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::PushResponse response;
   return raw.stub->Push(&context, request, &response);
+}
+
+// `bytes` sent to the Push method as they are, through a generic stub.
+grpc::Status RawPushBytes(RawServer& raw, const std::string& bytes) {
+  grpc::GenericStub stub(raw.channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice slice(bytes.data(), bytes.size());
+  const grpc::ByteBuffer request(&slice, 1);
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
+      stub.PrepareUnaryCall(&context, "/cairn.v1.ParameterService/Push", request, &cq);
+  call->StartCall();
+  grpc::ByteBuffer reply;
+  grpc::Status status;
+  call->Finish(&reply, &status, &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  REQUIRE(cq.Next(&tag, &ok));
+  CHECK(tag == &cq);
+  return status;
 }
 
 TEST_CASE("bad requests are rejected with the right code and change nothing",
@@ -292,7 +318,7 @@ TEST_CASE("bad requests are rejected with the right code and change nothing",
   }
   SECTION("a NaN deep in a push that arrives in many slices is found, and nothing applied") {
     // 400 KB of values: gRPC hands the server several slices, which it
-    // copies and checks in one pass (server/shard/rpc/received_push.h).
+    // joins (a dense table) and checks before anything is applied.
     const std::vector<Key> chunks = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
     std::vector<float> g(100000, 1.0f);
     g[95001] = std::numeric_limits<float>::quiet_NaN();
@@ -314,6 +340,49 @@ TEST_CASE("bad requests are rejected with the right code and change nothing",
     CHECK(big[0] == 0.5f);
     CHECK(big[95001] == 0.5f);
     CHECK(big[99999] == 0.0f);
+  }
+  SECTION("a sparse push's rows read where they arrived: a NaN deep in them refuses it whole") {
+    // 400 KB of rows in many slices, at any alignment: checked and applied
+    // from there (server/shard/piece_rows.h), rows cut by a slice's end
+    // put together alone.
+    std::vector<Key> keys(50000);
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = 1000 + (i * 7919) % 50000;  // unsorted
+    std::vector<float> g(keys.size() * 2, 0.25f);
+    g[2 * 40001 + 1] = std::numeric_limits<float>::quiet_NaN();
+    grpc::Status s = RawPush(raw, "emb", 1, keys, g, ++seq, raw.version);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(),
+               Catch::Contains(absl::StrCat("table=emb key ", keys[40001],
+                                            ": gradient value nan at offset 80003")));
+    std::vector<float> rows(keys.size() * 2);
+    REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(rows)).get().ok());
+    CHECK(rows == std::vector<float>(rows.size(), 0.0f));
+    // Adagrad from a zero accumulator, epsilon 0: one step moves each
+    // value by the learning rate against its gradient's sign.
+    g[2 * 40001 + 1] = -0.5f;
+    REQUIRE(RawPush(raw, "emb", 1, keys, g, ++seq, raw.version).ok());
+    REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(rows)).get().ok());
+    size_t wrong = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const float expected = i == 2 * 40001 + 1 ? 0.1f : -0.1f;
+      if (std::fabs(rows[i] - expected) > 1e-6f) ++wrong;
+    }
+    CHECK(wrong == 0);
+  }
+  SECTION("bytes that are not a PushRequest are refused, naming where they stop") {
+    v1::PushRequest request;
+    request.set_map_version(raw.version);
+    request.set_sequence(++seq);
+    v1::TableValues* tv = request.add_tables();
+    tv->set_table("dense4");
+    tv->set_keys(KeysToBytes({0}));
+    tv->set_values(FloatsToBytes({1, 1, 1, 1}));
+    const std::string wire = request.SerializeAsString();
+    grpc::Status s = RawPushBytes(raw, wire.substr(0, wire.size() - 3));  // cut in the values
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(),
+               Catch::Contains("push: the request (a cairn.v1.PushRequest) is malformed: "
+                               "a table's values end early"));
   }
   SECTION("B18: a gradient of the same element count but another shape is refused") {
     // Worker 0 pushes shape [8], worker 1 (here the same raw channel) [2,4].
