@@ -1,5 +1,6 @@
 #include "worker/client/request_plan.h"
 
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -15,12 +16,30 @@ uint64_t EntryBytes(const TableInput& in, uint32_t index) {
   return FloatsOf(in, index) * WireBytes(WireDtypeOrFloat32(in.spec->wire_dtype()));
 }
 
-// Writes the keys of `indices` of `in` into a message (little-endian uint64).
+// The length of the run of consecutive indices starting at indices[at]
+// (at least 1): their values lie one after the other in the caller's
+// buffer, and a sparse input's keys too.
+size_t RunAt(const std::vector<uint32_t>& indices, size_t at) {
+  size_t end = at + 1;
+  while (end < indices.size() && indices[end] == indices[end - 1] + 1) ++end;
+  return end - at;
+}
+
+// Writes the keys of `indices` of `in` into a message (little-endian uint64),
+// a run of a sparse input's keys with one copy.
 void EncodeKeys(const TableInput& in, const std::vector<uint32_t>& indices, std::string* keys) {
-  keys->reserve(indices.size() * sizeof(Key));
-  for (uint32_t i : indices) {
-    const Key k = KeyOf(in, i);
-    keys->append(reinterpret_cast<const char*>(&k), sizeof(k));
+  keys->resize(indices.size() * sizeof(Key));
+  char* out = keys->data();
+  for (size_t at = 0; at < indices.size();) {
+    const size_t run = in.keys == nullptr ? 1 : RunAt(indices, at);
+    if (in.keys != nullptr) {
+      std::memcpy(out, in.keys + indices[at], run * sizeof(Key));
+    } else {
+      const Key k = KeyOf(in, indices[at]);
+      std::memcpy(out, &k, sizeof(k));
+    }
+    out += run * sizeof(Key);
+    at += run;
   }
 }
 
@@ -84,6 +103,16 @@ std::vector<PlannedRequest> PlanRequests(absl::Span<const TableInput> inputs,
     const uint64_t split_bytes = split_of(group);
     uint64_t bytes = 0;
     for (auto& [input, idx] : entries) {
+      // A sparse input's rows all have one size: when they all fit, they
+      // go whole, not index by index.
+      if (inputs[input].keys != nullptr && !idx.empty()) {
+        const uint64_t all = idx.size() * EntryBytes(inputs[input], idx.front());
+        if (bytes + all <= split_bytes) {
+          request.entries.emplace_back(input, std::move(idx));
+          bytes += all;
+          continue;
+        }
+      }
       std::vector<uint32_t> part;
       for (uint32_t j : idx) {
         const uint64_t b = EntryBytes(inputs[input], j);
@@ -132,10 +161,15 @@ std::shared_ptr<PushPayload> BuildPushRequest(absl::Span<const TableInput> input
     }
     EncodeKeys(in, idx, tv->mutable_keys());
     if (wire == v1::DTYPE_FLOAT32) {
-      for (uint32_t j : idx) {
+      // A run of consecutive indices is one range of the caller's memory.
+      for (size_t at = 0; at < idx.size();) {
+        const size_t run = RunAt(idx, at);
+        const uint32_t first = idx[at], last = idx[at + run - 1];
+        const uint64_t floats = OffsetOf(in, last) + FloatsOf(in, last) - OffsetOf(in, first);
         PushPayload::AddRange(
-            &table, absl::MakeConstSpan(reinterpret_cast<const char*>(in.in + OffsetOf(in, j)),
-                                        FloatsOf(in, j) * sizeof(float)));
+            &table, absl::MakeConstSpan(reinterpret_cast<const char*>(in.in + OffsetOf(in, first)),
+                                        floats * sizeof(float)));
+        at += run;
       }
       PushPayload::Seal(&table);
     } else {
