@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cairn/v1/types.pb.h"
+#include "common/value_pieces.h"
 
 namespace cairn {
 
@@ -92,6 +93,10 @@ inline float HalfToFloat(uint16_t h) {
 void EncodeValues(const float* in, size_t n, v1::DType dtype, char* out);
 // Reads `n` values of `dtype` at `in` into floats.
 void DecodeValues(const char* in, size_t n, v1::DType dtype, float* out);
+// The same for the values lying in `pieces` (their bytes in all a multiple
+// of WireBytes(dtype); a value may straddle two pieces): decoded where they
+// lie, never joined first.
+void DecodeValues(const ValuePieces& pieces, v1::DType dtype, float* out);
 
 }  // namespace cairn
 

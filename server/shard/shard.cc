@@ -736,29 +736,20 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
       g.pieces = &pieces;
       continue;
     }
-    // Any other values in several pieces are joined first (aligned).
-    std::unique_ptr<char[]> joined;
-    absl::string_view raw;
-    if (pieces.size() == 1) {
-      raw = absl::string_view(pieces.front().data(), pieces.front().size());
-    } else if (pieces.size() > 1) {
-      joined = std::make_unique_for_overwrite<char[]>(raw_bytes);
-      CopyPieces(pieces, joined.get());
-      raw = absl::string_view(joined.get(), raw_bytes);
-    }
     // 16-bit values are widened first: checked, summed and applied as
     // float32 (C09). Float32 values in a worker's shared region may start
-    // at any even offset (after a 16-bit table's values): copied when not
-    // 4-byte aligned, as ServeInto does for a pull's answer.
+    // at any even offset (after a 16-bit table's values), and those
+    // received in several pieces any: copied, aligned and joined, as
+    // ServeInto does for a pull's answer.
+    const absl::string_view raw =
+        pieces.size() == 1 ? absl::string_view(pieces.front().data(), pieces.front().size())
+                           : absl::string_view();
     std::unique_ptr<char[]> widened;
     absl::string_view values = raw;
     bool copied = false;
-    if (joined != nullptr && tv.dtype() == v1::DTYPE_FLOAT32) {
-      widened = std::move(joined);
-      copied = true;
-    } else if (tv.dtype() != v1::DTYPE_FLOAT32) {
+    if (tv.dtype() != v1::DTYPE_FLOAT32 || pieces.size() > 1) {
       widened = std::make_unique_for_overwrite<char[]>(floats * sizeof(float));
-      DecodeValues(raw.data(), floats, tv.dtype(), reinterpret_cast<float*>(widened.get()));
+      DecodeValues(pieces, tv.dtype(), reinterpret_cast<float*>(widened.get()));
       values = absl::string_view(widened.get(), floats * sizeof(float));
       copied = true;
     } else if (reinterpret_cast<uintptr_t>(raw.data()) % alignof(float) != 0) {

@@ -195,7 +195,8 @@ class Shard {
   // (the same-host path, docs/shared-memory.md), or the pieces gRPC
   // received them in (common/received_tables.h). A sparse float32 table
   // under SSP or ASP is read from those pieces row by row; other values in
-  // several pieces are first joined.
+  // several pieces are first copied into one aligned buffer (16-bit ones
+  // widened as they are copied).
   //
   // `ticked` (may be null) is set when the push was its BSP iteration's
   // only gradient and its end_clock was recorded with it

@@ -3,10 +3,12 @@
 #include "common/wire_dtype.h"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace cairn {
@@ -109,6 +111,28 @@ TEST_CASE("EncodeValues and DecodeValues of bfloat16 give each value's bits, wha
     uint32_t back;
     std::memcpy(&back, &out[i], sizeof(back));
     REQUIRE(back == static_cast<uint32_t>(h) << 16);
+  }
+}
+
+TEST_CASE("DecodeValues of values in pieces, cut anywhere, gives the bits of the joined values",
+          "[wire_dtype]") {
+  std::vector<float> in(301);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = 0.37f * static_cast<float>(i) - 41.5f;
+  for (v1::DType dtype : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16}) {
+    std::string wire(in.size() * WireBytes(dtype), '\0');
+    EncodeValues(in.data(), in.size(), dtype, wire.data());
+    std::vector<float> joined(in.size());
+    DecodeValues(wire.data(), in.size(), dtype, joined.data());
+    for (size_t cut : {size_t{1}, size_t{3}, size_t{7}, size_t{64}, wire.size()}) {
+      CAPTURE(dtype, cut);
+      ValuePieces pieces;
+      for (size_t at = 0; at < wire.size(); at += cut) {
+        pieces.push_back(absl::Span<const char>(wire.data() + at, std::min(cut, wire.size() - at)));
+      }
+      std::vector<float> out(in.size(), -1.0f);
+      DecodeValues(pieces, dtype, out.data());
+      CHECK(std::memcmp(out.data(), joined.data(), out.size() * sizeof(float)) == 0);
+    }
   }
 }
 
