@@ -39,13 +39,17 @@ v1::PullResponse Answer() {
 }
 
 // `wire` in slices of `cut` bytes (the last shorter).
-void Fill(ReceivedPull* received, const std::string& wire, size_t cut) {
+grpc::ByteBuffer Sliced(const std::string& wire, size_t cut) {
   std::vector<grpc::Slice> slices;
   for (size_t at = 0; at < wire.size(); at += cut) {
     const std::string part = wire.substr(at, cut);
     slices.emplace_back(part.data(), part.size());
   }
-  *received->bytes() = grpc::ByteBuffer(slices.data(), slices.size());
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+void Fill(ReceivedPull* received, const std::string& wire, size_t cut) {
+  *received->bytes() = Sliced(wire, cut);
 }
 
 std::string Joined(const ValuePieces& pieces) {
@@ -138,13 +142,8 @@ TEST_CASE("ReceivedTables reads a PushRequest with its values left in the slices
   const std::string wire = sent.SerializeAsString();
   for (size_t cut : {size_t{1}, size_t{5}, size_t{64}, wire.size()}) {
     CAPTURE(cut);
-    std::vector<grpc::Slice> slices;
-    for (size_t at = 0; at < wire.size(); at += cut) {
-      const std::string part = wire.substr(at, cut);
-      slices.emplace_back(part.data(), part.size());
-    }
     ReceivedTables received;
-    *received.bytes() = grpc::ByteBuffer(slices.data(), slices.size());
+    *received.bytes() = Sliced(wire, cut);
     v1::PushRequest read;
     REQUIRE(received
                 .Read(&read, v1::PushRequest::kTablesFieldNumber,
@@ -160,9 +159,7 @@ TEST_CASE("ReceivedTables reads a PushRequest with its values left in the slices
   }
   // Refused with the caller's code, naming what it read.
   ReceivedTables received;
-  const std::string cut_short = wire.substr(0, wire.size() / 2);
-  const grpc::Slice slice(cut_short.data(), cut_short.size());
-  *received.bytes() = grpc::ByteBuffer(&slice, 1);
+  *received.bytes() = Sliced(wire.substr(0, wire.size() / 2), wire.size());
   v1::PushRequest read;
   const absl::Status s = received.Read(&read, v1::PushRequest::kTablesFieldNumber,
                                        [&read] { return read.add_tables(); },
