@@ -4,7 +4,6 @@
 #include <emmintrin.h>
 #endif
 
-#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/ascii.h"
@@ -102,29 +101,11 @@ void DecodeValues(const char* in, size_t n, v1::DType dtype, float* out) {
 }
 
 void DecodeValues(const ValuePieces& pieces, v1::DType dtype, float* out) {
-  const size_t width = WireBytes(dtype);
-  char straddling[sizeof(float)];  // a value cut by a piece's end
-  size_t held = 0;                 // its bytes so far
-  size_t done = 0;                 // values decoded
-  for (absl::Span<const char> piece : pieces) {
-    const char* p = piece.data();
-    size_t left = piece.size();
-    if (held > 0) {
-      const size_t take = std::min(width - held, left);
-      std::memcpy(straddling + held, p, take);
-      held += take;
-      p += take;
-      left -= take;
-      if (held < width) continue;  // the piece ended inside it again
-      DecodeValues(straddling, 1, dtype, out + done++);
-      held = 0;
-    }
-    const size_t whole = left / width;
-    DecodeValues(p, whole, dtype, out + done);
-    done += whole;
-    held = left - whole * width;
-    std::memcpy(straddling, p + whole * width, held);
-  }
+  ForEachValueRun(pieces, WireBytes(dtype), [dtype, &out](const char* bytes, size_t n) {
+    DecodeValues(bytes, n, dtype, out);
+    out += n;
+    return true;
+  });
 }
 
 }  // namespace cairn

@@ -758,9 +758,8 @@ absl::StatusOr<Shard::Grads> Shard::GatherPush(const v1::PushRequest& request,
       values = absl::string_view(widened.get(), raw.size());
       copied = true;
     }
-    const uint64_t per_key = table->spec().kind() == v1::TABLE_KIND_SPARSE
-                                 ? static_cast<uint64_t>(table->spec().width())
-                                 : static_cast<uint64_t>(table->spec().chunk_size());
+    const uint64_t per_key = static_cast<uint64_t>(sparse ? table->spec().width()
+                                                           : table->spec().chunk_size());
     absl::Status finite = check_finite ? CheckFinite(table->spec(), tv.keys(), values, per_key,
                                                      helper_.get())
                                        : absl::OkStatus();

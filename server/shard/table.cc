@@ -1,6 +1,5 @@
 #include "server/shard/table.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -158,28 +157,8 @@ absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
 absl::Status CheckFinite(const v1::TableSpec& spec, const std::string& keys,
                          const ValuePieces& pieces, uint64_t floats_per_key) {
   if (spec.non_finite() == v1::NON_FINITE_POLICY_ALLOW) return absl::OkStatus();
-  bool finite = true;
-  char straddling[sizeof(float)];  // a value cut by a piece's end
-  size_t held = 0;                 // its bytes so far
-  for (absl::Span<const char> piece : pieces) {
-    const char* p = piece.data();
-    size_t left = piece.size();
-    if (held > 0) {
-      const size_t take = std::min(sizeof(float) - held, left);
-      std::memcpy(straddling + held, p, take);
-      held += take;
-      p += take;
-      left -= take;
-      if (held < sizeof(float)) continue;  // the piece ended inside it again
-      finite &= AllFinite(straddling, 1);
-      held = 0;
-    }
-    const size_t whole = left / sizeof(float);
-    finite &= AllFinite(p, whole);
-    held = left - whole * sizeof(float);
-    std::memcpy(straddling, p + whole * sizeof(float), held);
-    if (!finite) break;
-  }
+  const bool finite = ForEachValueRun(
+      pieces, sizeof(float), [](const char* bytes, size_t n) { return AllFinite(bytes, n); });
   if (finite) return absl::OkStatus();
   // The error names the first value that is not: from the values joined.
   const uint64_t bytes = PiecesBytes(pieces);
