@@ -13,7 +13,7 @@ namespace {
 // block gives the same bits however it is cut into calls.
 CAIRN_UPDATE_LOOP
 void AdagradStep(float* __restrict w, float* __restrict acc,
-                 const float* __restrict g, size_t n, float lr, float eps,
+                 const UnalignedFloat* __restrict g, size_t n, float lr, float eps,
                  float wd, float scale) {
   for (size_t i = 0; i < n; ++i) {
     const float gs = g[i] * scale;
@@ -32,7 +32,7 @@ void AdagradOptimizer::InitSlots(float* slots, size_t n) const {
   std::fill_n(slots, n, options_.initial_accumulator);
 }
 
-void AdagradOptimizer::ApplyScaled(float* w, float* slots, const float* g, size_t n,
+void AdagradOptimizer::ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n,
                                    int64_t /*step*/, float grad_scale) const {
   AdagradStep(w, slots, g, n, options_.learning_rate, options_.epsilon,
               options_.weight_decay, grad_scale);

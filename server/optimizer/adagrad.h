@@ -43,7 +43,7 @@ class AdagradOptimizer final : public Optimizer {
   // Accumulator starts at initial_accumulator.
   void InitSlots(float* slots, size_t n) const override;
   // `step` is unused.
-  void ApplyScaled(float* w, float* slots, const float* g, size_t n, int64_t step,
+  void ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n, int64_t step,
                    float grad_scale) const override;
 
  private:

@@ -61,7 +61,7 @@ const AdamStepConstants& Constants(const AdamOptions& o, int64_t step) {
 // operations in the same order, so chunking a block does not change its bits.
 CAIRN_UPDATE_LOOP
 void AdamStep(float* __restrict w, float* __restrict m, float* __restrict v,
-              const float* __restrict g, size_t n, float b1, float b2,
+              const UnalignedFloat* __restrict g, size_t n, float b1, float b2,
               float eps, float wd, float scale, const AdamStepConstants& c) {
   const float one_minus_b1 = c.one_minus_b1;
   const float one_minus_b2 = c.one_minus_b2;
@@ -86,7 +86,7 @@ void AdamOptimizer::InitSlots(float* slots, size_t n) const {
   std::fill_n(slots, 2 * n, 0.0f);
 }
 
-void AdamOptimizer::ApplyScaled(float* w, float* slots, const float* g, size_t n,
+void AdamOptimizer::ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n,
                                 int64_t step, float grad_scale) const {
   assert(step >= 1);
   const AdamStepConstants c = Constants(options_, step);

@@ -57,7 +57,7 @@ class AdamOptimizer final : public Optimizer {
   // it is asserted in debug builds and treated as 1 otherwise). The bias
   // corrections of the last step are cached per thread (a pure function of
   // lr, b1, b2 and step), so rows of one push sharing a step compute them once.
-  void ApplyScaled(float* w, float* slots, const float* g, size_t n, int64_t step,
+  void ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n, int64_t step,
                    float grad_scale) const override;
 
  private:

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/unaligned_float.h"
 
 namespace cairn {
 namespace v1 {
@@ -32,17 +33,18 @@ class Optimizer {
   virtual void InitSlots(float* slots, size_t n) const = 0;
 
   // One update of n elements: w (n floats), slots (S * n floats), g (n floats,
-  // the gradient). `step` is the block's update count including this one (>= 1;
+  // the gradient, at any byte address: a push's rows are read where the
+  // transport received them). `step` is the block's update count including this one (>= 1;
   // Adam's bias correction uses it).
-  void Apply(float* w, float* slots, const float* g, size_t n, int64_t step) const {
+  void Apply(float* w, float* slots, const UnalignedFloat* g, size_t n, int64_t step) const {
     ApplyScaled(w, slots, g, n, step, 1.0f);
   }
   // The same update with the gradient g[i] * grad_scale, each product
   // rounded to float before the update uses it: the bits of Apply on a
   // gradient scaled first (a BSP mean's 1 / workers), without a pass of
   // its own over the gradient. grad_scale 1 gives Apply's bits exactly.
-  virtual void ApplyScaled(float* w, float* slots, const float* g, size_t n, int64_t step,
-                           float grad_scale) const = 0;
+  virtual void ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n,
+                           int64_t step, float grad_scale) const = 0;
 };
 
 // Builds the optimizer `spec` names (update rules, slots and sources: sgd.h,

@@ -13,7 +13,7 @@ namespace {
 // a block is cut into calls.
 
 CAIRN_UPDATE_LOOP
-void PlainStep(float* __restrict w, const float* __restrict g, size_t n,
+void PlainStep(float* __restrict w, const UnalignedFloat* __restrict g, size_t n,
                float lr, float wd, float scale) {
   for (size_t i = 0; i < n; ++i) {
     const float gs = g[i] * scale;
@@ -24,7 +24,7 @@ void PlainStep(float* __restrict w, const float* __restrict g, size_t n,
 
 CAIRN_UPDATE_LOOP
 void MomentumStep(float* __restrict w, float* __restrict v,
-                  const float* __restrict g, size_t n, float lr, float wd,
+                  const UnalignedFloat* __restrict g, size_t n, float lr, float wd,
                   float mu, float scale) {
   for (size_t i = 0; i < n; ++i) {
     const float gs = g[i] * scale;
@@ -37,7 +37,7 @@ void MomentumStep(float* __restrict w, float* __restrict v,
 
 CAIRN_UPDATE_LOOP
 void NesterovStep(float* __restrict w, float* __restrict v,
-                  const float* __restrict g, size_t n, float lr, float wd,
+                  const UnalignedFloat* __restrict g, size_t n, float lr, float wd,
                   float mu, float scale) {
   for (size_t i = 0; i < n; ++i) {
     const float gs = g[i] * scale;
@@ -58,7 +58,7 @@ void SgdOptimizer::InitSlots(float* slots, size_t n) const {
   std::fill_n(slots, static_cast<size_t>(SlotsPerElement()) * n, 0.0f);
 }
 
-void SgdOptimizer::ApplyScaled(float* w, float* slots, const float* g, size_t n,
+void SgdOptimizer::ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n,
                                int64_t /*step*/, float grad_scale) const {
   const float lr = options_.learning_rate;
   const float wd = options_.weight_decay;

@@ -41,7 +41,7 @@ class SgdOptimizer final : public Optimizer {
   // Velocity starts at 0.
   void InitSlots(float* slots, size_t n) const override;
   // `step` is unused.
-  void ApplyScaled(float* w, float* slots, const float* g, size_t n, int64_t step,
+  void ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n, int64_t step,
                    float grad_scale) const override;
 
  private:

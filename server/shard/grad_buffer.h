@@ -11,10 +11,12 @@
 #define CAIRN_SERVER_SHARD_GRAD_BUFFER_H_
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "common/bytes.h"
+#include "common/unaligned_float.h"
 
 namespace cairn {
 
@@ -26,13 +28,15 @@ class GradBuffer {
     uint32_t length;  // floats
   };
 
-  // Adds `length` floats of gradient for `key` (summed into an existing row).
-  // A key's length must not change between calls.
-  void Add(Key key, const float* grad, uint32_t length) {
+  // Adds `length` floats of gradient for `key` (summed into an existing row),
+  // read at any byte address. A key's length must not change between calls.
+  void Add(Key key, const UnalignedFloat* grad, uint32_t length) {
     auto [it, inserted] = index_.try_emplace(key, rows_.size());
     if (inserted) {
-      rows_.push_back(Row{key, data_.size(), length});
-      data_.insert(data_.end(), grad, grad + length);
+      const size_t at = data_.size();
+      rows_.push_back(Row{key, at, length});
+      data_.resize(at + length);
+      std::memcpy(data_.data() + at, grad, length * sizeof(float));
       return;
     }
     float* dst = data_.data() + rows_[it->second].offset;

@@ -10,7 +10,7 @@ PieceRows::PieceRows(const ValuePieces& pieces, size_t row_floats)
       row_bytes_(row_floats * sizeof(float)),
       copied_(std::make_unique_for_overwrite<float[]>(row_floats)) {}
 
-const float* PieceRows::Row(size_t i) {
+const UnalignedFloat* PieceRows::Row(size_t i) {
   const uint64_t at = static_cast<uint64_t>(i) * row_bytes_;
   if (at < piece_begin_) {
     piece_ = 0;
@@ -21,13 +21,10 @@ const float* PieceRows::Row(size_t i) {
     ++piece_;
   }
   const size_t offset = static_cast<size_t>(at - piece_begin_);
-  const char* start = pieces_[piece_].data() + offset;
-  if (offset + row_bytes_ <= pieces_[piece_].size() &&
-      reinterpret_cast<uintptr_t>(start) % alignof(float) == 0) {
-    return reinterpret_cast<const float*>(start);
+  if (offset + row_bytes_ <= pieces_[piece_].size()) {
+    return reinterpret_cast<const UnalignedFloat*>(pieces_[piece_].data() + offset);
   }
-  // Across pieces, or not aligned: copied, the cursor left where the row
-  // starts.
+  // Across pieces: copied, the cursor left where the row starts.
   char* out = reinterpret_cast<char*>(copied_.get());
   size_t left = row_bytes_;
   size_t from = offset;

@@ -1,8 +1,9 @@
 // A sparse push's gradient rows read where gRPC received them: the value
 // bytes lie in several pieces (common/value_pieces.h) at any byte
-// alignment, so a row is used in place only when it lies whole in one
-// piece at a float's alignment, and is otherwise copied alone into a row
-// of this object's. A whole push is never joined into one buffer first.
+// alignment, so a row is used in place when it lies whole in one piece,
+// at whatever address (the optimizers read UnalignedFloat), and is copied
+// alone into a row of this object's only when a piece's end cuts it. A
+// whole push is never joined into one buffer first.
 #ifndef CAIRN_SERVER_SHARD_PIECE_ROWS_H_
 #define CAIRN_SERVER_SHARD_PIECE_ROWS_H_
 
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/unaligned_float.h"
 #include "common/value_pieces.h"
 
 namespace cairn {
@@ -20,11 +22,11 @@ class PieceRows {
  public:
   PieceRows(const ValuePieces& pieces, size_t row_floats);
 
-  // Row i's `row_floats` values: in place, or copied into this object's row
-  // (valid until the next call). i < the number of rows. Calls with i not
-  // decreasing take constant time each; a lower i starts over from the
-  // first piece.
-  const float* Row(size_t i);
+  // Row i's `row_floats` values: in place at any byte address, or, cut by a
+  // piece's end, copied into this object's row (valid until the next call).
+  // i < the number of rows. Calls with i not decreasing take constant time
+  // each; a lower i starts over from the first piece.
+  const UnalignedFloat* Row(size_t i);
 
  private:
   const ValuePieces& pieces_;

@@ -343,7 +343,7 @@ void SparseTable::ApplyDistinctLocked(size_t n, KeyAt key_at, GradAt grad_at) {
   UpdateAllLocked(n, grad_at);
 }
 
-void SparseTable::ApplyRowLocked(Key key, const float* grad) {
+void SparseTable::ApplyRowLocked(Key key, const UnalignedFloat* grad) {
   // Only tables with a cold tier or admission look the key up first (a row
   // in the cold tier was admitted once: it comes back as it was).
   if (FirstPushDecides() && !index_.contains(key) &&
@@ -359,7 +359,7 @@ void SparseTable::ApplyRowLocked(Key key, const float* grad) {
   UpdateSlotLocked(FindOrCreate(key), grad);
 }
 
-void SparseTable::UpdateSlotLocked(uint32_t slot, const float* grad) {
+void SparseTable::UpdateSlotLocked(uint32_t slot, const UnalignedFloat* grad) {
   const uint64_t off = static_cast<uint64_t>(slot) * width_;
   optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_, grad, width_,
                     ++steps_[slot]);

@@ -9,6 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "common/unaligned_float.h"
 #include "server/shard/cold_rows.h"
 #include "server/shard/row_eviction.h"
 #include "server/shard/table.h"
@@ -94,10 +95,11 @@ class SparseTable final : public Table {
   // One optimizer step on row `key` (created when absent) with `width_`
   // floats of gradient. With admission, an id without a row gets one only
   // at its min_count-th push; before that the push is counted and dropped.
-  void ApplyRowLocked(Key key, const float* grad) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One optimizer step on the row in `slot`; counts the update and, with a
-  // capacity, its recency.
-  void UpdateSlotLocked(uint32_t slot, const float* grad) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ApplyRowLocked(Key key, const UnalignedFloat* grad) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One optimizer step on the row in `slot` (its gradient at any byte
+  // address); counts the update and, with a capacity, its recency.
+  void UpdateSlotLocked(uint32_t slot, const UnalignedFloat* grad)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Asks the CPU to load the row in `slot` into cache: its values, and for
   // an `update` its optimizer slots and update count too. A row is a few
   // cache lines at a random place, so a loop over rows prefetches a few

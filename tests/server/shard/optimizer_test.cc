@@ -443,6 +443,40 @@ TEST_CASE("a gradient scale folded into the update gives the bits of the gradien
   CHECK(folded.w != w0);
 }
 
+TEST_CASE("a gradient at any byte address gives the bits of an aligned one", "[optimizer]") {
+  const auto spec = GENERATE(from_range(EveryRule()));
+  // A push's rows are read where the transport put them: 1, 2 or 3 bytes
+  // past a float's alignment, through vector bodies and scalar tails.
+  const size_t shift = GENERATE(1, 2, 3);
+  INFO("spec: " << spec.ShortDebugString() << " shift: " << shift);
+  auto opt = Make(spec);
+  constexpr size_t kN = 203;
+  std::mt19937 rng(20261206);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> w0(kN);
+  for (float& x : w0) x = dist(rng);
+  Block aligned(*opt, w0);
+  Block shifted(*opt, w0);
+  for (int64_t step = 1; step <= 3; ++step) {
+    std::vector<float> g(kN);
+    for (float& x : g) x = dist(rng);
+    std::string bytes(shift + kN * sizeof(float), '\0');
+    std::memcpy(bytes.data() + shift, g.data(), kN * sizeof(float));
+    const auto* at = reinterpret_cast<const UnalignedFloat*>(bytes.data() + shift);
+    aligned.optimizer.Apply(aligned.w.data(), aligned.slots.data(), g.data(), kN, step);
+    shifted.optimizer.Apply(shifted.w.data(), shifted.slots.data(), at, kN, step);
+  }
+  size_t mismatches = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    if (!SameBits(aligned.w[i], shifted.w[i])) ++mismatches;
+    for (int s = 0; s < opt->SlotsPerElement(); ++s) {
+      if (!SameBits(aligned.slots[s * kN + i], shifted.slots[s * kN + i])) ++mismatches;
+    }
+  }
+  CHECK(mismatches == 0);
+  CHECK(aligned.w != w0);
+}
+
 TEST_CASE("slot counts and initial slot values follow the kind", "[optimizer]") {
   std::vector<float> slots(6, -1.0f);
   SECTION("plain sgd has none") {

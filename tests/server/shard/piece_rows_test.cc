@@ -59,17 +59,25 @@ TEST_CASE("PieceRows gives each row whole, however the pieces are cut", "[shard]
     CHECK(std::memcmp(rows.Row(2), values.data() + 2 * kWidth, kWidth * sizeof(float)) == 0);
     CHECK(std::memcmp(rows.Row(9), values.data() + 9 * kWidth, kWidth * sizeof(float)) == 0);
   }
-  // Aligned rows lying whole in a piece are used in place (a std::string's
-  // bytes are aligned for any fundamental type).
-  const ValuePieces aligned = {absl::Span<const char>(bytes.data(), 2 * kWidth * sizeof(float)),
-                               absl::Span<const char>(bytes.data() + 2 * kWidth * sizeof(float),
-                                                      bytes.size() - 2 * kWidth * sizeof(float))};
-  PieceRows rows(aligned, kWidth);
-  const auto at_row = [&](size_t i) {
-    return reinterpret_cast<const float*>(bytes.data() + i * kWidth * sizeof(float));
-  };
-  CHECK(rows.Row(1) == at_row(1));
-  CHECK(rows.Row(4) == at_row(4));
+  // Rows lying whole in a piece are used in place, at whatever address the
+  // piece puts them (here one byte past a float's alignment).
+  for (size_t shift : {size_t{0}, size_t{1}, size_t{2}, size_t{3}}) {
+    CAPTURE(shift);
+    const std::string shifted = std::string(shift, '\x7f') + bytes;
+    const char* base = shifted.data() + shift;
+    const size_t first = 2 * kWidth * sizeof(float);
+    const ValuePieces whole_rows = {absl::Span<const char>(base, first),
+                                    absl::Span<const char>(base + first, bytes.size() - first)};
+    PieceRows rows(whole_rows, kWidth);
+    const auto at_row = [&](size_t i) {
+      return reinterpret_cast<const UnalignedFloat*>(base + i * kWidth * sizeof(float));
+    };
+    CHECK(rows.Row(1) == at_row(1));
+    CHECK(rows.Row(4) == at_row(4));
+    for (size_t i = 0; i < kRows; ++i) {
+      CHECK(std::memcmp(rows.Row(i), values.data() + i * kWidth, kWidth * sizeof(float)) == 0);
+    }
+  }
 }
 
 TEST_CASE("CheckFinite over pieces finds a value cut in two and names it as over the joined",
