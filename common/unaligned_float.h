@@ -11,7 +11,10 @@
 // is in fact aligned. A `const float*` converts to it implicitly.
 //
 // Pass such pointers only to code that reads through this type: handing
-// one on as a `float*` (to std::copy, say) brings the alignment back.
+// one on as a `float*` (to std::copy, say) brings the alignment back, and
+// so does a template argument, which drops the attribute
+// (std::vector<const UnalignedFloat*> holds `const float*`): keep them in
+// arrays.
 #ifndef CAIRN_COMMON_UNALIGNED_FLOAT_H_
 #define CAIRN_COMMON_UNALIGNED_FLOAT_H_
 

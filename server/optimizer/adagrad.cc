@@ -10,19 +10,25 @@ namespace {
 
 // Branch-free and vectorizable: the 0/0 guard is a select, not a jump, and
 // every element goes through the same operations in the same order, so a
-// block gives the same bits however it is cut into calls.
+// block gives the same bits however it is cut into calls. Over `rows`
+// blocks of n elements (one for ApplyScaled, a push's rows for ApplyRows).
 CAIRN_UPDATE_LOOP
-void AdagradStep(float* __restrict w, float* __restrict acc,
-                 const UnalignedFloat* __restrict g, size_t n, float lr, float eps,
-                 float wd, float scale) {
-  for (size_t i = 0; i < n; ++i) {
-    const float gs = g[i] * scale;
-    const float gi = gs + wd * w[i];
-    const float a = acc[i] + gi * gi;
-    acc[i] = a;
-    const float denom = std::sqrt(a) + eps;
-    const float update = (lr * gi) / denom;
-    w[i] = w[i] - (denom == 0.0f ? 0.0f : update);
+void AdagradStep(float* const* w_rows, float* const* acc_rows,
+                 const UnalignedFloat* const* g_rows, size_t rows, size_t n, float lr,
+                 float eps, float wd, float scale) {
+  for (size_t r = 0; r < rows; ++r) {
+    float* __restrict w = w_rows[r];
+    float* __restrict acc = acc_rows[r];
+    const UnalignedFloat* __restrict g = g_rows[r];
+    for (size_t i = 0; i < n; ++i) {
+      const float gs = g[i] * scale;
+      const float gi = gs + wd * w[i];
+      const float a = acc[i] + gi * gi;
+      acc[i] = a;
+      const float denom = std::sqrt(a) + eps;
+      const float update = (lr * gi) / denom;
+      w[i] = w[i] - (denom == 0.0f ? 0.0f : update);
+    }
   }
 }
 
@@ -34,8 +40,15 @@ void AdagradOptimizer::InitSlots(float* slots, size_t n) const {
 
 void AdagradOptimizer::ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n,
                                    int64_t /*step*/, float grad_scale) const {
-  AdagradStep(w, slots, g, n, options_.learning_rate, options_.epsilon,
+  AdagradStep(&w, &slots, &g, 1, n, options_.learning_rate, options_.epsilon,
               options_.weight_decay, grad_scale);
+}
+
+void AdagradOptimizer::ApplyRows(float* const* w, float* const* slots,
+                                 const UnalignedFloat* const* g, const int64_t* /*steps*/,
+                                 size_t rows, size_t n) const {
+  AdagradStep(w, slots, g, rows, n, options_.learning_rate, options_.epsilon,
+              options_.weight_decay, 1.0f);
 }
 
 }  // namespace cairn

@@ -59,24 +59,32 @@ const AdamStepConstants& Constants(const AdamOptions& o, int64_t step) {
 
 // Branch-free and vectorizable; every element goes through the same float
 // operations in the same order, so chunking a block does not change its bits.
+// Over `rows` blocks of n elements sharing one step (each block's slots: m,
+// then v).
 CAIRN_UPDATE_LOOP
-void AdamStep(float* __restrict w, float* __restrict m, float* __restrict v,
-              const UnalignedFloat* __restrict g, size_t n, float b1, float b2,
+void AdamStep(float* const* w_rows, float* const* slot_rows,
+              const UnalignedFloat* const* g_rows, size_t rows, size_t n, float b1, float b2,
               float eps, float wd, float scale, const AdamStepConstants& c) {
   const float one_minus_b1 = c.one_minus_b1;
   const float one_minus_b2 = c.one_minus_b2;
   const float step_size = c.step_size;
   const float inv_bc2 = c.inv_bc2;
-  for (size_t i = 0; i < n; ++i) {
-    const float gs = g[i] * scale;
-    const float gi = gs + wd * w[i];
-    const float mi = b1 * m[i] + one_minus_b1 * gi;
-    const float vi = b2 * v[i] + one_minus_b2 * (gi * gi);
-    m[i] = mi;
-    v[i] = vi;
-    const float denom = std::sqrt(vi * inv_bc2) + eps;
-    const float update = (step_size * mi) / denom;
-    w[i] = w[i] - (denom == 0.0f ? 0.0f : update);
+  for (size_t r = 0; r < rows; ++r) {
+    float* __restrict w = w_rows[r];
+    float* __restrict m = slot_rows[r];
+    float* __restrict v = slot_rows[r] + n;
+    const UnalignedFloat* __restrict g = g_rows[r];
+    for (size_t i = 0; i < n; ++i) {
+      const float gs = g[i] * scale;
+      const float gi = gs + wd * w[i];
+      const float mi = b1 * m[i] + one_minus_b1 * gi;
+      const float vi = b2 * v[i] + one_minus_b2 * (gi * gi);
+      m[i] = mi;
+      v[i] = vi;
+      const float denom = std::sqrt(vi * inv_bc2) + eps;
+      const float update = (step_size * mi) / denom;
+      w[i] = w[i] - (denom == 0.0f ? 0.0f : update);
+    }
   }
 }
 
@@ -90,8 +98,21 @@ void AdamOptimizer::ApplyScaled(float* w, float* slots, const UnalignedFloat* g,
                                 int64_t step, float grad_scale) const {
   assert(step >= 1);
   const AdamStepConstants c = Constants(options_, step);
-  AdamStep(w, slots, slots + n, g, n, options_.beta1, options_.beta2,
-           options_.epsilon, options_.weight_decay, grad_scale, c);
+  AdamStep(&w, &slots, &g, 1, n, options_.beta1, options_.beta2, options_.epsilon,
+           options_.weight_decay, grad_scale, c);
+}
+
+void AdamOptimizer::ApplyRows(float* const* w, float* const* slots, const UnalignedFloat* const* g,
+                              const int64_t* steps, size_t rows, size_t n) const {
+  for (size_t r = 0; r < rows;) {
+    size_t end = r + 1;
+    while (end < rows && steps[end] == steps[r]) ++end;
+    assert(steps[r] >= 1);
+    const AdamStepConstants c = Constants(options_, steps[r]);
+    AdamStep(w + r, slots + r, g + r, end - r, n, options_.beta1, options_.beta2,
+             options_.epsilon, options_.weight_decay, 1.0f, c);
+    r = end;
+  }
 }
 
 }  // namespace cairn

@@ -59,6 +59,9 @@ class AdamOptimizer final : public Optimizer {
   // lr, b1, b2 and step), so rows of one push sharing a step compute them once.
   void ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n, int64_t step,
                    float grad_scale) const override;
+  // Each run of rows with one step shares its bias corrections.
+  void ApplyRows(float* const* w, float* const* slots, const UnalignedFloat* const* g,
+                 const int64_t* steps, size_t rows, size_t n) const override;
 
  private:
   const AdamOptions options_;

@@ -45,6 +45,15 @@ class Optimizer {
   // its own over the gradient. grad_scale 1 gives Apply's bits exactly.
   virtual void ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n,
                            int64_t step, float grad_scale) const = 0;
+  // Apply on each of `rows` blocks of n elements, in turn: block r's
+  // parameters at w[r], its slots at slots[r] (S * n floats, as Apply's),
+  // its gradient at g[r] (any byte address) and its update count including
+  // this one in steps[r]. The bits of `rows` Apply calls, in one call: a
+  // push's embedding rows are updated together, where a call per row costs
+  // a virtual call and a dispatch to the CPU's build of the loop
+  // (internal/update_loop.h) each. Blocks must not overlap.
+  virtual void ApplyRows(float* const* w, float* const* slots, const UnalignedFloat* const* g,
+                         const int64_t* steps, size_t rows, size_t n) const = 0;
 };
 
 // Builds the optimizer `spec` names (update rules, slots and sources: sgd.h,

@@ -43,8 +43,15 @@ class SgdOptimizer final : public Optimizer {
   // `step` is unused.
   void ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n, int64_t step,
                    float grad_scale) const override;
+  // `steps` is unused.
+  void ApplyRows(float* const* w, float* const* slots, const UnalignedFloat* const* g,
+                 const int64_t* steps, size_t rows, size_t n) const override;
 
  private:
+  // `rows` blocks, each gradient times grad_scale.
+  void Update(float* const* w, float* const* slots, const UnalignedFloat* const* g, size_t rows,
+              size_t n, float grad_scale) const;
+
   const SgdOptions options_;
 };
 

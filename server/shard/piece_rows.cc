@@ -5,13 +5,14 @@
 
 namespace cairn {
 
-PieceRows::PieceRows(const ValuePieces& pieces, size_t row_floats)
+PieceRows::PieceRows(const ValuePieces& pieces, size_t row_floats, size_t held_rows)
     : pieces_(pieces),
       row_bytes_(row_floats * sizeof(float)),
-      copied_(std::make_unique_for_overwrite<float[]>(row_floats)) {}
+      row_floats_(row_floats),
+      held_rows_(std::max<size_t>(held_rows, 1)),
+      copied_(std::make_unique_for_overwrite<float[]>(row_floats * held_rows_)) {}
 
-const UnalignedFloat* PieceRows::Row(size_t i) {
-  const uint64_t at = static_cast<uint64_t>(i) * row_bytes_;
+const UnalignedFloat* PieceRows::RowElsewhere(uint64_t at) {
   if (at < piece_begin_) {
     piece_ = 0;
     piece_begin_ = 0;
@@ -25,7 +26,9 @@ const UnalignedFloat* PieceRows::Row(size_t i) {
     return reinterpret_cast<const UnalignedFloat*>(pieces_[piece_].data() + offset);
   }
   // Across pieces: copied, the cursor left where the row starts.
-  char* out = reinterpret_cast<char*>(copied_.get());
+  float* const copy = copied_.get() + next_copy_ * row_floats_;
+  next_copy_ = (next_copy_ + 1) % held_rows_;
+  char* out = reinterpret_cast<char*>(copy);
   size_t left = row_bytes_;
   size_t from = offset;
   for (size_t p = piece_; left > 0; ++p, from = 0) {
@@ -34,7 +37,7 @@ const UnalignedFloat* PieceRows::Row(size_t i) {
     out += take;
     left -= take;
   }
-  return copied_.get();
+  return copy;
 }
 
 }  // namespace cairn

@@ -1586,7 +1586,8 @@ void Shard::ApplyNow(TableGrads* grads, float* read_back) {
   if (grads->pieces != nullptr) {  // a sparse table's rows, SSP or ASP
     auto* table = static_cast<SparseTable*>(grads->table);
     const std::string& keys = grads->direct->keys();
-    PieceRows rows(*grads->pieces, static_cast<size_t>(table->spec().width()));
+    PieceRows rows(*grads->pieces, static_cast<size_t>(table->spec().width()),
+                   SparseTable::kUpdateBatch);
     if (grads->ascending) {
       table->ApplyUnique(keys, grads->n, &rows);
     } else if (!table->ApplyIfDistinct(keys, grads->n, &rows)) {

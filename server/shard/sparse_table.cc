@@ -322,14 +322,32 @@ void SparseTable::FindOrCreateAllLocked(size_t n, KeyAt key_at) {
 
 template <typename GradAt>
 void SparseTable::UpdateAllLocked(size_t n, GradAt grad_at) {
-  for (size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) {
+  // Rows go to the optimizer kUpdateBatch at a time (one virtual call and
+  // one dispatch to the CPU's loop for all of them), prefetched a batch
+  // further ahead than one row at a time would: a batch's rows are all
+  // asked for before the first is updated.
+  constexpr size_t kAhead = kPrefetchAhead + kUpdateBatch;
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
     PrefetchRowLocked(push_slots_[i], /*update=*/true);
   }
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) {
-      PrefetchRowLocked(push_slots_[i + kPrefetchAhead], /*update=*/true);
+  float* w[kUpdateBatch];
+  float* slots[kUpdateBatch];
+  const UnalignedFloat* g[kUpdateBatch];
+  int64_t steps[kUpdateBatch];
+  for (size_t first = 0; first < n; first += kUpdateBatch) {
+    const size_t rows = std::min(kUpdateBatch, n - first);
+    for (size_t j = 0; j < rows; ++j) {
+      const size_t i = first + j;
+      if (i + kAhead < n) PrefetchRowLocked(push_slots_[i + kAhead], /*update=*/true);
+      const uint32_t slot = push_slots_[i];
+      const uint64_t off = static_cast<uint64_t>(slot) * width_;
+      w[j] = values_.data() + off;
+      slots[j] = slots_.data() + off * slots_per_element_;
+      g[j] = grad_at(i);
+      steps[j] = ++steps_[slot];
+      CountUpdateLocked(slot);
     }
-    UpdateSlotLocked(push_slots_[i], grad_at(i));
+    optimizer_->ApplyRows(w, slots, g, steps, rows, width_);
   }
 }
 
@@ -363,6 +381,10 @@ void SparseTable::UpdateSlotLocked(uint32_t slot, const UnalignedFloat* grad) {
   const uint64_t off = static_cast<uint64_t>(slot) * width_;
   optimizer_->Apply(values_.data() + off, slots_.data() + off * slots_per_element_, grad, width_,
                     ++steps_[slot]);
+  CountUpdateLocked(slot);
+}
+
+void SparseTable::CountUpdateLocked(uint32_t slot) {
   if (tracks_slots_) last_update_[slot] = ++tick_;
   if (ttl_clocks_ > 0) last_clock_[slot] = clock_;
 }

@@ -47,9 +47,11 @@ class SparseTable final : public Table {
   // whether it is created): their unsorted pushes are gathered.
   bool ApplyIfDistinct(const std::string& keys, size_t n, absl::string_view values) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Rows a push's update hands the optimizer at once (ApplyRows).
+  static constexpr size_t kUpdateBatch = 16;
   // Gather, ApplyUnique and ApplyIfDistinct with the rows read from the
   // pieces gRPC received them in (piece_rows.h), in key order: the same
-  // updates, to the same bits.
+  // updates, to the same bits. `rows` must hold kUpdateBatch copied rows.
   void Gather(const std::string& keys, size_t n, PieceRows* rows, GradBuffer* buffer) const;
   void ApplyUnique(const std::string& keys, size_t n, PieceRows* rows) ABSL_LOCKS_EXCLUDED(mu_);
   bool ApplyIfDistinct(const std::string& keys, size_t n, PieceRows* rows)
@@ -100,6 +102,9 @@ class SparseTable final : public Table {
   // address); counts the update and, with a capacity, its recency.
   void UpdateSlotLocked(uint32_t slot, const UnalignedFloat* grad)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records an update of the row in `slot` (its steps_ count aside): its
+  // recency with a capacity, its clock with a ttl.
+  void CountUpdateLocked(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Asks the CPU to load the row in `slot` into cache: its values, and for
   // an `update` its optimizer slots and update count too. A row is a few
   // cache lines at a random place, so a loop over rows prefetches a few
@@ -111,7 +116,9 @@ class SparseTable final : public Table {
   template <typename KeyAt>
   void FindOrCreateAllLocked(size_t n, KeyAt key_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // UpdateSlotLocked(push_slots_[i], grad_at(i)) for i in [0, n), in that
-  // order, with rows a few ahead prefetched.
+  // order, with rows a few ahead prefetched, kUpdateBatch rows per call of
+  // Optimizer::ApplyRows: grad_at's pointers must stay valid through the
+  // next kUpdateBatch - 1 calls (PieceRows with that many held rows).
   template <typename GradAt>
   void UpdateAllLocked(size_t n, GradAt grad_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One optimizer step on each of n rows with distinct keys key_at(i) and

@@ -477,6 +477,55 @@ TEST_CASE("a gradient at any byte address gives the bits of an aligned one", "[o
   CHECK(aligned.w != w0);
 }
 
+TEST_CASE("ApplyRows gives the bits of Apply on each row in turn", "[optimizer]") {
+  const auto spec = GENERATE(from_range(EveryRule()));
+  INFO("spec: " << spec.ShortDebugString());
+  auto opt = Make(spec);
+  const size_t per = static_cast<size_t>(opt->SlotsPerElement());
+  // Rows of 64 and 67 elements (vector bodies and tails), at scattered
+  // places; steps that repeat and change (Adam's bias corrections), and
+  // gradients 0 to 3 bytes past a float's alignment.
+  const size_t n = GENERATE(size_t{64}, size_t{67});
+  constexpr size_t kRows = 9;
+  const std::vector<int64_t> steps = {1, 1, 4, 4, 4, 2, 7, 1, 1};
+  const std::vector<size_t> places = {5, 0, 8, 3, 7, 1, 6, 2, 4};
+  std::mt19937 rng(20261207);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> w0(kRows * n), g(kRows * n);
+  for (float& x : w0) x = dist(rng);
+  for (float& x : g) x = dist(rng);
+  std::vector<float> one_w = w0, rows_w = w0;
+  std::vector<float> one_slots(kRows * n * per), rows_slots(kRows * n * per);
+  opt->InitSlots(one_slots.data(), kRows * n);
+  opt->InitSlots(rows_slots.data(), kRows * n);
+  const size_t stride = (n + 1) * sizeof(float);  // a row's bytes and room for its shift
+  std::string shifted(kRows * stride, '\0');
+  // Arrays, not vectors: a template argument drops UnalignedFloat's attribute.
+  float* w[kRows];
+  float* slots[kRows];
+  const UnalignedFloat* grads[kRows];
+  for (size_t r = 0; r < kRows; ++r) {
+    const size_t at = places[r];
+    char* dst = shifted.data() + r * stride + r % 4;
+    std::memcpy(dst, g.data() + r * n, n * sizeof(float));
+    grads[r] = reinterpret_cast<const UnalignedFloat*>(dst);
+    w[r] = rows_w.data() + at * n;
+    slots[r] = rows_slots.data() + at * n * per;
+    opt->Apply(one_w.data() + at * n, one_slots.data() + at * n * per, g.data() + r * n, n,
+               steps[r]);
+  }
+  opt->ApplyRows(w, slots, grads, steps.data(), kRows, n);
+  size_t mismatches = 0;
+  for (size_t i = 0; i < one_w.size(); ++i) {
+    if (!SameBits(one_w[i], rows_w[i])) ++mismatches;
+  }
+  for (size_t i = 0; i < one_slots.size(); ++i) {
+    if (!SameBits(one_slots[i], rows_slots[i])) ++mismatches;
+  }
+  CHECK(mismatches == 0);
+  CHECK(rows_w != w0);
+}
+
 TEST_CASE("slot counts and initial slot values follow the kind", "[optimizer]") {
   std::vector<float> slots(6, -1.0f);
   SECTION("plain sgd has none") {

@@ -58,6 +58,21 @@ TEST_CASE("PieceRows gives each row whole, however the pieces are cut", "[shard]
     // Back to an earlier row, as a push gathered after all reads it again.
     CHECK(std::memcmp(rows.Row(2), values.data() + 2 * kWidth, kWidth * sizeof(float)) == 0);
     CHECK(std::memcmp(rows.Row(9), values.data() + 9 * kWidth, kWidth * sizeof(float)) == 0);
+
+    // Held rows: a batch of rows asked for first, read after (every row
+    // cut when the pieces are 1 byte long).
+    constexpr size_t kHeld = 4;
+    PieceRows batch(pieces, kWidth, kHeld);
+    for (size_t first = 0; first < kRows; first += kHeld) {
+      const size_t end = std::min(kRows, first + kHeld);
+      std::vector<const void*> got;  // (a template argument drops UnalignedFloat's attribute)
+      for (size_t i = first; i < end; ++i) got.push_back(batch.Row(i));
+      for (size_t i = first; i < end; ++i) {
+        CAPTURE(i);
+        CHECK(std::memcmp(got[i - first], values.data() + i * kWidth, kWidth * sizeof(float)) ==
+              0);
+      }
+    }
   }
   // Rows lying whole in a piece are used in place, at whatever address the
   // piece puts them (here one byte past a float's alignment).
