@@ -10,26 +10,27 @@ namespace {
 
 // Branch-free and vectorizable: the 0/0 guard is a select, not a jump, and
 // every element goes through the same operations in the same order, so a
-// block gives the same bits however it is cut into calls. Over `rows`
-// blocks of n elements (one for ApplyScaled, a push's rows for ApplyRows).
-CAIRN_UPDATE_LOOP
-void AdagradStep(float* const* w_rows, float* const* acc_rows,
-                 const UnalignedFloat* const* g_rows, size_t rows, size_t n, float lr,
-                 float eps, float wd, float scale) {
-  for (size_t r = 0; r < rows; ++r) {
-    float* __restrict w = w_rows[r];
-    float* __restrict acc = acc_rows[r];
-    const UnalignedFloat* __restrict g = g_rows[r];
-    for (size_t i = 0; i < n; ++i) {
-      const float gs = g[i] * scale;
-      const float gi = gs + wd * w[i];
-      const float a = acc[i] + gi * gi;
-      acc[i] = a;
-      const float denom = std::sqrt(a) + eps;
-      const float update = (lr * gi) / denom;
-      w[i] = w[i] - (denom == 0.0f ? 0.0f : update);
-    }
+// block gives the same bits however it is cut into calls.
+CAIRN_ELEMENT_LOOP
+void AdagradLoop(float* __restrict w, float* __restrict acc, const UnalignedFloat* __restrict g,
+                 size_t n, float lr, float eps, float wd, float scale) {
+  for (size_t i = 0; i < n; ++i) {
+    const float gs = g[i] * scale;
+    const float gi = gs + wd * w[i];
+    const float a = acc[i] + gi * gi;
+    acc[i] = a;
+    const float denom = std::sqrt(a) + eps;
+    const float update = (lr * gi) / denom;
+    w[i] = w[i] - (denom == 0.0f ? 0.0f : update);
   }
+}
+
+// Over `rows` blocks of n elements (one for ApplyScaled, a push's rows for
+// ApplyRows).
+CAIRN_UPDATE_LOOP
+void AdagradStep(float* const* w, float* const* acc, const UnalignedFloat* const* g, size_t rows,
+                 size_t n, float lr, float eps, float wd, float scale) {
+  for (size_t r = 0; r < rows; ++r) AdagradLoop(w[r], acc[r], g[r], n, lr, eps, wd, scale);
 }
 
 }  // namespace

@@ -59,32 +59,35 @@ const AdamStepConstants& Constants(const AdamOptions& o, int64_t step) {
 
 // Branch-free and vectorizable; every element goes through the same float
 // operations in the same order, so chunking a block does not change its bits.
-// Over `rows` blocks of n elements sharing one step (each block's slots: m,
-// then v).
-CAIRN_UPDATE_LOOP
-void AdamStep(float* const* w_rows, float* const* slot_rows,
-              const UnalignedFloat* const* g_rows, size_t rows, size_t n, float b1, float b2,
-              float eps, float wd, float scale, const AdamStepConstants& c) {
+CAIRN_ELEMENT_LOOP
+void AdamLoop(float* __restrict w, float* __restrict m, float* __restrict v,
+              const UnalignedFloat* __restrict g, size_t n, float b1, float b2, float eps,
+              float wd, float scale, const AdamStepConstants& c) {
   const float one_minus_b1 = c.one_minus_b1;
   const float one_minus_b2 = c.one_minus_b2;
   const float step_size = c.step_size;
   const float inv_bc2 = c.inv_bc2;
+  for (size_t i = 0; i < n; ++i) {
+    const float gs = g[i] * scale;
+    const float gi = gs + wd * w[i];
+    const float mi = b1 * m[i] + one_minus_b1 * gi;
+    const float vi = b2 * v[i] + one_minus_b2 * (gi * gi);
+    m[i] = mi;
+    v[i] = vi;
+    const float denom = std::sqrt(vi * inv_bc2) + eps;
+    const float update = (step_size * mi) / denom;
+    w[i] = w[i] - (denom == 0.0f ? 0.0f : update);
+  }
+}
+
+// Over `rows` blocks of n elements sharing one step (each block's slots: m,
+// then v).
+CAIRN_UPDATE_LOOP
+void AdamStep(float* const* w, float* const* slots, const UnalignedFloat* const* g, size_t rows,
+              size_t n, float b1, float b2, float eps, float wd, float scale,
+              const AdamStepConstants& c) {
   for (size_t r = 0; r < rows; ++r) {
-    float* __restrict w = w_rows[r];
-    float* __restrict m = slot_rows[r];
-    float* __restrict v = slot_rows[r] + n;
-    const UnalignedFloat* __restrict g = g_rows[r];
-    for (size_t i = 0; i < n; ++i) {
-      const float gs = g[i] * scale;
-      const float gi = gs + wd * w[i];
-      const float mi = b1 * m[i] + one_minus_b1 * gi;
-      const float vi = b2 * v[i] + one_minus_b2 * (gi * gi);
-      m[i] = mi;
-      v[i] = vi;
-      const float denom = std::sqrt(vi * inv_bc2) + eps;
-      const float update = (step_size * mi) / denom;
-      w[i] = w[i] - (denom == 0.0f ? 0.0f : update);
-    }
+    AdamLoop(w[r], slots[r], slots[r] + n, g[r], n, b1, b2, eps, wd, scale, c);
   }
 }
 

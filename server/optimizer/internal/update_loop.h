@@ -17,4 +17,11 @@
 #define CAIRN_UPDATE_LOOP
 #endif
 
+// CAIRN_ELEMENT_LOOP: one block's element loop, called per block by a
+// CAIRN_UPDATE_LOOP function over several blocks (a push's rows) and
+// inlined into each of its builds. Its __restrict parameters hold there
+// as they would for a function of its own, so the loop vectorizes
+// without a runtime test for overlap.
+#define CAIRN_ELEMENT_LOOP inline __attribute__((always_inline))
+
 #endif  // CAIRN_SERVER_OPTIMIZER_INTERNAL_UPDATE_LOOP_H_
