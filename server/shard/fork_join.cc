@@ -51,7 +51,9 @@ void ForkJoin::Run(size_t pieces, absl::FunctionRef<void(size_t)> piece) {
   bool handed = false;
   {
     absl::MutexLock lock(&mu_);
-    if (Free() && !stopping_) {
+    // A core left for the helper: the caller (when it marked itself
+    // Working) and the other working threads take fewer than all.
+    if (Free() && !stopping_ && working_.load(std::memory_order_relaxed) < cpus_.size()) {
       AvoidCpu(sched_getcpu());
       work_ = &work;
       taken_ = false;
@@ -94,6 +96,24 @@ void ForkJoin::Help() {
     done_ = true;
   }
   mu_.Unlock();
+}
+
+namespace {
+// The helper whose Working scope the thread is in, if any.
+thread_local const ForkJoin* working_in = nullptr;
+}  // namespace
+
+ForkJoin::Working::Working(ForkJoin* helper)
+    : helper_(helper == working_in ? nullptr : helper), outer_(working_in) {
+  if (helper_ == nullptr) return;  // none, or already counted on this thread
+  working_in = helper_;
+  helper_->working_.fetch_add(1, std::memory_order_relaxed);
+}
+
+ForkJoin::Working::~Working() {
+  if (helper_ == nullptr) return;
+  helper_->working_.fetch_sub(1, std::memory_order_relaxed);
+  working_in = outer_;
 }
 
 uint64_t ForkJoin::helped() const {

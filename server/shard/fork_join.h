@@ -20,6 +20,13 @@
 // helper costs about what 1 MB of update takes, and the example model's
 // 0.94 MB update got slower split.
 //
+// The helper is also not handed work while as many threads work on the
+// server's data path as the process has CPUs (`Working`): two pushes
+// applied at once on a two-core host already fill both cores, and a third
+// thread would take turns with them (cairn-apply-bench, two pushes of 4 MiB
+// at once: 1.30-1.61x one thread with the helper joining in, 2.20-2.24x
+// without, where y += x on two threads gave 2.10-2.22x).
+//
 // Thread-safe: callers at once take turns for the helper; a caller that
 // finds it busy runs every piece itself.
 #ifndef CAIRN_SERVER_SHARD_FORK_JOIN_H_
@@ -75,6 +82,24 @@ class ForkJoin {
   // Runs in which the helper took part (tests).
   uint64_t helped() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Marks the calling thread as working on the server's data path (a push
+  // checked and applied, a pull answered) for its lifetime. Run hands the
+  // helper work only while fewer threads work than the process has CPUs.
+  // A scope inside another of the same helper on the same thread (a pull
+  // answered within a push) counts the thread once. `helper` may be null
+  // (then it does nothing).
+  class Working {
+   public:
+    explicit Working(ForkJoin* helper);
+    ~Working();
+    Working(const Working&) = delete;
+    Working& operator=(const Working&) = delete;
+
+   private:
+    ForkJoin* const helper_;
+    const ForkJoin* const outer_;  // the thread's scope before this one's helper
+  };
+
  private:
   struct Work {
     absl::FunctionRef<void(size_t)> piece;
@@ -100,6 +125,7 @@ class ForkJoin {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int avoided_cpu_ ABSL_GUARDED_BY(mu_) = -1;  // the CPU the helper may not use
   uint64_t helped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<size_t> working_{0};  // threads in a Working scope
   std::thread thread_;
 };
 

@@ -444,6 +444,7 @@ absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) co
 absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
                                  absl::Span<const ValuePieces> values, bool* ticked,
                                  PullReadBack* read_back, const PushStream* stream) {
+  const ForkJoin::Working working(helper_.get());  // a core this push takes
   if (ticked != nullptr) *ticked = false;
   if (request.sequence() == 0) {
     return absl::InvalidArgumentError("push: sequence must be >= 1");
@@ -893,6 +894,7 @@ bool Shard::ServeInto(const v1::PullRequest& request, v1::PullResponse* response
 
 void Shard::Serve(const v1::PullRequest& request, v1::PullResponse* response,
                   int64_t min_clock, const PullReplyArea& area) const {
+  const ForkJoin::Working working(helper_.get());  // a core this answer takes
   if ((!area.bytes.empty() || area.allocate) && ServeInto(request, response, area)) {
     response->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);
     return;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/cpu_affinity.h"
 #include "server/shard/fork_join.h"
 
@@ -58,6 +59,58 @@ TEST_CASE("ForkJoin runs a piece on its helper, on another CPU, while the caller
   CHECK((ids[0] == std::this_thread::get_id() || ids[1] == std::this_thread::get_id()));
   if (AllowedCpus().size() >= 2) CHECK(cpus[0] != cpus[1]);
   CHECK(helper->helped() == 1);
+}
+
+TEST_CASE("ForkJoin leaves the helper idle while every CPU has a thread working on the data path",
+          "[shard][fork_join]") {
+  std::unique_ptr<ForkJoin> helper = MakeHelper();
+  const size_t cpus = std::max<size_t>(AllowedCpus().size(), 2);  // MakeHelper's count
+  // cpus - 1 other threads working, each until its release.
+  std::atomic<size_t> ready{0};
+  std::vector<std::unique_ptr<absl::Notification>> release;
+  std::vector<std::thread> others;
+  for (size_t i = 0; i + 1 < cpus; ++i) {
+    release.push_back(std::make_unique<absl::Notification>());
+    others.emplace_back([&, i] {
+      const ForkJoin::Working working(helper.get());
+      ready.fetch_add(1);
+      release[i]->WaitForNotification();
+    });
+  }
+  while (ready.load() + 1 < cpus) std::this_thread::yield();
+  // This thread too, in two scopes (a pull answered within a push): it
+  // counts once, so every CPU has one working thread, and every piece runs
+  // on the caller.
+  const ForkJoin::Working outer(helper.get());
+  const ForkJoin::Working inner(helper.get());
+  std::vector<std::thread::id> ran(8);
+  helper->Run(ran.size(), [&](size_t piece) { ran[piece] = std::this_thread::get_id(); });
+  for (const std::thread::id& id : ran) CHECK(id == std::this_thread::get_id());
+  CHECK(helper->helped() == 0);
+
+  // One thread fewer: a core is left, and the helper takes a piece again
+  // (each piece waits for the other to start, so the caller cannot run
+  // both). Were the nested scope counted twice, it would not.
+  release.front()->Notify();
+  others.front().join();
+  std::atomic<int> started{0};
+  bool met[2] = {false, false};
+  helper->Run(2, [&](size_t piece) {
+    started.fetch_add(1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    met[piece] = started.load() == 2;
+  });
+  CHECK(met[0]);
+  CHECK(met[1]);
+  CHECK(helper->helped() == 1);
+  for (size_t i = 1; i < others.size(); ++i) {
+    release[i]->Notify();
+    others[i].join();
+  }
+  const ForkJoin::Working none(nullptr);  // a null helper's scope does nothing
 }
 
 TEST_CASE("ForkJoin runs every piece once when callers come at once", "[shard][fork_join]") {
