@@ -13,8 +13,12 @@
 //   y += x, two pairs   the same loop over two pairs of buffers in turn, as
 //                the pushes of 1 thread alternate between two requests'
 //                values and two partitions' tables: the same memory in use
+//   y += x, one pair per thread   the two pairs at once on two threads: what
+//                two cores of this machine give a loop bound by memory
+//                (below 2 where the two share a core's resources)
 // and prints pushes/s, apply bandwidth (value bytes applied per second) and
-// the ratios: 2 threads over 1, and 1 thread's bandwidth over each y += x's.
+// the ratios: 2 threads over 1, 1 thread's bandwidth over each y += x's,
+// y += x's 2 threads over 1, and the apply's scaling over that one.
 // Medians of --reps rounds of --pushes pushes per worker.
 //
 // With --sparse, a sparse push instead: one in-process Shard holds a sparse
@@ -263,7 +267,7 @@ int Run(int mib, int pushes, int reps) {
     }
   };
   auto seconds_of = [](auto&& body) { return SecondsOf(body); };
-  std::vector<double> one, two, add, add_pairs;
+  std::vector<double> one, two, add, add_pairs, add_two;
   std::vector<float> x(chunks * kChunk, 0.001f), y(chunks * kChunk, 0.0f);
   std::vector<float> x1(chunks * kChunk, 0.001f), y1(chunks * kChunk, 0.0f);
   auto add_to = [](std::vector<float>& to, const std::vector<float>& from) {
@@ -294,15 +298,23 @@ int Run(int mib, int pushes, int reps) {
         add_to(y1, x1);
       }
     });
+    const double t5 = seconds_of([&] {
+      std::thread a([&] { for (int i = 0; i < pushes; ++i) add_to(y, x); });
+      std::thread b([&] { for (int i = 0; i < pushes; ++i) add_to(y1, x1); });
+      a.join();
+      b.join();
+    });
     if (r == 0) continue;
     one.push_back(t1);
     two.push_back(t2);
     add.push_back(t3);
     add_pairs.push_back(t4);
+    add_two.push_back(t5);
   }
   const double bytes = 2.0 * pushes * chunks * kChunk * sizeof(float);
   const double n = 2.0 * pushes;
   const double m1 = Median(one), m2 = Median(two), m3 = Median(add), m4 = Median(add_pairs);
+  const double m5 = Median(add_two);
   std::printf("%d MiB per push, 2 partitions, %d pushes per worker per round, median of %d "
               "rounds; %u hardware threads\n\n",
               mib, pushes, reps, std::thread::hardware_concurrency());
@@ -315,6 +327,9 @@ int Run(int mib, int pushes, int reps) {
   std::printf("| y += x, same bytes, two pairs in turn, 1 thread | %.0f | %.2f | %.2f (1 thread "
               "apply / y += x) |\n",
               n / m4, bytes / m4 / 1e9, m4 / m1);
+  std::printf("| y += x, two pairs, one per thread on 2 threads | %.0f | %.2f | %.2f (2 threads / 1 "
+              "for y += x: what the machine gives; the apply's over it: %.2f) |\n",
+              n / m5, bytes / m5 / 1e9, m4 / m5, (m1 / m2) / (m4 / m5));
   return 0;
 }
 
