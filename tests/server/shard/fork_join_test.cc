@@ -34,30 +34,41 @@ std::unique_ptr<ForkJoin> MakeHelper() {
   return helper;
 }
 
-TEST_CASE("ForkJoin runs a piece on its helper, on another CPU, while the caller runs one",
-          "[shard][fork_join]") {
-  std::unique_ptr<ForkJoin> helper = MakeHelper();
-  std::atomic<int> started{0};
+// Two pieces that each wait for the other to start (for up to 30 s): the
+// caller cannot finish its piece alone, so the helper, if it is handed the
+// work, takes the other at the same time. Each piece's thread and CPU, and
+// whether both met.
+struct Meeting {
   std::thread::id ids[2];
   int cpus[2] = {-1, -1};
   bool met[2] = {false, false};
-  helper->Run(2, [&](size_t piece) {
-    ids[piece] = std::this_thread::get_id();
-    cpus[piece] = sched_getcpu();
+};
+
+Meeting RunMeeting(ForkJoin& helper) {
+  Meeting m;
+  std::atomic<int> started{0};
+  helper.Run(2, [&](size_t piece) {
+    m.ids[piece] = std::this_thread::get_id();
+    m.cpus[piece] = sched_getcpu();
     started.fetch_add(1);
-    // Each piece waits for the other to start: the caller cannot finish
-    // its piece alone, so the helper takes the other at the same time.
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) {
       std::this_thread::yield();
     }
-    met[piece] = started.load() == 2;
+    m.met[piece] = started.load() == 2;
   });
-  CHECK(met[0]);
-  CHECK(met[1]);
-  CHECK(ids[0] != ids[1]);
-  CHECK((ids[0] == std::this_thread::get_id() || ids[1] == std::this_thread::get_id()));
-  if (AllowedCpus().size() >= 2) CHECK(cpus[0] != cpus[1]);
+  return m;
+}
+
+TEST_CASE("ForkJoin runs a piece on its helper, on another CPU, while the caller runs one",
+          "[shard][fork_join]") {
+  std::unique_ptr<ForkJoin> helper = MakeHelper();
+  const Meeting m = RunMeeting(*helper);
+  CHECK(m.met[0]);
+  CHECK(m.met[1]);
+  CHECK(m.ids[0] != m.ids[1]);
+  CHECK((m.ids[0] == std::this_thread::get_id() || m.ids[1] == std::this_thread::get_id()));
+  if (AllowedCpus().size() >= 2) CHECK(m.cpus[0] != m.cpus[1]);
   CHECK(helper->helped() == 1);
 }
 
@@ -88,23 +99,13 @@ TEST_CASE("ForkJoin leaves the helper idle while every CPU has a thread working 
   for (const std::thread::id& id : ran) CHECK(id == std::this_thread::get_id());
   CHECK(helper->helped() == 0);
 
-  // One thread fewer: a core is left, and the helper takes a piece again
-  // (each piece waits for the other to start, so the caller cannot run
-  // both). Were the nested scope counted twice, it would not.
+  // One thread fewer: a core is left, and the helper takes a piece again.
+  // Were the nested scope counted twice, it would not.
   release.front()->Notify();
   others.front().join();
-  std::atomic<int> started{0};
-  bool met[2] = {false, false};
-  helper->Run(2, [&](size_t piece) {
-    started.fetch_add(1);
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::yield();
-    }
-    met[piece] = started.load() == 2;
-  });
-  CHECK(met[0]);
-  CHECK(met[1]);
+  const Meeting m = RunMeeting(*helper);
+  CHECK(m.met[0]);
+  CHECK(m.met[1]);
   CHECK(helper->helped() == 1);
   for (size_t i = 1; i < others.size(); ++i) {
     release[i]->Notify();
