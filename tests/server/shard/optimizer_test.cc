@@ -366,6 +366,14 @@ struct ChunkedBlock {
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
+// Positions where two arrays of one size hold different bits.
+size_t DifferentBits(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  size_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += SameBits(a[i], b[i]) ? 0 : 1;
+  return n;
+}
+
 // Each update rule and variant, with and without weight decay, for the
 // bit-for-bit tests.
 std::vector<v1::OptimizerSpec> EveryRule() {
@@ -432,14 +440,8 @@ TEST_CASE("a gradient scale folded into the update gives the bits of the gradien
     opt->ApplyScaled(folded.w.data(), folded.slots.data(), g.data(), kN, step, scale);
     opt->Apply(scaled_first.w.data(), scaled_first.slots.data(), gs.data(), kN, step);
   }
-  size_t mismatches = 0;
-  for (size_t i = 0; i < kN; ++i) {
-    if (!SameBits(folded.w[i], scaled_first.w[i])) ++mismatches;
-    for (int s = 0; s < opt->SlotsPerElement(); ++s) {
-      if (!SameBits(folded.slots[s * kN + i], scaled_first.slots[s * kN + i])) ++mismatches;
-    }
-  }
-  CHECK(mismatches == 0);
+  CHECK(DifferentBits(folded.w, scaled_first.w) + DifferentBits(folded.slots, scaled_first.slots) ==
+        0);
   CHECK(folded.w != w0);
 }
 
@@ -466,14 +468,7 @@ TEST_CASE("a gradient at any byte address gives the bits of an aligned one", "[o
     aligned.optimizer.Apply(aligned.w.data(), aligned.slots.data(), g.data(), kN, step);
     shifted.optimizer.Apply(shifted.w.data(), shifted.slots.data(), at, kN, step);
   }
-  size_t mismatches = 0;
-  for (size_t i = 0; i < kN; ++i) {
-    if (!SameBits(aligned.w[i], shifted.w[i])) ++mismatches;
-    for (int s = 0; s < opt->SlotsPerElement(); ++s) {
-      if (!SameBits(aligned.slots[s * kN + i], shifted.slots[s * kN + i])) ++mismatches;
-    }
-  }
-  CHECK(mismatches == 0);
+  CHECK(DifferentBits(aligned.w, shifted.w) + DifferentBits(aligned.slots, shifted.slots) == 0);
   CHECK(aligned.w != w0);
 }
 
@@ -515,14 +510,7 @@ TEST_CASE("ApplyRows gives the bits of Apply on each row in turn", "[optimizer]"
                steps[r]);
   }
   opt->ApplyRows(w, slots, grads, steps.data(), kRows, n);
-  size_t mismatches = 0;
-  for (size_t i = 0; i < one_w.size(); ++i) {
-    if (!SameBits(one_w[i], rows_w[i])) ++mismatches;
-  }
-  for (size_t i = 0; i < one_slots.size(); ++i) {
-    if (!SameBits(one_slots[i], rows_slots[i])) ++mismatches;
-  }
-  CHECK(mismatches == 0);
+  CHECK(DifferentBits(one_w, rows_w) + DifferentBits(one_slots, rows_slots) == 0);
   CHECK(rows_w != w0);
 }
 
