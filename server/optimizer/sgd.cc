@@ -73,18 +73,14 @@ void SgdOptimizer::InitSlots(float* slots, size_t n) const {
 
 void SgdOptimizer::ApplyScaled(float* w, float* slots, const UnalignedFloat* g, size_t n,
                                int64_t /*step*/, float grad_scale) const {
-  Update(&w, &slots, &g, 1, n, grad_scale);
+  SgdRows(&w, &slots, &g, 1, n, options_.learning_rate, options_.weight_decay,
+          options_.momentum, options_.nesterov, grad_scale);
 }
 
 void SgdOptimizer::ApplyRows(float* const* w, float* const* slots, const UnalignedFloat* const* g,
                              const int64_t* /*steps*/, size_t rows, size_t n) const {
-  Update(w, slots, g, rows, n, 1.0f);
-}
-
-void SgdOptimizer::Update(float* const* w, float* const* slots, const UnalignedFloat* const* g,
-                          size_t rows, size_t n, float grad_scale) const {
   SgdRows(w, slots, g, rows, n, options_.learning_rate, options_.weight_decay,
-          options_.momentum, options_.nesterov, grad_scale);
+          options_.momentum, options_.nesterov, 1.0f);
 }
 
 }  // namespace cairn

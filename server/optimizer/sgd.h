@@ -48,10 +48,6 @@ class SgdOptimizer final : public Optimizer {
                  const int64_t* steps, size_t rows, size_t n) const override;
 
  private:
-  // `rows` blocks, each gradient times grad_scale.
-  void Update(float* const* w, float* const* slots, const UnalignedFloat* const* g, size_t rows,
-              size_t n, float grad_scale) const;
-
   const SgdOptions options_;
 };
 
