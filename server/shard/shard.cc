@@ -402,18 +402,30 @@ std::vector<Shard::Replica> Shard::ForwardTargets(const v1::PushRequest& request
   absl::MutexLock lock(&mu_);
   *map_version = map_version_;
   std::vector<Replica> out;
-  if (request.forwarded()) return out;
-  auto it = groups_.find(request.group());
-  if (it == groups_.end() || it->second.primary != server_id_) return out;
-  std::vector<uint32_t> targets = it->second.backups;
-  auto joiners = joiners_.find(request.group());
-  if (joiners != joiners_.end()) targets.insert(targets.end(), joiners->second.begin(),
-                                                joiners->second.end());
-  for (uint32_t b : targets) {
+  for (uint32_t b : ForwardServersLocked(request)) {
     auto a = addresses_.find(b);
     out.push_back({b, a == addresses_.end() ? std::string() : a->second});
   }
   return out;
+}
+
+std::vector<uint32_t> Shard::ForwardServersLocked(const v1::PushRequest& request) const {
+  if (request.forwarded()) return {};
+  auto it = groups_.find(request.group());
+  if (it == groups_.end() || it->second.primary != server_id_) return {};
+  std::vector<uint32_t> targets = it->second.backups;
+  auto joiners = joiners_.find(request.group());
+  if (joiners != joiners_.end()) targets.insert(targets.end(), joiners->second.begin(),
+                                                joiners->second.end());
+  return targets;
+}
+
+bool Shard::AnswersBeforeUpdateLocked(const v1::PushRequest& request) const {
+  // A tick or a riding pull is answered after the update it follows; a
+  // copy for a backup is sent from the values as applied, and the answer
+  // waits for the backups (r > 1: an acknowledged push is never lost).
+  return !request.forwarded() && request.end_clock() == 0 && !request.has_pull() &&
+         ForwardServersLocked(request).empty();
 }
 
 void Shard::SetColdStore(std::unique_ptr<ColdRowStore> cold) {
@@ -443,7 +455,8 @@ absl::StatusOr<Table*> Shard::FindTable(uint32_t id, const std::string& name) co
 
 absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
                                  absl::Span<const ValuePieces> values, bool* ticked,
-                                 PullReadBack* read_back, const PushStream* stream) {
+                                 PullReadBack* read_back, const PushStream* stream,
+                                 const std::function<void()>& accepted) {
   const ForkJoin::Working working(helper_.get());  // a core this push takes
   if (ticked != nullptr) *ticked = false;
   if (request.sequence() == 0) {
@@ -539,6 +552,17 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
     absl::ReaderMutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckPushLocked(request, grads));
     if (!InsertLocked(window, request.sequence())) return true;
+    // Answered now, when the caller may, and applied after: the worker
+    // reads the answer and sends its next request meanwhile. Whatever reads
+    // the tables after the answer takes mu_ exclusively first, so it waits
+    // for this shared hold, the update included.
+    if (accepted && AnswersBeforeUpdateLocked(request)) {
+      pushes_applied_.fetch_add(1, std::memory_order_relaxed);
+      if (metrics_ != nullptr) metrics_->PushBytes(bytes);
+      accepted();
+      for (TableGrads& g : grads) ApplyNow(&g);
+      return false;
+    }
     for (TableGrads& g : grads) ApplyNow(&g);
   }
   pushes_applied_.fetch_add(1, std::memory_order_relaxed);
@@ -927,6 +951,8 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
                  PullReplyArea area) {
   absl::Status version;
   {
+    // Exclusive: a push answered before its update (Push's `accepted`)
+    // holds mu_ shared until the update is done, and this pull must read it.
     absl::MutexLock lock(&mu_);
     version = CheckVersion(request->map_version());
   }
@@ -1017,6 +1043,8 @@ absl::StatusOr<int64_t> Shard::Clock(const v1::ClockRequest& request) {
   std::vector<Waiter> ready;
   int64_t min_clock;
   {
+    // Exclusive, also so that a push answered before its update (Push's
+    // `accepted`) is applied before this tick releases any pull.
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckVersion(request.map_version()));
     // A leave of the current incarnation is accepted again (a retried
@@ -1181,7 +1209,7 @@ void Shard::Stats(v1::StatsResponse* response) const {
     response->set_busy(operation);
     return;
   }
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&mu_);  // after any push answered before its update
   response->set_server_id(server_id_);
   response->set_map_version(map_version_);
   for (uint32_t p : partitions_) response->add_partitions(p);

@@ -217,10 +217,24 @@ class Shard {
   // counts as applied only once it all is. Any other dense BSP float32 push
   // is checked as it is written, then goes as without; any other push
   // waits for all its values first (DeadlineExceeded as well).
+  //
+  // `accepted` (may be empty): the caller's answer to a push it may
+  // acknowledge before the update (its values the caller's own until Push
+  // returns, not a worker's region). Called once, on this thread, for an
+  // SSP or ASP push with no tick (end_clock 0), no riding pull and no copy
+  // to forward (a group without backups or joiners), once it is checked and
+  // recorded in its sequence window and before its update; Push then
+  // applies it and returns false as usual. The push holds mu_ shared from
+  // before the call to the end of its update, and whatever reads the
+  // tables after an answer takes mu_ exclusively first (Pull, Clock, whose
+  // tick may release other workers' pulls, Stats, a snapshot, a transfer,
+  // a new map): each starts once the update is done. Not called for any
+  // other push, nor for one refused or a duplicate.
   absl::StatusOr<bool> Push(const v1::PushRequest& request,
                             absl::Span<const ValuePieces> values = {},
                             bool* ticked = nullptr, PullReadBack* read_back = nullptr,
-                            const PushStream* stream = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+                            const PushStream* stream = nullptr,
+                            const std::function<void()>& accepted = {}) ABSL_LOCKS_EXCLUDED(mu_);
   // The most a streamed push keeps to put back (Push's `stream`): a push
   // that would need more is applied once written.
   static constexpr uint64_t kMaxStreamUndoBytes = uint64_t{8} << 20;
@@ -386,6 +400,15 @@ class Shard {
   // Everything a push must pass under the lock: map version, iteration not
   // closed (BSP tables of `grads`), group role, pusher live.
   absl::Status CheckPushLocked(const v1::PushRequest& request, const Grads& grads) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The servers a worker's push to `request`'s group is forwarded to (its
+  // backups and joiners) when this server is the group's primary; empty
+  // for a forwarded copy or a group held in another role.
+  std::vector<uint32_t> ForwardServersLocked(const v1::PushRequest& request) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether `request` may be answered before its update (Push's
+  // `accepted`): no tick, no riding pull, nothing to forward.
+  bool AnswersBeforeUpdateLocked(const v1::PushRequest& request) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Whether `sequence` of `window` was applied; records it (false: it was).
   bool AppliedLocked(const WindowKey& window, uint64_t sequence) const
