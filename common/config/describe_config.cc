@@ -135,6 +135,7 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("rpc.busy_poll",
           c.rpc.busy_poll ? FormatDurationForConfig(*c.rpc.busy_poll) : std::string("auto"));
   out.Add("rpc.call_slots", c.rpc.call_slots ? "true" : "false");
+  out.Add("rpc.push_ack", c.rpc.push_ack);
   out.Add("consistency.mode", config_internal::ConsistencyName(c.consistency));
   out.Add("consistency.staleness", c.staleness);
   for (size_t i = 0; i < c.tables.size(); ++i) {

@@ -106,7 +106,8 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
                                                               "shared_memory_split_size",
                                                               "requests_in_flight",
                                                               "server_threads",
-                                                              "busy_poll", "call_slots"}));
+                                                              "busy_poll", "call_slots",
+                                                              "push_ack"}));
   RETURN_IF_ERROR(r.Size("max_message_size", kMiB, kMaxInt32, &rpc->max_message_bytes));
   RETURN_IF_ERROR(r.Size("request_split_size", 1, kMaxInt32, &rpc->request_split_bytes));
   if (rpc->request_split_bytes > rpc->max_message_bytes / 2) {
@@ -138,6 +139,7 @@ absl::Status ParseRpc(const YamlNode& node, RpcConfig* rpc) {
   RETURN_IF_ERROR(r.Int32("requests_in_flight", 0, 1 << 20, &rpc->requests_in_flight));
   RETURN_IF_ERROR(r.Int32("server_threads", 1, 256, &rpc->server_threads));
   RETURN_IF_ERROR(r.Bool("call_slots", &rpc->call_slots));
+  RETURN_IF_ERROR(r.Choice("push_ack", {"accepted", "applied"}, &rpc->push_ack));
   return ParseBusyPoll(r, &rpc->busy_poll);
 }
 

@@ -108,6 +108,13 @@ struct RpcConfig {
   // "Calls through the region"); needs shared_memory, busy_poll above zero
   // on both sides and one server thread.
   bool call_slots = true;
+  // rpc.push_ack: when a server answers a push through gRPC that has no
+  // tick, no riding pull and no backup to reach (SSP or ASP): "accepted"
+  // (the default), once checked and recorded, its update done after the
+  // answer left and before anything reads what it changes (Shard::Push);
+  // "applied", once applied. Any other push is answered once applied (and,
+  // with backups, once they have it).
+  std::string push_ack = "accepted";
 };
 
 // The longest rpc.busy_poll: a thread polls for at most this long per wait.

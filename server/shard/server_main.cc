@@ -156,6 +156,7 @@ int Run(const Flags& flags) {
   ReplicaForwarder forwarder(&loop, config->rpc.max_message_bytes, config->rpc.deadline,
                              config->cluster.lease_timeout);
   service.SetForwarder(&forwarder);
+  service.AnswerPushesWhenAccepted(config->rpc.push_ack == "accepted");
   service.Serve(&loop);
   health.Serve(&loop);  // NOT_SERVING until registered and serving its shard
   // `auto` left unresolved (not started by cairn-launch): off.

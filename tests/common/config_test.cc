@@ -299,6 +299,16 @@ TEST_CASE("call slots: on by default, off with false, nothing else", "[config]")
              Contains("job.yaml:1:19: `rpc.call_slots`"));
 }
 
+TEST_CASE("push acknowledgements: when accepted by default, when applied if asked, nothing else",
+          "[config]") {
+  CHECK(ParseOk("rpc: {deadline: 5s}\n").rpc.push_ack == "accepted");
+  CHECK(ParseOk("rpc: {push_ack: applied}\n").rpc.push_ack == "applied");
+  CHECK(ParseOk("rpc: {push_ack: applied}\n", {"rpc.push_ack=accepted"}).rpc.push_ack ==
+        "accepted");
+  CHECK_THAT(ParseError("rpc: {push_ack: received}\n"),
+             Contains("job.yaml:1:17: `rpc.push_ack` must be one of accepted, applied"));
+}
+
 TEST_CASE("consistency staleness only goes with ssp", "[config]") {
   CHECK_THAT(ParseError("consistency: {mode: bsp, staleness: 2}\n"),
              Contains("`consistency.staleness` only applies to ssp; the consistency here is bsp"));

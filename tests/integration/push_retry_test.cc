@@ -41,6 +41,9 @@ rpc:
   # the stalled push's answer is late, and the other worker's tick, sent
   # just before it, is still answered in time.
   server_threads: 2
+  # Answered once applied: the stall after the apply delays the answer
+  # (push_ack_test.cc covers answers sent when a push is accepted).
+  push_ack: applied
 tables:
   - name: w
     kind: dense

@@ -282,7 +282,8 @@ void ParameterService::ServePush(PushCall* call) {
                    grpc::SerializationTraits<v1::PushResponse>::Serialize(
                        held->response, call->response(), &own_buffer);
                call->Finish(serialized);
-             });
+             },
+             /*may_answer_accepted=*/true);  // `held` lives until HandlePush returns
 }
 
 void ParameterService::ServeSlotCall(std::unique_ptr<SlotCall> slot) {
@@ -345,7 +346,8 @@ void ParameterService::ServeSlotPull(std::unique_ptr<SlotCall> slot) {
 
 void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushResponse* response,
                                   PushFrom from, absl::Span<const ValuePieces> received,
-                                  std::function<void(const grpc::Status&)> done) {
+                                  std::function<void(const grpc::Status&)> done,
+                                  bool may_answer_accepted) {
   // Under TLS a forwarded copy must come from a server, a push from a worker.
   if (from.role.has_value()) {
     if (absl::Status s = AuthorizePush(request->forwarded(), *from.role); !s.ok()) {
@@ -389,9 +391,28 @@ void ParameterService::HandlePush(const v1::PushRequest* request, v1::PushRespon
   if (shared.has_value() && shared->written != nullptr) {
     stream.emplace(shared->written, shared->begin, shared->end, from.deadline);
   }
+  // Answered before its update when the shard may (Shard::Push's
+  // `accepted`): never for values in the worker's region, which the worker
+  // reuses once answered.
+  bool answered = false;
+  std::function<void()> accepted;
+  if (may_answer_accepted && answer_accepted_ && !shared.has_value()) {
+    accepted = [&] {
+      answered = true;
+      if (metrics_ != nullptr) {
+        metrics_->Request(ShardMetrics::kPush, absl::StatusCodeToString(absl::StatusCode::kOk),
+                          PushBytes(*request, received), 0,
+                          absl::ToDoubleSeconds(absl::Now() - start));
+      }
+      done(grpc::Status::OK);
+      CAIRN_KILLPOINT("push.after_answer");  // answered, not yet applied
+    };
+  }
   absl::StatusOr<bool> duplicate =
       shard->Push(*request, shared.has_value() ? absl::MakeConstSpan(shared->values) : received,
-                  &ticked_with_push, read_back.get(), stream.has_value() ? &*stream : nullptr);
+                  &ticked_with_push, read_back.get(), stream.has_value() ? &*stream : nullptr,
+                  accepted);
+  if (answered) return;  // and applied since
   read_back_region.reset();  // PullAfterPush holds the region while it writes
   if (duplicate.ok()) response->set_duplicate(*duplicate);
   if (duplicate.ok() && *duplicate && metrics_ != nullptr) metrics_->DuplicatePush();

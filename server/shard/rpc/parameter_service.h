@@ -65,6 +65,12 @@ class ParameterService final : public AsyncParameterService {
   // Without one (or a replication factor of 1) pushes are acknowledged once
   // applied here. Call before serving.
   void SetForwarder(ReplicaForwarder* forwarder) { forwarder_ = forwarder; }
+  // rpc.push_ack: with `when_accepted`, a push through gRPC that Shard::Push
+  // may answer before its update (SSP or ASP, no tick or riding pull, no
+  // backup; its values inline) is answered once checked and recorded, and
+  // applied after; without, every push is answered once applied. Call
+  // before serving.
+  void AnswerPushesWhenAccepted(bool when_accepted) { answer_accepted_ = when_accepted; }
 
   // Serves every method on `loop` (its server_cq, of the server this
   // service is registered with), from now until the server shuts down.
@@ -112,10 +118,14 @@ class ParameterService final : public AsyncParameterService {
   // `done` has run (once, on any thread, with the call's status; the
   // response is filled when it is OK). `received` (empty: the request's
   // own): each table's inline values as gRPC received them, valid until
-  // `done` has run too.
+  // `done` has run too. With `may_answer_accepted` (and the service's
+  // AnswerPushesWhenAccepted), `done` may run before the update, inside
+  // this call: `request` and `received` must then stay valid until it
+  // returns as well.
   void HandlePush(const v1::PushRequest* request, v1::PushResponse* response, PushFrom from,
                   absl::Span<const ValuePieces> received,
-                  std::function<void(const grpc::Status&)> done);
+                  std::function<void(const grpc::Status&)> done,
+                  bool may_answer_accepted = false);
   void ServeClock(ClockCall* call);
   void ServeStats(StatsCall* call);
   // The coordinator's two-phase checkpoint (Shard::PrepareCheckpoint etc.).
@@ -151,6 +161,7 @@ class ParameterService final : public AsyncParameterService {
   SharedRegions regions_;
   CallSlots call_slots_{[this](std::unique_ptr<SlotCall> call) { ServeSlotCall(std::move(call)); }};
   bool call_slots_enabled_ = false;
+  bool answer_accepted_ = false;  // AnswerPushesWhenAccepted
   // What each method's calls run (PullCall::Listen etc. keep pointers).
   const PullCall::Handler pull_handler_;
   const PushCall::Handler push_handler_;
