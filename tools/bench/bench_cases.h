@@ -24,6 +24,10 @@ namespace cairn::bench {
 // gRPC alone, and the references (unary and stream gRPC calls, memcpy).
 inline constexpr char kCairnShared[] = "Cairn-shm";
 inline constexpr char kCairnGrpc[] = "Cairn-gRPC";
+// Cairn-gRPC against a cluster of its own whose server answers every push
+// once applied (rpc.push_ack: applied); the other clusters answer a plain
+// push once accepted, the default (docs/config.md).
+inline constexpr char kCairnGrpcApplied[] = "Cairn-gRPC-applied";
 // The same-host path with the caller's values in a buffer the client lent
 // from the region (Client::LendSharedBuffer), as cairn-worker keeps its
 // model with one server on its host: pushed from and pulled into in place.
@@ -57,7 +61,7 @@ inline bool UsesSharedMemory(const std::string& method) {
 }
 inline bool IsCairnMethod(const std::string& method) {
   return method == kCairnShared || method == kCairnSharedLent || method == kCairnGrpc ||
-         IsTlsMethod(method) || IsSlotMethod(method);
+         method == kCairnGrpcApplied || IsTlsMethod(method) || IsSlotMethod(method);
 }
 // The plaintext method a TLS method is compared with ("" for others).
 inline std::string PlaintextOf(const std::string& method) {

@@ -13,7 +13,8 @@ constexpr absl::Duration kStopGrace = absl::Seconds(5);
 }  // namespace
 
 std::string BenchJobYaml(const std::string& request_split,
-                         const std::string& shared_memory_split, absl::Duration busy_poll) {
+                         const std::string& shared_memory_split, absl::Duration busy_poll,
+                         const std::string& push_ack) {
   std::string rpc_lines =  // under rpc:, beside the sizes below
       shared_memory_split.empty()
           ? std::string()
@@ -21,6 +22,7 @@ std::string BenchJobYaml(const std::string& request_split,
   if (busy_poll > absl::ZeroDuration()) {
     absl::StrAppend(&rpc_lines, "  busy_poll: ", FormatDurationForConfig(busy_poll), "\n");
   }
+  if (!push_ack.empty()) absl::StrAppend(&rpc_lines, "  push_ack: ", push_ack, "\n");
   return absl::StrCat(R"(# Written by cairn-bench: 1 coordinator, 1 server, 1 worker on loopback.
 cluster:
   coordinator: "127.0.0.1:1"  # unused: --listen and --coordinator override it

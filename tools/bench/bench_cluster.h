@@ -36,10 +36,12 @@ inline constexpr int64_t kBenchMaxMessageBytes = int64_t{256} << 20;
 // rpc.shared_memory_split_size as the YAML spells a size; empty: their
 // defaults (1 MiB, 2 MiB). `busy_poll` above zero: the server polls that
 // long after each call (rpc.busy_poll), and so takes calls through call
-// slots; zero: it sleeps as it waits.
+// slots; zero: it sleeps as it waits. `push_ack`: rpc.push_ack ("accepted"
+// or "applied"); empty: the default.
 std::string BenchJobYaml(const std::string& request_split = "",
                          const std::string& shared_memory_split = "",
-                         absl::Duration busy_poll = absl::ZeroDuration());
+                         absl::Duration busy_poll = absl::ZeroDuration(),
+                         const std::string& push_ack = "");
 
 // Not thread-safe; confined to the main thread.
 class BenchCluster {

@@ -18,6 +18,10 @@
 //               each push and pull goes through the region's call slot
 //               instead of a gRPC call (the lent one is not in the default
 //               --methods)
+//   Cairn-gRPC-applied  Cairn-gRPC against a cluster whose server answers
+//               each push once applied (rpc.push_ack: applied; the others
+//               answer a plain push once accepted, the default; not in the
+//               default --methods)
 //   Cairn-shm-TLS, Cairn-gRPC-TLS  the same two against a second cluster
 //               with mutual TLS on (certificates made for the run; not in
 //               the default --methods): their ratio to the rows above is
@@ -95,7 +99,8 @@ struct Flags {
 };
 
 constexpr const char* kMethods[] = {kCairnShared,     kCairnSharedLent, kCairnSharedSlot,
-                                    kCairnSharedLentSlot, kCairnGrpc,  kCairnSharedTls,
+                                    kCairnSharedLentSlot, kCairnGrpc,  kCairnGrpcApplied,
+                                    kCairnSharedTls,
                                     kCairnGrpcTls,    "unary",          "unary-callback",
                                     "stream",         "memcpy"};
 
@@ -205,6 +210,16 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
                                          BenchJobYaml(flags.request_split,
                                                       flags.shared_memory_split, kSlotBusyPoll)));
   }
+  // Cairn-gRPC-applied measures a cluster that answers pushes once applied.
+  std::unique_ptr<BenchCluster> applied_cluster;
+  if (std::find(methods.begin(), methods.end(), kCairnGrpcApplied) != methods.end()) {
+    std::filesystem::create_directories(run_dir + "/applied");
+    ASSIGN_OR_RETURN(
+        applied_cluster,
+        BenchCluster::Start(bin_dir, run_dir + "/applied",
+                            BenchJobYaml(flags.request_split, flags.shared_memory_split,
+                                         absl::ZeroDuration(), "applied")));
+  }
   std::vector<std::vector<Row>> rounds;
   for (int round = 0; round < flags.rounds; ++round) {
     if (flags.rounds > 1) {
@@ -218,9 +233,10 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
     for (size_t m : order) {
       const std::string& method = methods[m];
       const bool cairn = IsCairnMethod(method);
-      const BenchCluster* target = IsTlsMethod(method)    ? tls_cluster.get()
-                                   : IsSlotMethod(method) ? slot_cluster.get()
-                                                          : cluster.get();
+      const BenchCluster* target = IsTlsMethod(method)           ? tls_cluster.get()
+                                   : IsSlotMethod(method)        ? slot_cluster.get()
+                                   : method == kCairnGrpcApplied ? applied_cluster.get()
+                                                                 : cluster.get();
       ASSIGN_OR_RETURN(
           by_method[m],
           RunDriverProcess(flags, method,
@@ -240,6 +256,7 @@ absl::Status RunBenchmark(const Flags& flags, const std::vector<std::string>& me
   stopped.Update(cluster->Stop());
   if (tls_cluster != nullptr) stopped.Update(tls_cluster->Stop());
   if (slot_cluster != nullptr) stopped.Update(slot_cluster->Stop());
+  if (applied_cluster != nullptr) stopped.Update(applied_cluster->Stop());
   return stopped;
 }
 
