@@ -552,18 +552,16 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
     absl::ReaderMutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckPushLocked(request, grads));
     if (!InsertLocked(window, request.sequence())) return true;
+    // Counted before any answer: what a later reader sees includes it.
+    pushes_applied_.fetch_add(1, std::memory_order_relaxed);
+    if (metrics_ != nullptr) metrics_->PushBytes(bytes);
     // Answered now, when the caller may, and applied after: the worker
     // reads the answer and sends its next request meanwhile. Whatever reads
     // the tables after the answer takes mu_ exclusively first, so it waits
     // for this shared hold, the update included.
-    if (accepted && AnswersBeforeUpdateLocked(request)) {
-      pushes_applied_.fetch_add(1, std::memory_order_relaxed);
-      if (metrics_ != nullptr) metrics_->PushBytes(bytes);
-      accepted();
-      for (TableGrads& g : grads) ApplyNow(&g);
-      return false;
-    }
+    if (accepted && AnswersBeforeUpdateLocked(request)) accepted();
     for (TableGrads& g : grads) ApplyNow(&g);
+    return false;
   }
   pushes_applied_.fetch_add(1, std::memory_order_relaxed);
   if (metrics_ != nullptr) metrics_->PushBytes(bytes);

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/integration/client_threads.h"
 #include "tests/integration/test_cluster.h"
 #include "worker/client/client.h"
 
@@ -64,16 +65,11 @@ tables:
 }
 
 std::unique_ptr<Client> Connect(const TestCluster& cluster) {
-  ClientOptions options;
-  options.coordinator = cluster.coordinator_address();
-  options.worker_id = 0;
-  options.connect_timeout = absl::Seconds(30);
-  options.rpc_deadline = absl::Seconds(10);
-  options.cache_bytes = 0;
-  absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(options);
-  INFO(c.status().message());
-  REQUIRE(c.ok());
-  return *std::move(c);
+  absl::StatusOr<std::vector<std::unique_ptr<Client>>> clients =
+      testing::ConnectWorkers(cluster, 1, /*cache_bytes=*/0);
+  INFO(clients.status().message());
+  REQUIRE(clients.ok());
+  return std::move(clients->front());
 }
 
 float Pull(Client& client) {
