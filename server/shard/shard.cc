@@ -379,6 +379,22 @@ absl::Status Shard::CheckVersion(uint64_t version) const {
   return absl::OkStatus();
 }
 
+template <typename Request>
+absl::Status Shard::CheckRoute(const Request& request) const {
+  if (request.has_server() && request.server() != server_id_) {
+    if (!misrouted_noted_.exchange(true)) {
+      LOG_WARN("server {} received a request routed to server {}, whose address it now "
+               "listens at (a map that still lists server {} sent it): refused as UNAVAILABLE, "
+               "the worker retries by a newer map; noted once",
+               server_id_, request.server(), request.server());
+    }
+    return absl::UnavailableError(absl::StrCat(
+        "request for server ", request.server(), " reached server ", server_id_,
+        ", which now listens at that server's address: not served here"));
+  }
+  return CheckVersion(request.map_version());
+}
+
 absl::Status Shard::CheckGroupRole(const v1::PushRequest& request) const {
   auto it = groups_.find(request.group());
   const bool primary = it != groups_.end() && it->second.primary == server_id_;
@@ -569,7 +585,7 @@ absl::StatusOr<bool> Shard::Push(const v1::PushRequest& request,
 }
 
 absl::Status Shard::CheckPushLocked(const v1::PushRequest& request, const Grads& grads) const {
-  RETURN_IF_ERROR(CheckVersion(request.map_version()));
+  RETURN_IF_ERROR(CheckRoute(request));
   for (const TableGrads& g : grads) {
     if (g.table->spec().consistency() == v1::CONSISTENCY_BSP && request.clock() < closed_before_) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -952,7 +968,7 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
     // Exclusive: a push answered before its update (Push's `accepted`)
     // holds mu_ shared until the update is done, and this pull must read it.
     absl::MutexLock lock(&mu_);
-    version = CheckVersion(request->map_version());
+    version = CheckRoute(*request);
   }
   if (!version.ok()) {
     done(version);
@@ -983,7 +999,7 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
     absl::MutexLock lock(&mu_);
     // Checked again: shut down since the first check, nobody would answer
     // a parked pull.
-    version = CheckVersion(request->map_version());
+    version = CheckRoute(*request);
     const bool same_worker =
         clocks_.IsLive(request->worker_id()) &&
         request->incarnation() == clocks_.IncarnationOf(request->worker_id());
@@ -1044,7 +1060,7 @@ absl::StatusOr<int64_t> Shard::Clock(const v1::ClockRequest& request) {
     // Exclusive, also so that a push answered before its update (Push's
     // `accepted`) is applied before this tick releases any pull.
     absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(CheckVersion(request.map_version()));
+    RETURN_IF_ERROR(CheckRoute(request));
     // A leave of the current incarnation is accepted again (a retried
     // Finish); any other request must come from a live incarnation.
     if (!request.leaving() || request.incarnation() != clocks_.IncarnationOf(request.worker_id())) {

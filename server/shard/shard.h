@@ -397,6 +397,13 @@ class Shard {
   using WindowKey = std::tuple<uint32_t, uint32_t, uint64_t>;
 
   absl::Status CheckVersion(uint64_t version) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // A worker's request (PullRequest, PushRequest, ClockRequest) checked
+  // before anything else: the server it names, when it names one, is this
+  // one, and then CheckVersion of its map version. UNAVAILABLE naming both
+  // servers when it names another (the kernel gave that server's port to
+  // this process; the worker retries by a newer map).
+  template <typename Request>
+  absl::Status CheckRoute(const Request& request) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Everything a push must pass under the lock: map version, iteration not
   // closed (BSP tables of `grads`), group role, pusher live.
   absl::Status CheckPushLocked(const v1::PushRequest& request, const Grads& grads) const
@@ -582,6 +589,8 @@ class Shard {
   std::atomic<uint64_t> published_version_{0};
   // The long operation holding mu_ now, or null (busy()).
   mutable std::atomic<const char*> busy_{nullptr};
+  // A request routed to another server was refused and logged (CheckRoute).
+  mutable std::atomic<bool> misrouted_noted_{false};
   // Primary: joiners per group whose transfer started (forwarded to).
   std::map<uint32_t, std::set<uint32_t>> joiners_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<uint32_t, uint32_t>> announced_ ABSL_GUARDED_BY(mu_);  // (group, joiner)

@@ -8,6 +8,13 @@
 // id or incarnation): that answers within 5 s of the new server's port
 // file. The channel that kept failing answers within 10 s (its backoff is
 // capped at 1 s; uncapped, it would be tens of seconds).
+//
+// And the other side of a reused address: a server killed while the map
+// still lists it, whose port the kernel gives to its replacement. The
+// worker's requests for the killed server reach the replacement, which
+// holds none of its partitions; it refuses them as UNAVAILABLE (each names
+// the server it was routed to), and the worker retries until the map
+// promotes the backups, instead of failing on "does not hold".
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
@@ -19,11 +26,14 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cairn/v1/shard.grpc.pb.h"
 #include "common/grpc_util.h"
+#include "tests/integration/client_threads.h"
 #include "tests/integration/test_cluster.h"
 #include "tests/testing/process.h"
 
@@ -165,6 +175,73 @@ TEST_CASE("C07: a server restarted on the same address after 20 s of failed call
   CHECK(fresh_took < absl::Seconds(5));
   CHECK(answered);
   CHECK(took < absl::Seconds(10));
+}
+
+TEST_CASE("a replacement given a killed server's port before its lease ends refuses the "
+          "requests meant for it, which the worker retries on the promoted backups",
+          "[integration][failover]") {
+  // Twelve chunks over twelve partitions, each group on a primary and a
+  // backup of three servers; a lease long enough that the worker's map
+  // lists server 1 for seconds after it is killed.
+  constexpr char kReplicatedYaml[] = R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 3
+  workers: 1
+  partitions: 12
+  replication: 2
+  lease_timeout: 6s
+  heartbeat_interval: 200ms
+  startup_timeout: 60s
+consistency:
+  mode: asp
+tables:
+  - name: w
+    kind: dense
+    shape: [1200]
+    chunk_size: 100
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+)";
+  auto cluster = TestCluster::Start("port_reuse", kReplicatedYaml, 3);
+  INFO(cluster.status().message());
+  REQUIRE(cluster.ok());
+  TestCluster& c = **cluster;
+  absl::StatusOr<std::vector<std::unique_ptr<Client>>> clients =
+      testing::ConnectWorkers(c, 1, /*cache_bytes=*/0);
+  INFO(clients.status().message());
+  REQUIRE(clients.ok());
+  Client& client = *clients->front();
+  const std::vector<float> ones(1200, 1.0f);
+  REQUIRE(client.PushDense({{"w", ones}}).get().ok());
+  std::vector<float> w(1200, 0.0f);
+  REQUIRE(client.PullDense({{"w", absl::MakeSpan(w)}}).get().ok());
+  REQUIRE(w == std::vector<float>(1200, -1.0f));
+
+  const std::string address = c.server_address(1);
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  c.server(1).Kill();
+  const absl::Status replaced = c.StartServer({}, {}, "", port);  // server 3
+  INFO(replaced.message() << c.Logs());
+  REQUIRE(replaced.ok());
+  REQUIRE(c.server_address(3) == address);
+
+  // Server 1's partitions are reached at its address, where server 3 now
+  // answers, until the map promotes their backups (its lease: 6 s).
+  std::fill(w.begin(), w.end(), 0.0f);
+  const absl::Status pulled = client.PullDense({{"w", absl::MakeSpan(w)}}).get();
+  INFO(pulled.message() << c.Logs());
+  REQUIRE(pulled.ok());
+  CHECK(w == std::vector<float>(1200, -1.0f));
+  REQUIRE(client.PushDense({{"w", ones}}).get().ok());
+  REQUIRE(client.PullDense({{"w", absl::MakeSpan(w)}}).get().ok());
+  CHECK(w == std::vector<float>(1200, -2.0f));  // the push applied once
+  INFO(c.Logs());
+  CHECK(absl::StrContains(c.coordinator().ReadStderr(),
+                          absl::StrCat("server 3 registered at ", address)));
+  CHECK(absl::StrContains(c.server(3).ReadStderr(),
+                          "server 3 received a request routed to server 1"));
+  CHECK(client.Finish().ok());
 }
 
 }  // namespace cairn

@@ -70,14 +70,15 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(const std::strin
 
 absl::Status TestCluster::StartServer(const std::vector<std::string>& env,
                                       const std::vector<std::string>& command_prefix,
-                                      const std::string& host) {
+                                      const std::string& host, int port) {
   const int i = static_cast<int>(servers_.size());
   const std::string listen_host = host.empty() ? host_ : host;
   const std::string port_file = absl::StrCat(dir_, "/server", i, ".ports");
   ASSIGN_OR_RETURN(auto server,
                    SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-server",
                                 {"--config", config_, "--coordinator", coordinator_address_,
-                                 "--listen", listen_host + ":0", "--port-file", port_file},
+                                 "--listen", absl::StrCat(listen_host, ":", port),
+                                 "--port-file", port_file},
                                 env, absl::StrCat(dir_, "/server", i), command_prefix));
   servers_.push_back(std::move(server));
   ASSIGN_OR_RETURN(auto ports, ReadPortFile(port_file, absl::Seconds(30), servers_.back().get()));

@@ -52,10 +52,11 @@ class TestCluster {
   // ("NAME=value") added to its environment. A non-empty `command_prefix`
   // runs it through another program that execs it, e.g. nsenter into a
   // network namespace (NetnsPeer::EnterCommand); `host` (default: the
-  // cluster's) is the address it listens on and advertises.
+  // cluster's) is the address it listens on and advertises, and `port`
+  // its gRPC port (0: one the kernel picks).
   absl::Status StartServer(const std::vector<std::string>& env = {},
                            const std::vector<std::string>& command_prefix = {},
-                           const std::string& host = "");
+                           const std::string& host = "", int port = 0);
 
   // Kills the coordinator with SIGKILL (kill -9) and returns how it ended.
   ExitStatus KillCoordinator();

@@ -33,6 +33,7 @@ absl::Status ClientImpl::JoinAtMinimum(absl::Time deadline) {
       context.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + options_.rpc_deadline)));
       v1::ClockRequest request;
       request.set_map_version(servers->router.version());
+      request.set_server(id);
       request.set_worker_id(worker_id_);
       request.set_incarnation(incarnation_);
       request.set_clock(clock_.load());

@@ -655,6 +655,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
     char* reply_into = nullptr;
     if (op->is_push) {
       piece->push->header.set_map_version(version);
+      piece->push->header.set_server(piece->server);
       if (resending) {
         piece->push->header.clear_end_clock();  // it may now go to another server
       } else if (carry_tick) {
@@ -664,6 +665,7 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
       reply_bytes = BuildPullRequest(op->inputs, piece->request.entries,
                                      {worker_id_, incarnation_, op->clock}, version,
                                      &piece->pull);
+      piece->pull.set_server(piece->server);
       reply_into = ContiguousDestination(op->inputs, piece->request.entries, reply_bytes);
       // Ahead of the tick only while it is: sent again after it, a pull
       // carries the tick as any pull does.
@@ -1153,6 +1155,7 @@ absl::Status ClientImpl::Finish() {
     if (!servers->alive.contains(id)) continue;
     v1::ClockRequest request;
     request.set_map_version(servers->router.version());
+    request.set_server(id);
     request.set_worker_id(worker_id_);
     request.set_incarnation(incarnation_);
     request.set_clock(clock_.load());

@@ -35,6 +35,7 @@ void ClockTicker::Attempt(uint32_t server, int64_t clock, int attempt, absl::Tim
   auto* call = new Call;
   call->context.set_deadline(absl::ToChronoTime(absl::Now() + rpc_deadline_));
   call->request.set_map_version(route.map_version);
+  call->request.set_server(server);
   call->request.set_worker_id(worker_id_);
   call->request.set_incarnation(incarnation_);
   call->request.set_clock(clock);

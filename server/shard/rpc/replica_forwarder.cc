@@ -92,6 +92,7 @@ std::shared_ptr<const PushPayload> ReplicaForwarder::Copy(
   copy->header.set_forwarded(true);
   copy->header.clear_end_clock();  // a tick is for the server it was sent to
   copy->header.clear_pull();       // and so is a pull riding on the push
+  copy->header.clear_server();     // one copy goes to every backup
   copy->header.set_map_version(map_version);
   copy->tables.resize(request.tables_size());
   for (int i = 0; i < request.tables_size(); ++i) {
