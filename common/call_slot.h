@@ -61,9 +61,11 @@ inline constexpr int32_t kDeclined = -1;
 // A slot's size and where its areas lie: the header, the request's bytes,
 // then the answer's (status message, the status's binary details, then the
 // response's bytes).
-inline constexpr uint64_t kBytes = 64 * 1024;
+// The request's room holds the keys of a sparse push of 11,000 rows (8
+// bytes each; the rows themselves lie in the region).
+inline constexpr uint64_t kBytes = 128 * 1024;
 inline constexpr uint64_t kHeaderBytes = 64;
-inline constexpr uint64_t kRequestCapacity = 24 * 1024;
+inline constexpr uint64_t kRequestCapacity = 88 * 1024;
 inline constexpr uint64_t kAnswerOffset = kHeaderBytes + kRequestCapacity;
 inline constexpr uint64_t kAnswerCapacity = kBytes - kAnswerOffset;
 

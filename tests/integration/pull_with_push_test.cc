@@ -294,4 +294,60 @@ TEST_CASE("a pull that would wait past half of its push's deadline is not served
   }
 }
 
+TEST_CASE("a sparse push of 4096 rows goes through the call slot, its keys in the slot and its "
+          "rows in the region, and lands as through gRPC",
+          "[integration][shared_memory]") {
+  // 4096 keys are 32 KiB of request: the slot's request room
+  // (call_slot::kRequestCapacity) holds them.
+  constexpr size_t kRows = 4096;
+  constexpr size_t kWidth = 64;
+  constexpr int kPushes = 3;
+  auto run = [&](const std::string& name, bool shared_memory) {
+    const absl::Duration poll = shared_memory ? absl::Milliseconds(100) : absl::ZeroDuration();
+    auto cluster = TestCluster::Start(name, absl::StrCat(R"(
+cluster:
+  coordinator: "127.0.0.1:1"
+  servers: 1
+  workers: 1
+  partitions: 4
+  lease_timeout: 5s
+  heartbeat_interval: 200ms
+  startup_timeout: 60s
+rpc:
+  shared_memory: )", shared_memory ? "true" : "false", R"(
+  busy_poll: )", absl::ToInt64Milliseconds(poll), R"(ms
+consistency:
+  mode: asp
+tables:
+  - name: emb
+    kind: sparse
+    width: )", kWidth, R"(
+    optimizer: {type: sgd, learning_rate: 1.0}
+    init: {type: zeros}
+)"), 1);
+    INFO(cluster.status().message());
+    REQUIRE(cluster.ok());
+    std::vector<std::unique_ptr<Client>> clients =
+        testing::ConnectAll(**cluster, 1, absl::Seconds(20), absl::Seconds(30), poll);
+    Client& c = *clients.front();
+    if (shared_memory) REQUIRE(testing::WaitForRegions(c, 1));
+    std::vector<Key> keys(kRows);
+    for (size_t i = 0; i < kRows; ++i) keys[i] = 7 * i + 3;
+    std::vector<float> grads(kRows * kWidth);
+    for (size_t i = 0; i < grads.size(); ++i) grads[i] = static_cast<float>(i % 13) - 6.0f;
+    // The calls that wait polling (PushAndWait, PullAndWait) take the slot.
+    for (int p = 0; p < kPushes; ++p) REQUIRE(c.PushAndWait({}, {{"emb", keys, grads}}).ok());
+    std::vector<float> rows(kRows * kWidth);
+    REQUIRE(c.PullAndWait({}, {{"emb", keys, absl::MakeSpan(rows)}}).ok());
+    return std::make_pair(rows, c.Stats());
+  };
+  const auto [apart, apart_stats] = run("sparse_slot_apart", false);
+  const auto [slot, slot_stats] = run("sparse_slot", true);
+  CHECK(apart_stats.slot_calls == 0);
+  CHECK(slot_stats.slot_calls >= kPushes);
+  CHECK(testing::BitEqual(slot, apart));
+  // SGD with learning rate 1 from zeros: -3 times each gradient.
+  CHECK(apart[kWidth * 5 + 1] == -kPushes * (static_cast<float>((kWidth * 5 + 1) % 13) - 6.0f));
+}
+
 }  // namespace cairn
