@@ -31,10 +31,16 @@
 namespace cairn {
 
 // Prefixes `status`'s message with `context` ("pull table=w1: ..."); OK stays OK.
+// The code and every payload are kept: a stale-map detail
+// (common/status_conversion.h) is what tells a worker to refresh its map
+// and retry.
 inline absl::Status Annotate(const absl::Status& status, absl::string_view context) {
   if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      std::string(context) + ": " + std::string(status.message()));
+  absl::Status out(status.code(), std::string(context) + ": " + std::string(status.message()));
+  status.ForEachPayload([&out](absl::string_view url, const absl::Cord& payload) {
+    out.SetPayload(url, payload);
+  });
+  return out;
 }
 
 }  // namespace cairn

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "common/status_macros.h"
+
 namespace cairn {
 namespace {
 
@@ -53,6 +55,25 @@ TEST_CASE("a request routed by another map is marked for a refresh whatever its 
   absl::Status other = absl::UnavailableError("x");
   other = WithCurrentMap(other, 4);
   CHECK_FALSE(StaleMapVersion(other).has_value());
+}
+
+TEST_CASE("a stale-map rejection annotated with its context still asks for a refresh",
+          "[common][status]") {
+  // A pull of a key this server does not hold (the worker's map routed it
+  // elsewhere) is annotated on its way out; the detail must survive, or
+  // the worker takes it for a final error instead of refreshing its map.
+  const absl::Status routed = Annotate(
+      WithCurrentMap(absl::FailedPreconditionError(
+                         "table w: key 0 is in partition 7, which this server does not hold"),
+                     9),
+      "pull");
+  CHECK(routed.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(routed.message() ==
+        "pull: table w: key 0 is in partition 7, which this server does not hold");
+  CHECK(StaleMapVersion(routed) == 9u);
+  CHECK(StaleMapVersion(ToGrpcStatus(routed)) == 9u);
+  CHECK(Annotate(absl::OkStatus(), "pull").ok());
+  CHECK_FALSE(StaleMapVersion(Annotate(absl::UnavailableError("x"), "pull")).has_value());
 }
 
 }  // namespace
