@@ -29,9 +29,11 @@ constexpr size_t kFloats = 300000;  // 1.2 MB: through the region, in one reques
 constexpr size_t kLargeFloats = 800000;
 constexpr int kSteps = 6;
 
-// `busy_poll`: the server's rpc.busy_poll (0: off).
-std::string Yaml(int workers, bool shared_memory, size_t floats,
-                 absl::Duration busy_poll = absl::ZeroDuration(), int servers = 1) {
+// A job of `servers` servers and `workers` workers under consistency
+// `mode`, with `tables` (YAML list items); `busy_poll`: the server's
+// rpc.busy_poll (0: off).
+std::string JobYaml(int workers, bool shared_memory, absl::Duration busy_poll, int servers,
+                    const std::string& mode, const std::string& tables) {
   return absl::StrCat(R"(
 cluster:
   coordinator: "127.0.0.1:1"
@@ -46,14 +48,20 @@ rpc:
   shared_memory: )", shared_memory ? "true" : "false", R"(
   busy_poll: )", absl::ToInt64Milliseconds(busy_poll), R"(ms
 consistency:
-  mode: bsp
+  mode: )", mode, R"(
 tables:
-  - name: w
+)", tables);
+}
+
+// The BSP job of the dense cases: one table `w` of `floats` values.
+std::string Yaml(int workers, bool shared_memory, size_t floats,
+                 absl::Duration busy_poll = absl::ZeroDuration(), int servers = 1) {
+  return JobYaml(workers, shared_memory, busy_poll, servers, "bsp", absl::StrCat(R"(  - name: w
     kind: dense
     shape: [)", floats, R"(]
     optimizer: {type: sgd, learning_rate: 0.1, momentum: 0.9}
     init: {type: uniform, scale: 1, seed: 5}
-)");
+)"));
 }
 
 struct WorkerRun {
@@ -304,27 +312,14 @@ TEST_CASE("a sparse push of 4096 rows goes through the call slot, its keys in th
   constexpr int kPushes = 3;
   auto run = [&](const std::string& name, bool shared_memory) {
     const absl::Duration poll = shared_memory ? absl::Milliseconds(100) : absl::ZeroDuration();
-    auto cluster = TestCluster::Start(name, absl::StrCat(R"(
-cluster:
-  coordinator: "127.0.0.1:1"
-  servers: 1
-  workers: 1
-  partitions: 4
-  lease_timeout: 5s
-  heartbeat_interval: 200ms
-  startup_timeout: 60s
-rpc:
-  shared_memory: )", shared_memory ? "true" : "false", R"(
-  busy_poll: )", absl::ToInt64Milliseconds(poll), R"(ms
-consistency:
-  mode: asp
-tables:
-  - name: emb
+    const std::string table = absl::StrCat(R"(  - name: emb
     kind: sparse
     width: )", kWidth, R"(
     optimizer: {type: sgd, learning_rate: 1.0}
     init: {type: zeros}
-)"), 1);
+)");
+    auto cluster =
+        TestCluster::Start(name, JobYaml(1, shared_memory, poll, /*servers=*/1, "asp", table), 1);
     INFO(cluster.status().message());
     REQUIRE(cluster.ok());
     std::vector<std::unique_ptr<Client>> clients =
