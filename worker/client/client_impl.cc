@@ -191,6 +191,27 @@ struct SendPin {
   SendPin& operator=(const SendPin&) = delete;
 };
 
+// Value buffers that follow one another in memory, as one run of bytes:
+// what a lent block must hold whole for a call to use it in place.
+class ContiguousRun {
+ public:
+  // Adds `bytes` at `at`; false (the run is broken) unless `at` is where
+  // the buffers added before end.
+  bool Add(const char* at, uint64_t bytes) {
+    if (next_ != nullptr && at != next_) return false;
+    if (first_ == nullptr) first_ = at;
+    next_ = at + bytes;
+    return true;
+  }
+  const char* first() const { return first_; }
+  const char* next() const { return next_; }
+  uint64_t bytes() const { return static_cast<uint64_t>(next_ - first_); }
+
+ private:
+  const char* first_ = nullptr;
+  const char* next_ = nullptr;
+};
+
 }  // namespace
 
 ClientImpl::ClientImpl(const ClientOptions& options,
@@ -441,18 +462,17 @@ std::future<absl::Status> ClientImpl::Run(bool is_push, std::vector<TableInput> 
 
 
 bool ClientImpl::WholeInLentBlock(const Op& op, const ShardChannel& channel) {
-  const char* first = nullptr;
-  const char* next = nullptr;
+  ContiguousRun run;
   for (const TableInput& in : op.inputs) {
     if (in.keys != nullptr || WireDtypeOrFloat32(in.spec->wire_dtype()) != v1::DTYPE_FLOAT32) {
       return false;
     }
     const char* values = reinterpret_cast<const char*>(op.is_push ? in.in : in.out);
-    if (values == nullptr || (next != nullptr && values != next)) return false;
-    if (first == nullptr) first = values;
-    next = values + DenseElements(*in.spec) * sizeof(float);
+    if (values == nullptr || !run.Add(values, DenseElements(*in.spec) * sizeof(float))) {
+      return false;
+    }
   }
-  return first != nullptr && channel.InLentMemory(first, static_cast<uint64_t>(next - first));
+  return run.first() != nullptr && channel.InLentMemory(run.first(), run.bytes());
 }
 
 bool ClientImpl::OutputSpoiled(const Op& op, const ShardChannel& channel) {
@@ -979,8 +999,7 @@ bool ClientImpl::CanStream(const std::vector<ConstDenseBuffer>& dense,
   }
   auto channel = servers->channels.find(*servers->alive.begin());
   if (channel == servers->channels.end() || !channel->second->SharesMemory()) return false;
-  const char* first = nullptr;
-  const char* next = nullptr;
+  ContiguousRun run;
   for (const ConstDenseBuffer& b : dense) {
     absl::StatusOr<const v1::TableSpec*> spec = Table(b.table);
     if (!spec.ok() || (*spec)->kind() != v1::TABLE_KIND_DENSE ||
@@ -989,15 +1008,15 @@ bool ClientImpl::CanStream(const std::vector<ConstDenseBuffer>& dense,
         b.values.size() != DenseElements(**spec)) {
       return false;
     }
-    const char* values = reinterpret_cast<const char*>(b.values.data());
-    if (next != nullptr && values != next) return false;
-    if (first == nullptr) first = values;
-    next = values + b.values.size() * sizeof(float);
+    if (!run.Add(reinterpret_cast<const char*>(b.values.data()),
+                 b.values.size() * sizeof(float))) {
+      return false;
+    }
   }
   const char* word = reinterpret_cast<const char*>(written);
   return reinterpret_cast<uintptr_t>(word) % alignof(std::atomic<uint64_t>) == 0 &&
-         (word >= next || word + sizeof(uint64_t) <= first) &&
-         channel->second->InLentMemory(first, static_cast<uint64_t>(next - first)) &&
+         (word >= run.next() || word + sizeof(uint64_t) <= run.first()) &&
+         channel->second->InLentMemory(run.first(), run.bytes()) &&
          channel->second->InLentMemory(word, sizeof(uint64_t));
 }
 
