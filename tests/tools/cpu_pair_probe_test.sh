@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Tests tools/cpu-pair-probe: on two CPUs it prints one ratio (a speed beside
-# a busy CPU over one beside an idle CPU, so above zero and, with the noise
-# of one pair, well under 10); bad arguments fail with a message naming them.
+# Tests tools/cpu-pair-probe: on two CPUs --quiet prints two ratios (busy and
+# transfer: speeds against the one-CPU case, so above zero and, with the
+# noise of two pairs, well under 10) and the long form names both; bad
+# arguments fail with a message naming them.
 # Usage: cpu_pair_probe_test.sh <source dir>
 set -uo pipefail
 probe="$1/tools/cpu-pair-probe"
@@ -12,11 +13,13 @@ cpus=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
 if [ "$cpus" -ge 2 ]; then
   if ! ratio=$("$probe" --pairs 2 --seconds 0.05 --quiet 2>&1); then
     fail "the probe failed: $ratio"
-  elif ! python3 -c "import sys; r = float('$ratio'); sys.exit(0 if 0 < r < 10 else 1)"; then
-    fail "the probe printed '$ratio', not a ratio"
+  elif ! python3 -c "import sys; r = [float(x) for x in '$ratio'.split()]
+sys.exit(0 if len(r) == 2 and all(0 < x < 10 for x in r) else 1)"; then
+    fail "the probe printed '$ratio', not two ratios"
   fi
-  if ! out=$("$probe" --pairs 1 --seconds 0.05 2>&1) || [[ "$out" != *"median"* ]]; then
-    fail "the long form does not give the median: $out"
+  if ! out=$("$probe" --pairs 1 --seconds 0.05 2>&1) || [[ "$out" != *"busy:"* ]] ||
+     [[ "$out" != *"transfer:"* ]]; then
+    fail "the long form does not give both medians: $out"
   fi
 else
   if out=$("$probe" --pairs 1 --seconds 0.05 2>&1) || [[ "$out" != *"needs two CPUs"* ]]; then
@@ -30,8 +33,11 @@ fi
 if out=$("$probe" --cpus zero,one 2>&1) || [[ "$out" != *"got 'zero,one'"* ]]; then
   fail "--cpus zero,one must fail naming the value: $out"
 fi
-if out=$("$probe" --pairs 0 2>&1) || [[ "$out" != *"--pairs must be >= 1"* ]]; then
+if out=$("$probe" --pairs 0 2>&1) || [[ "$out" != *"--pairs and --mib must be >= 1"* ]]; then
   fail "--pairs 0 must fail naming --pairs: $out"
+fi
+if out=$("$probe" --mib 0 2>&1) || [[ "$out" != *"--pairs and --mib must be >= 1"* ]]; then
+  fail "--mib 0 must fail naming --mib: $out"
 fi
 
 [ "$failures" -eq 0 ] && echo "cpu_pair_probe_test: all passed"
