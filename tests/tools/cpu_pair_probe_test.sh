@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Tests tools/cpu-pair-probe: on two CPUs --quiet prints two ratios (busy and
-# transfer: speeds against the one-CPU case, so above zero and, with the
-# noise of two pairs, well under 10) and the long form names both; bad
+# Tests tools/cpu-pair-probe: on two CPUs --quiet prints three ratios (even,
+# busy and transfer: ratios of speeds, so above zero and, with the noise of
+# two pairs, well under 10) and the long form names all three; bad
 # arguments fail with a message naming them.
 # Usage: cpu_pair_probe_test.sh <source dir>
 set -uo pipefail
@@ -14,12 +14,12 @@ if [ "$cpus" -ge 2 ]; then
   if ! ratio=$("$probe" --pairs 2 --seconds 0.05 --quiet 2>&1); then
     fail "the probe failed: $ratio"
   elif ! python3 -c "import sys; r = [float(x) for x in '$ratio'.split()]
-sys.exit(0 if len(r) == 2 and all(0 < x < 10 for x in r) else 1)"; then
-    fail "the probe printed '$ratio', not two ratios"
+sys.exit(0 if len(r) == 3 and all(0 < x < 10 for x in r) else 1)"; then
+    fail "the probe printed '$ratio', not three ratios"
   fi
-  if ! out=$("$probe" --pairs 1 --seconds 0.05 2>&1) || [[ "$out" != *"busy:"* ]] ||
-     [[ "$out" != *"transfer:"* ]]; then
-    fail "the long form does not give both medians: $out"
+  if ! out=$("$probe" --pairs 1 --seconds 0.05 2>&1) || [[ "$out" != *"even:"* ]] ||
+     [[ "$out" != *"busy:"* ]] || [[ "$out" != *"transfer:"* ]]; then
+    fail "the long form does not give all three medians: $out"
   fi
 else
   if out=$("$probe" --pairs 1 --seconds 0.05 2>&1) || [[ "$out" != *"needs two CPUs"* ]]; then
