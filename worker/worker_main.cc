@@ -67,6 +67,10 @@ struct Flags {
   int trace_loss = 0;
   double progress_interval_seconds = 10;  // between progress lines when not on a terminal
   std::vector<std::string> overrides;  // from the flags that override the config
+  // `overrides` less those of --coordinator and --metrics-port, which say
+  // where this process is rather than how the job runs: the config hash
+  // covers these (docs/config.md), so every process of a job logs one hash.
+  std::vector<std::string> job_overrides;
   SecurityFlags security;
 };
 
@@ -339,6 +343,7 @@ int Run(const Flags& flags) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config, flags.overrides);
   if (!config.ok()) return Fail(kExitConfig, config.status());
   s.config = *std::move(config);
+  s.config.config_hash = ConfigHash(s.config.source, flags.job_overrides);
   if (!s.config.has_training) {
     return Fail(kExitConfig, absl::InvalidArgumentError(absl::StrCat(
                                  flags.config, ": no training: section; cairn-worker needs one")));
@@ -445,9 +450,14 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : cairn::kExitConfig;
   }
   flags.overrides = sets;  // first, so the dedicated flags below win
+  flags.job_overrides = sets;
   for (size_t i = 0; i < override_flags.size(); ++i) {
     if (app.count(override_flags[i].first) > 0) {
-      flags.overrides.push_back(override_flags[i].second + "=" + values[i]);
+      std::string set = override_flags[i].second + "=" + values[i];
+      const bool placement =
+          override_flags[i].first == "--coordinator" || override_flags[i].first == "--metrics-port";
+      if (!placement) flags.job_overrides.push_back(set);
+      flags.overrides.push_back(std::move(set));
     }
   }
   cairn::InitLogging("worker", flags.log_level);

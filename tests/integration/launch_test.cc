@@ -178,6 +178,16 @@ TEST_CASE("launch runs a small BSP job to the end, reports it and leaves no proc
   // Each server, polling on one thread, also polls its workers' call slots.
   CHECK(count("(max message 268435456 bytes, busy polling 2ms, call slots polled)") == 2);
   CHECK(count("(busy polling 2ms)") == 2);  // each worker
+  // One config hash for the whole job: the launcher's (its rpc.busy_poll
+  // included), the coordinator's and each worker's (their --coordinator and
+  // --metrics-port say where they are, not how the job runs), the summary's.
+  const std::string launched = "(config hash ";
+  const size_t at = err.find(launched);
+  REQUIRE(at != std::string::npos);
+  const std::string hash = err.substr(at + launched.size(), 16);
+  CHECK(summary["config_hash"] == hash);
+  CHECK(count("config.hash: " + hash + "\n") == 1);  // the coordinator's effective config
+  CHECK(count("(hash " + hash + "): cluster mode") == 2);
 }
 
 TEST_CASE("launch --tls runs the job over mutual TLS with certificates made for it, and no "

@@ -168,7 +168,10 @@ int Run(Flags flags) {
   absl::StatusOr<std::unique_ptr<Supervisor>> created = Supervisor::Create(STDERR_FILENO, live);
   if (!created.ok()) return BadInput(created.status().message());
   Supervisor& supervisor = **created;
-  supervisor.Log(absl::StrCat("job ", plan.job_path, " (config hash ", config->config_hash,
+  // The hash every process of the job logs: the file with the overrides
+  // they are all given, the launcher's own (rpc.busy_poll) included.
+  const std::string config_hash = ConfigHash(config->source, plan.overrides);
+  supervisor.Log(absl::StrCat("job ", plan.job_path, " (config hash ", config_hash,
                               "): 1 coordinator, ", num_servers, " servers, ", num_workers,
                               " workers; work directory ", plan.workdir));
   const absl::Time started = absl::Now();
@@ -333,7 +336,7 @@ int Run(Flags flags) {
     metrics.push_back({MemberName(Role::kWorker, i),
                        worker_urls[i].empty() ? "(not reported)" : worker_urls[i]});
   }
-  LaunchInfo info{plan.job_path, config->config_hash, num_servers, num_workers, wall_seconds,
+  LaunchInfo info{plan.job_path, config_hash, num_servers, num_workers, wall_seconds,
                   metrics, lost_workers};
   absl::StatusOr<nlohmann::json> report = BuildLaunchSummary(summaries, info);
   if (!report.ok()) return Fail(supervisor, report.status().message());
