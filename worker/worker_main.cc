@@ -402,8 +402,9 @@ int main(int argc, char** argv) {
   cairn::DisableMutexDeadlockDetection();
   cairn::Flags flags;
   CLI::App app{
-      "cairn-worker: trains the job's MLP on Fashion-MNIST, alone (--local) or as a "
-      "worker of a Cairn job"};
+      "cairn-worker: trains the job's model (training.model: the MLP on Fashion-MNIST, or the "
+      "click-through-rate model on Criteo-format data), alone (--local) or as a worker of a "
+      "Cairn job"};
   app.footer(
       "--set and the flags marked \"overrides\" change the config file's values.\n"
       "Exit codes: 0 done; 1 training failed; 2 bad flags, config, data or device; 3 metrics "
