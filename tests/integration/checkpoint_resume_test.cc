@@ -116,7 +116,7 @@ TEST_CASE("a BSP job killed with -9 after its step-100 checkpoint and resumed en
     INFO(err);
     REQUIRE(ended->code == 0);
     CHECK(absl::StrContains(err, "resuming from checkpoint record 1 at clock 100"));
-    CHECK(absl::StrContains(err, "resuming at global step 100 (epoch 0, step 100) of 200"));
+    CHECK(absl::StrContains(err, "resuming at global step 100 (epoch 1/1, step 100) of 200"));
     CHECK(absl::StrContains(err, "checkpoint at clock 200 complete"));
   }
   Ctl(dir, {"export", "--from", dir + "/ckpt-killed", dir + "/resumed.safetensors"});

@@ -55,7 +55,7 @@ TEST_CASE("progress lines without the optional fields parse, other lines do not"
   CHECK(std::isnan(done->state.fields.loss));
   CHECK(done->state.eta_seconds == -1);
 
-  for (const char* other : {"2026-01-05 10:00:01.234 worker I epoch 0 steps 468",
+  for (const char* other : {"2026-01-05 10:00:01.234 worker I epoch 1/2 steps 468",
                             "progress", "progress label=\"worker 0\" epoch=1/2",  // no step
                             "progress step=x/10", "progress label=\"unterminated step=1",
                             "done step"}) {

@@ -2,7 +2,7 @@
 // goes through here, so that on a terminal one live status line (the
 // combined training progress) stays at the bottom, below the log lines:
 //
-//   [worker 0] 2026-01-05 10:00:01.234 worker I epoch 0 steps 468 ...
+//   [worker 0] 2026-01-05 10:00:01.234 worker I epoch 1/2 steps 468 ...
 //   [launch] all workers finished; stopping the servers and the coordinator
 //   2 workers epoch 2/3 [=========>       ]  61% 572/936 9876.5 ex/s loss 0.4321 ETA 12s
 //

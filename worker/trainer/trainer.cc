@@ -186,8 +186,9 @@ absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOpt
   // step 0 would have drawn there (the permutation depends on the epoch only).
   const int64_t start_step = std::min(task.StartStep(), total_steps);
   if (start_step > 0) {
-    LOG_INFO("resuming at global step {} (epoch {}, step {}) of {}", start_step,
-             start_step / per_epoch, start_step % per_epoch, total_steps);
+    // Epochs counted from 1 in the log, as in the progress lines.
+    LOG_INFO("resuming at global step {} (epoch {}/{}, step {}) of {}", start_step,
+             start_step / per_epoch + 1, options.epochs, start_step % per_epoch, total_steps);
   }
   summary.steps = start_step;
   std::vector<int32_t> next_examples;
@@ -262,11 +263,11 @@ absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOpt
     RETURN_IF_ERROR(Annotate(task.Evaluate(&stats), absl::StrCat("evaluate epoch=", epoch)));
     stats.eval_seconds = SecondsSince(&eval_start);
     LOG_INFO(
-        "epoch {} steps {} (total {}) train_loss {:.4f} test_loss {:.4f} test_accuracy {:.4f}{} "
+        "epoch {}/{} steps {} (total {}) train_loss {:.4f} test_loss {:.4f} test_accuracy {:.4f}{} "
         "examples/s {:.0f} | per step ms: data {:.3f} pull {:.3f} compute {:.3f} slowdown {:.3f} "
         "push {:.3f} | eval {:.2f}s",
-        epoch, stats.steps, stats.global_steps, stats.train_loss, stats.test_loss,
-        stats.test_accuracy,
+        epoch + 1, options.epochs, stats.steps, stats.global_steps, stats.train_loss,
+        stats.test_loss, stats.test_accuracy,
         stats.test_auc >= 0 ? absl::StrFormat(" test_auc %.4f", stats.test_auc) : "",
         stats.examples_per_second, 1e3 * stats.time.data / stats.steps,
         1e3 * stats.time.pull / stats.steps, 1e3 * stats.time.compute / stats.steps,
