@@ -162,6 +162,7 @@ absl::Status CheckShapeAndType(const v1::TableSpec& spec, const v1::TableValues&
 
 Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
     : server_id_(server_id), job_(job), metrics_(metrics), helper_(ForkJoin::MakeIfUseful()) {
+  std::vector<std::string> unbounded;  // sparse tables that grow without bound
   for (const v1::TableSpec& t : job_.tables()) {
     const bool asp = t.consistency() == v1::CONSISTENCY_ASP;
     const int64_t bound = t.consistency() == v1::CONSISTENCY_SSP ? t.staleness() : 0;
@@ -179,11 +180,7 @@ Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
       LOG_INFO("table {}: rows not updated for {} clocks are deleted", t.name(), t.ttl_clocks());
     }
     if (lazy && t.capacity_rows() == 0 && t.ttl_clocks() == 0) {
-      // Field case B24: ids that never stop arriving grow such a table
-      // until the process runs out of memory.
-      LOG_WARN("table {}: no capacity_rows: this server keeps a row for every id pushed, "
-               "without bound (tables[].capacity_rows sets one; ttl_clocks deletes idle rows)",
-               t.name());
+      unbounded.push_back(t.name());
     } else if (lazy && t.capacity_rows() > 0) {
       LOG_INFO("table {}: at most {} rows on this server; beyond, the {} go down to {} of that",
                t.name(), t.capacity_rows(),
@@ -191,6 +188,13 @@ Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
                                                         : "least recently updated",
                t.evict_to() > 0 ? t.evict_to() : 0.9);
     }
+  }
+  if (!unbounded.empty()) {
+    // Field case B24: ids that never stop arriving grow such a table until
+    // the process runs out of memory. One line for all of them.
+    LOG_WARN("{} {}: no capacity_rows: this server keeps a row for every id pushed, without "
+             "bound (tables[].capacity_rows sets one; ttl_clocks deletes idle rows)",
+             unbounded.size() == 1 ? "table" : "tables", absl::StrJoin(unbounded, ", "));
   }
 }
 

@@ -581,10 +581,11 @@ TEST_CASE("C10: sparse rows update lazily (momentum and Adam), dense chunks on e
   CHECK_THAT((*cluster)->server(0).ReadStderr(),
              Catch::Contains("table sparse_momentum: consistency asp, staleness bound none "
                              "(never waits), updates lazy"));
-  // B24: a sparse table without a capacity is named at the start.
+  // B24: the sparse tables without a capacity are named at the start, in
+  // one line.
   CHECK_THAT((*cluster)->server(0).ReadStderr(),
-             Catch::Contains("table sparse_momentum: no capacity_rows: this server keeps a row "
-                             "for every id pushed, without bound"));
+             Catch::Contains("tables sparse_momentum, sparse_adam: no capacity_rows: this server "
+                             "keeps a row for every id pushed, without bound"));
   auto clients = ConnectAll(**cluster, 1);
   Client& c = *clients[0];
   const std::vector<Key> row = {7};
