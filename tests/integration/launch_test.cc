@@ -160,6 +160,7 @@ TEST_CASE("launch runs a small BSP job to the end, reports it and leaves no proc
 
   const std::string out = launch->ReadStdout();
   CHECK(absl::StrContains(out, "test accuracy: "));
+  CHECK(absl::StrContains(out, "each process's /metrics while the job ran (now stopped):\n"));
   for (const char* name : {"coordinator", "server 0", "server 1", "worker 0", "worker 1"}) {
     CHECK(absl::StrContains(out, absl::StrCat("metrics ", name, ": http://127.0.0.1:")));
   }

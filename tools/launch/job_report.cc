@@ -107,6 +107,8 @@ std::vector<std::string> FormatReport(const nlohmann::json& s) {
       static_cast<int>(Count(s, "epochs")), static_cast<int>(Count(s, "steps")),
       Number(s, "wall_seconds")));
   if (auto it = s.find("metrics"); it != s.end() && it->is_array()) {
+    // Printed once every process has stopped: a record, not links to open.
+    if (!it->empty()) lines.push_back("each process's /metrics while the job ran (now stopped):");
     for (const nlohmann::json& m : *it) {
       lines.push_back(absl::StrCat("metrics ", m.value("process", std::string("?")), ": ",
                                    m.value("url", std::string("?"))));
