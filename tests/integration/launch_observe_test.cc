@@ -1,7 +1,8 @@
 // cairn-launch's observability end to end: the file_sd targets it writes,
 // `--prometheus` (Debian's Prometheus scraping the running job, queried
-// through its HTTP API while the job trains, and stopped with the job), and
-// `--plot` (training curves drawn by gnuplot).
+// through its HTTP API while the job trains, and stopped with the job, or
+// with `--prometheus-keep` kept after it), and `--plot` (training curves
+// drawn by gnuplot).
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -163,6 +164,69 @@ TEST_CASE("launch --prometheus scrapes the training job and stops with it",
     INFO(name << " pid=" << pid);
     CHECK_FALSE(Running(pid, name == "prometheus" ? "prometheus" : "cairn-"));
   }
+}
+
+TEST_CASE("launch --prometheus-keep keeps Prometheus and what it scraped after the job",
+          "[integration][launch][prometheus]") {
+  if (!Installed(kPrometheus)) {
+    FAIL(kPrometheus << " is not installed: tools/setup installs it (Debian package prometheus)");
+  }
+  // Long enough for Prometheus (every 5 s) to scrape every process a few times.
+  const std::string dir = NewJobDir("launch_prometheus_keep", /*epochs=*/15);
+  auto launch = Subprocess::Spawn(kLaunch,
+                                  {dir + "/job.yaml", "--prometheus", "--prometheus-keep",
+                                   "--workdir", dir + "/jobdir"},
+                                  dir + "/launch");
+  REQUIRE(launch.ok());
+  Subprocess& launcher = **launch;
+  const std::string kept = "[launch] the job has ended; prometheus keeps serving what it scraped";
+  const absl::Status waited = launcher.WaitForStderr(kept, absl::Minutes(4));
+  const std::string err = launcher.ReadStderr();
+  INFO("launcher stderr:\n" << err.substr(0, 12000));
+  REQUIRE(waited.ok());
+  CHECK(absl::StrContains(err, "it stays up after the job until Ctrl-C: --prometheus-keep)"));
+  const std::string url_line = "[launch] prometheus on http://127.0.0.1:";
+  absl::string_view url = absl::string_view(err).substr(err.find(url_line) + url_line.size());
+  int port = 0;
+  REQUIRE(absl::SimpleAtoi(url.substr(0, url.find('/')), &port));
+
+  // The job's processes are gone; Prometheus still answers with their
+  // series (their last samples: each series went stale when its target
+  // stopped, so an instant query of it alone finds nothing).
+  const std::map<std::string, pid_t> pids = StartedPids(err);
+  REQUIRE(pids.size() == 6);
+  for (const auto& [name, pid] : pids) {
+    INFO(name << " pid=" << pid);
+    CHECK(Running(pid, name == "prometheus" ? "prometheus" : "cairn-") == (name == "prometheus"));
+  }
+  CHECK(Scalar(port, R"(count(last_over_time(up{job="cairn"}[10m])))") == 5);
+  CHECK(Scalar(port, "min(last_over_time(cairn_shard_min_clock[10m]))") > 0);
+  CHECK(launcher.Running());
+
+  // Ctrl-C or SIGTERM stops it; the exit code is the job's.
+  REQUIRE(launcher.Signal(SIGTERM).ok());
+  auto ended = launcher.Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  CHECK(ended->code == 0);
+  CHECK(absl::StrContains(launcher.ReadStdout(), "test accuracy: "));  // the job's report
+  CHECK_FALSE(Running(pids.at("prometheus"), "prometheus"));
+  CHECK(absl::StrContains(launcher.ReadStderr(), "[launch] stopping prometheus (signal 15)"));
+}
+
+TEST_CASE("launch --prometheus-keep without --prometheus is refused before anything starts",
+          "[integration][launch][prometheus]") {
+  const std::string dir = NewJobDir("launch_keep_alone", 1);
+  auto launch = Subprocess::Spawn(kLaunch, {dir + "/job.yaml", "--prometheus-keep"},
+                                  dir + "/launch");
+  REQUIRE(launch.ok());
+  auto ended = (*launch)->Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  const std::string err = (*launch)->ReadStderr();
+  INFO(err);
+  CHECK(ended->code == 2);
+  CHECK(absl::StrContains(err, "--prometheus-keep keeps the Prometheus of --prometheus up after "
+                               "the job; add --prometheus"));
+  CHECK(StartedPids(err).empty());
 }
 
 TEST_CASE("launch --prometheus without Prometheus installed names it and starts nothing",

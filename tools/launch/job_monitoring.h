@@ -20,6 +20,7 @@ namespace cairn::launch {
 
 struct MonitoringFlags {
   bool prometheus = false;        // --prometheus
+  bool prometheus_keep = false;   // --prometheus-keep (needs --prometheus)
   std::string prometheus_binary;  // --prometheus-binary
   std::string deploy_dir;         // --deploy-dir; empty: the source tree's
 };
@@ -27,8 +28,9 @@ struct MonitoringFlags {
 // Checks the flags before any process starts and returns the deploy
 // directory to copy the config from; nullopt when none was asked for and
 // the default one is absent (only the targets are written then). Errors
-// (for exit code 2): CheckPrometheusInstalled's with --prometheus, and
-// FindDeployDir's with --prometheus or --deploy-dir.
+// (for exit code 2): --prometheus-keep without --prometheus,
+// CheckPrometheusInstalled's with --prometheus, and FindDeployDir's with
+// --prometheus or --deploy-dir.
 absl::StatusOr<std::optional<std::string>> CheckMonitoring(const MonitoringFlags& flags);
 
 class JobMonitoring {
@@ -42,9 +44,19 @@ class JobMonitoring {
   absl::Status WriteFiles(const std::optional<std::string>& deploy_dir);
 
   // Starts Prometheus (StartPrometheus) and logs
-  // "prometheus on http://127.0.0.1:PORT/ ..." once it is ready. Returns the
-  // event that ended the wait (kReady: ready); errors as StartPrometheus.
-  absl::StatusOr<Event> StartPrometheus(const std::string& binary, absl::Time deadline);
+  // "prometheus on http://127.0.0.1:PORT/ ..." once it is ready, saying
+  // whether it stops with the job or, with `keep`, stays up after it
+  // (KeepServing). Returns the event that ended the wait (kReady: ready);
+  // errors as StartPrometheus.
+  absl::StatusOr<Event> StartPrometheus(const std::string& binary, absl::Time deadline,
+                                        bool keep = false);
+
+  // --prometheus-keep, once the job's own processes have stopped (StopAll
+  // with keep_prometheus): logs that Prometheus keeps serving what it
+  // scraped at its URL until Ctrl-C or SIGTERM, waits for that signal (or
+  // for Prometheus to end), then stops it. Returns at once when Prometheus
+  // was not started or has ended.
+  void KeepServing(absl::Duration stop_grace);
 
   // Adds the process whose /metrics is at `url` to the targets as `role`;
   // a failure is logged (the job does not depend on it).
@@ -56,6 +68,7 @@ class JobMonitoring {
   Supervisor* const supervisor_;
   const PrometheusFiles files_;
   TargetsFile targets_;
+  std::string prometheus_url_;  // set once Prometheus is ready
 };
 
 }  // namespace cairn::launch

@@ -5,14 +5,15 @@
 // prints the test accuracy and the /metrics URL of every process.
 //
 //   cairn-launch JOB.yaml [--summary PATH] [--bin-dir DIR] [--workdir DIR]
-//                [--set key=value ...] [--no-workers] [--prometheus]
+//                [--set key=value ...] [--no-workers] [--prometheus [--prometheus-keep]]
 //                [--deploy-dir DIR] [--plot PATH.svg|PATH.png] [--no-pin-workers]
-//                [-- extra worker flags]
+//                [--tls] [--resume] [--worker-command PROGRAM] [-- extra worker flags]
 //
 // It writes the Prometheus file_sd targets of every process to
 // <workdir>/prometheus/targets/cairn.json beside a copy of the shipped
 // scrape config (targets_file.h); --prometheus also runs Prometheus against
-// them (prometheus_sidecar.h). On a terminal one combined progress line
+// them (prometheus_sidecar.h), and --prometheus-keep keeps it up after the
+// job until a signal (job_monitoring.h). On a terminal one combined progress line
 // stays below the log (console.h, progress_board.h). Two or more workers
 // each run on CPUs of their own unless --no-pin-workers (worker_cpus.h).
 //
@@ -66,6 +67,7 @@ struct Flags {
   bool resume = false;
   bool no_workers = false;
   bool prometheus = false;
+  bool prometheus_keep = false;
   std::string prometheus_binary = kPrometheusBinary;
   std::string deploy_dir;
   std::string plot;
@@ -97,7 +99,8 @@ int Run(Flags flags) {
   }
   if (absl::Status s = CheckPlot(flags); !s.ok()) return BadInput(s.message());
   absl::StatusOr<std::optional<std::string>> deploy_dir =
-      CheckMonitoring({flags.prometheus, flags.prometheus_binary, flags.deploy_dir});
+      CheckMonitoring({flags.prometheus, flags.prometheus_keep, flags.prometheus_binary,
+                       flags.deploy_dir});
   if (!deploy_dir.ok()) return BadInput(deploy_dir.status().message());
   const int num_servers = config->cluster.servers;
   const int num_workers = flags.no_workers ? 0 : config->cluster.workers;
@@ -184,7 +187,8 @@ int Run(Flags flags) {
   }
   if (flags.prometheus) {
     absl::StatusOr<Event> ready =
-        monitoring.StartPrometheus(flags.prometheus_binary, absl::Now() + startup);
+        monitoring.StartPrometheus(flags.prometheus_binary, absl::Now() + startup,
+                                   flags.prometheus_keep);
     if (!ready.ok()) return Fail(supervisor, ready.status().message());
     if (ready->kind != Event::Kind::kReady) return Abort(supervisor, *ready, "Prometheus");
   }
@@ -315,7 +319,7 @@ int Run(Flags flags) {
   } else {
     supervisor.Log(absl::StrCat(finished, "; stopping the servers and the coordinator"));
   }
-  for (const std::string& name : supervisor.StopAll(kStopGrace)) {
+  for (const std::string& name : supervisor.StopAll(kStopGrace, flags.prometheus_keep)) {
     supervisor.Log(absl::StrCat(name, " did not stop within ", absl::FormatDuration(kStopGrace),
                                 " of SIGTERM and was killed"));
   }
@@ -359,6 +363,7 @@ int Run(Flags flags) {
     }
     supervisor.Log(absl::StrCat("training curves written to ", flags.plot));
   }
+  if (flags.prometheus_keep) monitoring.KeepServing(kStopGrace);
   return kExitOk;
 }
 
@@ -412,6 +417,10 @@ int main(int argc, char** argv) {
   app.add_flag("--prometheus", flags.prometheus,
                "Also run Prometheus (Debian's /usr/bin/prometheus) against the job's targets on "
                "a free loopback port, print its URL, and stop it with the job");
+  app.add_flag("--prometheus-keep", flags.prometheus_keep,
+               "With --prometheus: once the job has ended and its report is printed, keep "
+               "Prometheus serving what it scraped until Ctrl-C or SIGTERM (exit code still the "
+               "job's)");
   app.add_option("--prometheus-binary", flags.prometheus_binary,
                  "The Prometheus server to run with --prometheus")
       ->capture_default_str();

@@ -188,20 +188,25 @@ std::vector<int> Supervisor::FailedWorkers() const {
   return failed;
 }
 
-std::vector<std::string> Supervisor::StopAll(absl::Duration grace) {
+std::vector<std::string> Supervisor::StopAll(absl::Duration grace, bool keep_prometheus) {
   ReapEnded();
   const absl::Time deadline = absl::Now() + grace;
   pending_signal_ = 0;
+  auto kept = [keep_prometheus](const Member& m) {
+    return keep_prometheus && m.role == Role::kPrometheus;
+  };
   // The coordinator last: servers finishing their last checkpoint still
   // report it to the coordinator while they stop.
   for (const bool coordinator : {false, true}) {
     for (Member& m : members_) {
-      if (m.exit.has_value() || (m.role == Role::kCoordinator) != coordinator) continue;
+      if (m.exit.has_value() || kept(m) || (m.role == Role::kCoordinator) != coordinator) {
+        continue;
+      }
       if (absl::Status s = m.process->Signal(SIGTERM); !s.ok()) Log(s.message());
     }
-    auto wave_ended = [this, coordinator] {
-      return std::all_of(members_.begin(), members_.end(), [coordinator](const Member& m) {
-        return m.exit.has_value() || (m.role == Role::kCoordinator) != coordinator;
+    auto wave_ended = [this, coordinator, &kept] {
+      return std::all_of(members_.begin(), members_.end(), [coordinator, &kept](const Member& m) {
+        return m.exit.has_value() || kept(m) || (m.role == Role::kCoordinator) != coordinator;
       });
     };
     while (!wave_ended() && absl::Now() < deadline && pending_signal_ == 0) {
@@ -211,7 +216,7 @@ std::vector<std::string> Supervisor::StopAll(absl::Duration grace) {
   }
   std::vector<std::string> killed;
   for (Member& m : members_) {
-    if (m.exit.has_value()) continue;
+    if (m.exit.has_value() || kept(m)) continue;
     m.exit = m.process->Kill();
     killed.push_back(m.name);
   }

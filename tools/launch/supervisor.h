@@ -117,8 +117,9 @@ class Supervisor {
   // then (once they ended) to the coordinator, so servers can still report
   // their last checkpoint; SIGKILL to those still running after `grace` (at
   // once when another termination signal arrives meanwhile). Reaps all and forwards their remaining output.
-  // Returns the names of members that had to be SIGKILLed.
-  std::vector<std::string> StopAll(absl::Duration grace);
+  // Returns the names of members that had to be SIGKILLed. With
+  // `keep_prometheus`, a Prometheus member is left running (--prometheus-keep).
+  std::vector<std::string> StopAll(absl::Duration grace, bool keep_prometheus = false);
 
   // Writes "[launch] <message>" to the log fd.
   void Log(absl::string_view message);
