@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -98,6 +99,22 @@ double WaitFor(int port, const std::string& promql, Ok ok, absl::Duration wait) 
   }
   INFO(promql << " = " << value);
   return value;
+}
+
+// Runs the launcher on `dir`'s job with `flags`, checks that it refused them
+// with exit code 2 before starting any process, and returns its stderr.
+std::string RefusedBeforeStart(const std::string& dir, const std::vector<std::string>& flags) {
+  std::vector<std::string> args = {dir + "/job.yaml"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto launch = Subprocess::Spawn(kLaunch, args, dir + "/launch");
+  REQUIRE(launch.ok());
+  auto ended = (*launch)->Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  const std::string err = (*launch)->ReadStderr();
+  INFO(err);
+  CHECK(ended->code == 2);
+  CHECK(StartedPids(err).empty());
+  return err;
 }
 
 TEST_CASE("launch --prometheus scrapes the training job and stops with it",
@@ -216,35 +233,18 @@ TEST_CASE("launch --prometheus-keep keeps Prometheus and what it scraped after t
 TEST_CASE("launch --prometheus-keep without --prometheus is refused before anything starts",
           "[integration][launch][prometheus]") {
   const std::string dir = NewJobDir("launch_keep_alone", 1);
-  auto launch = Subprocess::Spawn(kLaunch, {dir + "/job.yaml", "--prometheus-keep"},
-                                  dir + "/launch");
-  REQUIRE(launch.ok());
-  auto ended = (*launch)->Wait(absl::Seconds(30));
-  REQUIRE(ended.ok());
-  const std::string err = (*launch)->ReadStderr();
-  INFO(err);
-  CHECK(ended->code == 2);
-  CHECK(absl::StrContains(err, "--prometheus-keep keeps the Prometheus of --prometheus up after "
-                               "the job; add --prometheus"));
-  CHECK(StartedPids(err).empty());
+  CHECK(absl::StrContains(RefusedBeforeStart(dir, {"--prometheus-keep"}),
+                          "--prometheus-keep keeps the Prometheus of --prometheus up after the "
+                          "job; add --prometheus"));
 }
 
 TEST_CASE("launch --prometheus without Prometheus installed names it and starts nothing",
           "[integration][launch][prometheus]") {
   const std::string dir = NewJobDir("launch_no_prometheus", 1);
   const std::string missing = dir + "/no-such-prometheus";
-  auto launch = Subprocess::Spawn(
-      kLaunch, {dir + "/job.yaml", "--prometheus", "--prometheus-binary", missing},
-      dir + "/launch");
-  REQUIRE(launch.ok());
-  auto ended = (*launch)->Wait(absl::Seconds(30));
-  REQUIRE(ended.ok());
-  const std::string err = (*launch)->ReadStderr();
-  INFO(err);
-  CHECK(ended->code == 2);
-  CHECK(absl::StrContains(err, "--prometheus: " + missing + " is not installed (Debian package "
-                                                            "prometheus"));
-  CHECK(StartedPids(err).empty());
+  CHECK(absl::StrContains(
+      RefusedBeforeStart(dir, {"--prometheus", "--prometheus-binary", missing}),
+      "--prometheus: " + missing + " is not installed (Debian package prometheus"));
 }
 
 TEST_CASE("launch --plot draws the per-epoch curves with gnuplot", "[integration][launch][plot]") {
@@ -285,14 +285,8 @@ TEST_CASE("launch --plot draws the per-epoch curves with gnuplot", "[integration
 TEST_CASE("launch --plot rejects a file that is neither .svg nor .png before starting",
           "[integration][launch][plot]") {
   const std::string dir = NewJobDir("launch_plot_bad", 1);
-  auto launch =
-      Subprocess::Spawn(kLaunch, {dir + "/job.yaml", "--plot", dir + "/curves.jpg"}, dir + "/launch");
-  REQUIRE(launch.ok());
-  auto ended = (*launch)->Wait(absl::Seconds(30));
-  REQUIRE(ended.ok());
-  CHECK(ended->code == 2);
-  CHECK(absl::StrContains((*launch)->ReadStderr(), "must end in .svg or .png"));
-  CHECK(StartedPids((*launch)->ReadStderr()).empty());
+  CHECK(absl::StrContains(RefusedBeforeStart(dir, {"--plot", dir + "/curves.jpg"}),
+                          "must end in .svg or .png"));
 }
 
 }  // namespace
