@@ -244,8 +244,9 @@ int Run(Flags flags) {
     for (const MetricsEndpoint& m : metrics) {
       supervisor.Print(absl::StrCat("metrics ", m.process, ": ", m.url));
     }
-    supervisor.StopAll(kStopGrace);
+    supervisor.StopAll(kStopGrace, flags.prometheus_keep);
     supervisor.Log("stopped the cluster (--no-workers)");
+    if (flags.prometheus_keep) monitoring.KeepServing(kStopGrace);
     return kExitOk;
   }
 
