@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -386,6 +387,11 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::str
 
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
                                         const std::vector<std::string>& overrides) {
+  std::error_code dir_error;
+  if (std::filesystem::is_directory(path, dir_error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": a directory, not a YAML job file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

@@ -137,7 +137,19 @@ int Run(const Flags& flags) {
       return kExitBadConfig;
     }
   }
-  for (absl::string_view line : absl::StrSplit(DescribeConfig(*config), '\n', absl::SkipEmpty())) {
+  // The effective values: TLS set by --tls* flags or CAIRN_TLS_* variables
+  // shows as what this process uses, not as the file's security: section.
+  JobConfig shown = *config;
+  if (absl::StatusOr<std::optional<TransportSecurityFiles>> tls = ResolveSecurity(
+          config->security, flags.security, ProcessEnv(), Role::kCoordinator);
+      tls.ok() && tls->has_value()) {
+    shown.security.tls = true;
+    shown.security.ca_file = (*tls)->ca_file;
+    shown.security.cert_file = (*tls)->cert_file;
+    shown.security.key_file = (*tls)->key_file;
+    shown.security.tokens_file = (*tls)->tokens_file;
+  }
+  for (absl::string_view line : absl::StrSplit(DescribeConfig(shown), '\n', absl::SkipEmpty())) {
     LOG_INFO("config: {}", line);
   }
   if (!flags.port_file.empty()) std::remove(flags.port_file.c_str());  // no stale ports

@@ -14,6 +14,7 @@ namespace {
 
 using Catch::Contains;
 using Catch::Equals;
+using Catch::EndsWith;
 using Catch::StartsWith;
 using testing::ParseError;
 using testing::ParseOk;
@@ -206,6 +207,11 @@ TEST_CASE("empty, non-map and malformed files are rejected", "[config]") {
   CHECK_THAT(ParseError("cluster: {servers: [1, 2}\n"), StartsWith("job.yaml:1:"));
   CHECK_THAT(ParseError("cluster: {servers: [1, 2}\n"), Contains("YAML syntax error"));
   CHECK_THAT(ParseError("cluster: {}\n---\nrpc: {}\n"), Contains("more than one YAML document"));
+  // A tab in the indentation is named, whatever yaml-cpp calls the error.
+  CHECK_THAT(ParseError("cluster:\n\tservers: 2\n"),
+             StartsWith("job.yaml:2:") && Contains("YAML syntax error") &&
+                 EndsWith(" (line 2 indents with a tab: YAML indents with spaces only)"));
+  CHECK_THAT(ParseError("cluster: {servers: [1, 2}\n"), !Contains("tab"));
   CHECK_THAT(ParseError("cluster:\n"),
              Equals("job.yaml:1:1: `cluster` has no value; expected a map (write {} for "
                     "defaults)"));
@@ -388,6 +394,14 @@ TEST_CASE("the SSP embeddings example keeps its per-table overrides", "[config]"
   CHECK(r->tables[2].chunk_size() == 64);
   CHECK(r->rpc.max_message_bytes == 64 << 20);
   CHECK(r->metrics.port == 9100);
+}
+
+TEST_CASE("a directory given as the job file is named as one", "[config]") {
+  const absl::StatusOr<JobConfig> r = LoadJobConfig(CAIRN_SOURCE_DIR);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(r.status().message()),
+             Equals(std::string(CAIRN_SOURCE_DIR) + ": a directory, not a YAML job file"));
 }
 
 TEST_CASE("a missing file is NotFound", "[config]") {

@@ -212,6 +212,10 @@ TEST_CASE("launch --tls runs the job over mutual TLS with certificates made for 
     CHECK(absl::StrContains(err, absl::StrCat("TLS on: certificate ", workdir, "/certs/", role,
                                               ".pem (CN=cairn-", role, ",OU=", role)));
   }
+  // The coordinator's effective config shows the TLS its flags turned on.
+  CHECK(absl::StrContains(err, "config: security.tls: true\n"));
+  CHECK(absl::StrContains(err, absl::StrCat("config: security.cert_file: ", workdir,
+                                            "/certs/coordinator.pem\n")));
   std::ifstream in(dir + "/summary.json");
   REQUIRE(in.good());
   const nlohmann::json summary = nlohmann::json::parse(in);

@@ -3,6 +3,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -34,6 +35,22 @@ std::string LineCol(const YAML::Mark& mark) {
 std::string Where(const Context& ctx, const YAML::Mark& mark) {
   if (!ctx.fixed_where.empty()) return ctx.fixed_where;
   return absl::StrCat(ctx.source_name, ":", LineCol(mark));
+}
+
+// " (line N indents with a tab: ...)" when a line up to `last_line`
+// (0-based) has a tab in its indentation, the usual cause of a syntax
+// error yaml-cpp words as something else; else "".
+std::string TabHint(const std::string& text, int last_line) {
+  std::istringstream lines(text);
+  std::string line;
+  for (int n = 0; n <= last_line && std::getline(lines, line); ++n) {
+    const size_t indent = line.find_first_not_of(" \t");
+    if (line.find('\t') < std::min(indent, line.size())) {
+      return absl::StrCat(" (line ", n + 1,
+                          " indents with a tab: YAML indents with spaces only)");
+    }
+  }
+  return "";
 }
 
 std::string ChildPath(const std::string& path, const std::string& key) {
@@ -155,7 +172,8 @@ absl::StatusOr<YamlNode> ParseWith(const Context& ctx, const std::string& text) 
                            text[at.pos] == ',';
         return absl::InvalidArgumentError(absl::StrCat(
             Where(ctx, at), ": YAML syntax error: ",
-            comma ? "`,` outside a flow collection ([...] or {...})" : "unexpected token"));
+            comma ? "`,` outside a flow collection ([...] or {...})" : "unexpected token",
+            TabHint(text, at.line)));
       }
     }
     if (scan.starts.size() > 1) {
@@ -168,7 +186,8 @@ absl::StatusOr<YamlNode> ParseWith(const Context& ctx, const std::string& text) 
     const std::string where = ctx.fixed_where.empty()
                                   ? absl::StrCat(ctx.source_name, ":", LineCol(e.mark))
                                   : ctx.fixed_where;
-    return absl::InvalidArgumentError(absl::StrCat(where, ": YAML syntax error: ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": YAML syntax error: ", e.msg, TabHint(text, e.mark.line)));
   }
   YamlNode root;
   root.where = ctx.fixed_where.empty() ? absl::StrCat(ctx.source_name, ":1:1") : ctx.fixed_where;
