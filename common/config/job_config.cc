@@ -54,11 +54,16 @@ absl::Status ParseCluster(const YamlNode& node, ClusterConfig* c) {
   RETURN_IF_ERROR(r.Duration("heartbeat_interval", absl::ZeroDuration(), &c->heartbeat_interval));
   RETURN_IF_ERROR(r.Duration("startup_timeout", absl::ZeroDuration(), &c->startup_timeout));
   if (c->heartbeat_interval >= c->lease_timeout) {
-    return r.Error(r.Has("heartbeat_interval") ? "heartbeat_interval" : "lease_timeout",
-                   absl::StrCat("heartbeat_interval (",
-                                FormatDurationForConfig(c->heartbeat_interval),
-                                ") must be shorter than lease_timeout (",
-                                FormatDurationForConfig(c->lease_timeout), ")"));
+    const std::string heartbeat = FormatDurationForConfig(c->heartbeat_interval);
+    const std::string lease = FormatDurationForConfig(c->lease_timeout);
+    if (r.Has("heartbeat_interval")) {
+      return r.Error("heartbeat_interval", absl::StrCat("(", heartbeat,
+                                                        ") must be shorter than lease_timeout (",
+                                                        lease, ")"));
+    }
+    return r.Error("lease_timeout", absl::StrCat("(", lease, ") must be longer than "
+                                                 "heartbeat_interval (", heartbeat,
+                                                 ", its default)"));
   }
   c->replication = std::min(2, c->servers);  // default: a backup when there is a server for it
   RETURN_IF_ERROR(r.Int32("replication", 1, kMaxInt32, &c->replication));
@@ -267,7 +272,7 @@ absl::Status ParseCheckpoint(const YamlNode& node, CheckpointConfig* c) {
                                           c->resume, "\""));
   }
   if (c->dir.empty() && c->resume != "none") {
-    return r.Error("resume", "resuming needs checkpoint.dir (where the checkpoints are)");
+    return r.Error("resume", "needs checkpoint.dir (where the checkpoints are)");
   }
   return absl::OkStatus();
 }

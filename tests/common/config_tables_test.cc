@@ -102,7 +102,7 @@ TEST_CASE("bad tables are rejected naming the table's key", "[config][tables]") 
   CHECK_THAT(ParseError(head + "    kind: dense\n    shape: [4, 0]\n"),
              Equals("job.yaml:4:16: `tables[0].shape[1]` must be an integer >= 1; got `0`"));
   CHECK_THAT(ParseError(head + "    kind: dense\n    shape: []\n"),
-             Contains("`tables[0].shape` needs at least 1 entries; got 0"));
+             Contains("`tables[0].shape` needs at least 1 entry; got 0"));
   CHECK_THAT(ParseError(head + "    kind: sparse\n    width: 0\n"),
              Contains("`tables[0].width` must be an integer in [1, 262144]; got 0"));
   CHECK_THAT(ParseError(head + "    kind: sparse\n    width: 4\n    chunk_size: 8\n"),

@@ -220,10 +220,11 @@ TEST_CASE("empty, non-map and malformed files are rejected", "[config]") {
 
 TEST_CASE("cluster timing is checked against itself", "[config]") {
   CHECK_THAT(ParseError("cluster: {lease_timeout: 1s, heartbeat_interval: 1s}\n"),
-             Equals("job.yaml:1:50: `cluster.heartbeat_interval` heartbeat_interval (1s) must "
-                    "be shorter than lease_timeout (1s)"));
+             Equals("job.yaml:1:50: `cluster.heartbeat_interval` (1s) must be shorter than "
+                    "lease_timeout (1s)"));
   CHECK_THAT(ParseError("cluster: {lease_timeout: 400ms}\n"),
-             Contains("heartbeat_interval (500ms) must be shorter than lease_timeout (400ms)"));
+             Contains("`cluster.lease_timeout` (400ms) must be longer than heartbeat_interval "
+                      "(500ms, its default)"));
   CHECK_THAT(ParseError("cluster: {startup_timeout: 0s}\n"),
              Contains("`cluster.startup_timeout` must be greater than 0ms"));
   CHECK_THAT(ParseError("rpc: {deadline: 0.5ms}\n"), Contains("whole number of milliseconds"));

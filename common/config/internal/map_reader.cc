@@ -266,7 +266,8 @@ absl::Status MapReader::IntList(const std::string& key, int64_t min, int64_t max
   if (!list.ok() || *list == nullptr) return list.status();
   const std::string expected = DescribeIntRange(min, max);
   if ((*list)->items.size() < min_items) {
-    return Error(key, absl::StrCat("needs at least ", min_items, " entries; got ",
+    return Error(key, absl::StrCat("needs at least ", min_items,
+                                   min_items == 1 ? " entry" : " entries", "; got ",
                                    (*list)->items.size()));
   }
   std::vector<int64_t> values;
