@@ -1,5 +1,6 @@
 #include "server/checkpoint/restore_plan.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <string>
@@ -52,8 +53,17 @@ absl::StatusOr<std::vector<RestoreSource>> PlanRestore(
     }
     if (missing.empty()) return sources;
     if (newest_missing.empty()) {
-      newest_missing = absl::StrCat("the newest checkpoint (clock ", clock,
-                                    ") lacks table/partition ", absl::StrJoin(missing, ", "));
+      // The first few by name; one server's store of a large job may lack
+      // hundreds.
+      constexpr size_t kNamed = 6;
+      const size_t total = first->tables.size() * first->num_partitions;
+      newest_missing = absl::StrCat(
+          "the newest checkpoint (clock ", clock, ") lacks table/partition ",
+          absl::StrJoin(missing.begin(), missing.begin() + std::min(missing.size(), kNamed), ", "),
+          missing.size() > kNamed
+              ? absl::StrCat(" and ", missing.size() - kNamed, " more (", missing.size(), " of ",
+                             total, ")")
+              : "");
     }
   }
   return absl::FailedPreconditionError(

@@ -386,6 +386,15 @@ TEST_CASE("a checkpoint of 2 servers restores onto 3, and one of 3 onto 1 (B10)"
   const std::vector<Server> one =
       Restore({dir.path("three-0"), dir.path("three-1"), dir.path("three-2")}, 1);
   CHECK(Gather(one) == Gather(two));
+  // One of the three stores alone lacks two thirds of the partitions: the
+  // first few are named, the rest counted.
+  auto store = CheckpointReader::Open(dir.path("three-0"));
+  REQUIRE(store.ok());
+  auto alone = PlanRestore({store->get()});
+  CHECK(alone.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(alone.status().message()),
+             Catch::EndsWith("the newest checkpoint (clock 20) lacks table/partition W/1, W/2, "
+                             "W/4, W/5, E/1, E/2 and 2 more (8 of 12)"));
   for (uint32_t p = 0; p < kPartitions; ++p) {
     CHECK(*one[0].dense->ExportPartition(p) == *reference.dense->ExportPartition(p));
     CHECK(*one[0].sparse->ExportPartition(p) == *reference.sparse->ExportPartition(p));
