@@ -82,7 +82,10 @@ absl::StatusOr<std::unique_ptr<Incarnation>> Incarnation::Create(
     transfers->SendTo(group, joiner);
   });
   ASSIGN_OR_RETURN(std::optional<InitialState> initial, MakeInitialState(job));
-  if (initial.has_value()) shard.SetInitialRows(initial->loader, initial->start_clock);
+  if (initial.has_value()) {
+    LOG_INFO("server {} starts its partitions from {}", id, initial->source);
+    shard.SetInitialRows(initial->loader, initial->start_clock);
+  }
   if (!job.checkpoint().dir().empty()) {
     self->restore_reader_ = std::make_shared<CheckpointPartitionReader>(job.checkpoint().dir());
     shard.SetRestoreLoader([coordinator = context.coordinator, reader = self->restore_reader_](

@@ -82,6 +82,8 @@ absl::StatusOr<std::optional<InitialState>> MakeInitialState(const v1::JobSpec& 
     auto source = std::make_shared<RecordSource>(job.checkpoint().dir(), job.resume_from());
     InitialState state;
     state.start_clock = job.resume_from().clock();
+    state.source = absl::StrCat("checkpoint record ", job.resume_from().id(), " (clock ",
+                                job.resume_from().clock(), ") in ", job.checkpoint().dir());
     state.loader = [source](const v1::TableSpec& table, uint32_t partition,
                             int /*slots_per_element*/) { return source->Read(table, partition); };
     return state;
@@ -95,6 +97,7 @@ absl::StatusOr<std::optional<InitialState>> MakeInitialState(const v1::JobSpec& 
       ASSIGN_OR_RETURN((*optimizers)[t.id()], MakeOptimizer(t.optimizer()));
     }
     InitialState state;
+    state.source = job.checkpoint().init_from();
     const uint32_t num_partitions = job.num_partitions();
     // Optimizer slots start as a fresh table's (Adagrad's accumulator is not zero).
     state.loader = [shared, optimizers, num_partitions](const v1::TableSpec& table,

@@ -19,6 +19,7 @@ namespace cairn {
 struct InitialState {
   InitialRowsLoader loader;
   int64_t start_clock = 0;
+  std::string source;  // for the log: "checkpoint record 4 (clock 600) in DIR", "FILE"
 };
 
 // The loader for `job`, or nullopt when the job starts from its tables'

@@ -116,6 +116,7 @@ TEST_CASE("a BSP job killed with -9 after its step-100 checkpoint and resumed en
     INFO(err);
     REQUIRE(ended->code == 0);
     CHECK(absl::StrContains(err, "resuming from checkpoint record 1 at clock 100"));
+    CHECK(absl::StrContains(err, "starts its partitions from checkpoint record 1 (clock 100) in "));
     CHECK(absl::StrContains(err, "resuming at global step 100 (epoch 1/1, step 100) of 200"));
     CHECK(absl::StrContains(err, "checkpoint at clock 200 complete"));
   }
@@ -262,6 +263,8 @@ TEST_CASE("B10: a checkpoint written by 2 servers restores onto 3 and onto 1 wit
     auto client = ConnectWorker(**cluster);
     CHECK(client->clock() == 0);
     CHECK(PullAll(*client) == at3);
+    CHECK_THAT((*cluster)->server(0).ReadStderr(),
+               Catch::Contains("server 0 starts its partitions from " + dir + "/b10.safetensors"));
   }
 }
 
