@@ -67,6 +67,7 @@ std::string Names(X509* cert, std::vector<std::string>* dns, std::vector<std::st
 absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_file,
                                                         const std::string& key_file,
                                                         const std::string& setting,
+                                                        const std::string& key_setting,
                                                         absl::Time now) {
   Bio cert_bio(BIO_new_file(cert_file.c_str(), "r"));
   if (cert_bio == nullptr) {
@@ -82,18 +83,19 @@ absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_
   Bio key_bio(BIO_new_file(key_file.c_str(), "r"));
   if (key_bio == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot read the private key file ", key_file, " (for ", cert_file, ")"));
+        absl::StrCat(key_setting, ": cannot read the private key file ", key_file, " (for ",
+                     cert_file, ")"));
   }
   KeyPtr key(
       PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   if (key == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat(key_file, " holds no unencrypted PEM private key"));
+        absl::StrCat(key_setting, ": ", key_file, " holds no unencrypted PEM private key"));
   }
   if (X509_check_private_key(cert.get(), key.get()) != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("the private key in ", key_file, " does not belong to the certificate in ",
-                     cert_file));
+        absl::StrCat(key_setting, ": the private key in ", key_file,
+                     " does not belong to the certificate in ", cert_file));
   }
   CertificateFacts facts;
   facts.subject = Subject(cert.get());

@@ -25,11 +25,13 @@ struct CertificateFacts {
 // Reads the first certificate of `cert_file` and the key in `key_file`.
 // InvalidArgument naming the file when either cannot be read or parsed, when
 // the key does not belong to the certificate, or when the certificate is not
-// valid at `now` (naming its validity); `setting` names where the path came
-// from ("security.cert_file") in the message.
+// valid at `now` (naming its validity); `setting` and `key_setting` name
+// where the paths came from ("security.cert_file", "security.key_file") in
+// the message.
 absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_file,
                                                         const std::string& key_file,
                                                         const std::string& setting,
+                                                        const std::string& key_setting,
                                                         absl::Time now);
 
 // Whether a peer dialling `host` (a DNS name or an IP address) would accept

@@ -172,7 +172,7 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
   }
   if (absl::Status s = CheckCaBundle(files.ca_file, "security.ca_file"); !s.ok()) return s;
   absl::StatusOr<CertificateFacts> facts = CheckCertificateAndKey(
-      files.cert_file, files.key_file, "security.cert_file", absl::Now());
+      files.cert_file, files.key_file, "security.cert_file", "security.key_file", absl::Now());
   if (!facts.ok()) return facts.status();
   if (facts->not_after - absl::Now() < absl::Hours(24 * 7)) {
     LOG_WARN("the certificate in {} expires at {}; rotate it before (docs/security.md)",

@@ -187,20 +187,22 @@ TEST_CASE("Certificate checks at start name the file and what is wrong", "[commo
   const std::string a = *dir + "/a";
   absl::StatusOr<CertificateFacts> facts =
       CheckCertificateAndKey(a + "/worker.pem", a + "/worker.key", "security.cert_file",
-                             absl::Now());
+                             "security.key_file", absl::Now());
   REQUIRE(facts.ok());
   CHECK(facts->subject == "CN=cairn-worker,OU=worker,O=cairn");
   CHECK(facts->names.find("DNS:localhost, IP:127.0.0.1, IP:::1") == 0);
-  const auto mismatch = CheckCertificateAndKey(a + "/worker.pem", a + "/server.key",
-                                               "security.cert_file", absl::Now());
-  CHECK(mismatch.status().message() == "the private key in " + a +
+  const auto mismatch =
+      CheckCertificateAndKey(a + "/worker.pem", a + "/server.key", "security.cert_file",
+                             "security.key_file", absl::Now());
+  CHECK(mismatch.status().message() == "security.key_file: the private key in " + a +
                                            "/server.key does not belong to the certificate in " +
                                            a + "/worker.pem");
   const auto later = CheckCertificateAndKey(a + "/worker.pem", a + "/worker.key",
-                                            "security.cert_file",
+                                            "security.cert_file", "security.key_file",
                                             absl::Now() + absl::Hours(24 * 400));
   CHECK(later.status().message().find("is valid from") != absl::string_view::npos);
-  CHECK(CheckCertificateAndKey(a + "/none.pem", a + "/worker.key", "--tls-cert", absl::Now())
+  CHECK(CheckCertificateAndKey(a + "/none.pem", a + "/worker.key", "--tls-cert", "--tls-key",
+                               absl::Now())
             .status()
             .message() == "--tls-cert: cannot read the certificate file " + a + "/none.pem");
   CHECK(CheckCaBundle(a + "/worker.key", "security.ca_file").message() ==
