@@ -3,7 +3,7 @@
 //   cairnctl --coordinator HOST:PORT status [--json]
 //   cairnctl --coordinator HOST:PORT checkpoint [--wait 60s]
 //   cairnctl --coordinator HOST:PORT checkpoints
-//   cairnctl export --format safetensors (--from DIR | --config JOB.yaml) PATH
+//   cairnctl export --format safetensors (--from DIR | --config JOB.yaml [--set k=v]) PATH
 //
 // `export` reads the servers' checkpoint stores directly (no running job
 // needed): DIR is checkpoint.dir (a store, or a folder of stores).
@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/config/job_config.h"
@@ -48,6 +49,7 @@ struct ExportFlags {
   std::string format = "safetensors";
   std::string from;
   std::string config;
+  std::vector<std::string> overrides;  // --set, applied to --config
   std::string path;
 };
 
@@ -60,7 +62,7 @@ int RunExport(const ExportFlags& flags) {
   std::string from = flags.from;
   if (from.empty()) {
     if (flags.config.empty()) return Fail(kExitUsage, "export: give --from DIR or --config FILE");
-    absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config);
+    absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config, flags.overrides);
     if (!config.ok()) return Fail(kExitUsage, std::string(config.status().message()));
     if (config->checkpoint.dir.empty()) {
       return Fail(kExitUsage, flags.config + ": checkpoint.dir is not set");
@@ -197,6 +199,9 @@ int main(int argc, char** argv) {
   export_cmd->add_option("--from", export_flags.from,
                          "checkpoint directory (a server's store, or a folder of stores)");
   export_cmd->add_option("--config", export_flags.config, "job YAML; its checkpoint.dir");
+  export_cmd->add_option("--set", export_flags.overrides,
+                         "config override key.path=value applied to --config (repeatable), as "
+                         "the job's processes were given it, e.g. --set checkpoint.dir=DIR");
   export_cmd->add_option("path", export_flags.path, "output file")->required();
 
   try {

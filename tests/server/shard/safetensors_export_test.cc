@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <fstream>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -98,6 +99,18 @@ TEST_CASE("cairnctl export --format safetensors reads the stores directly") {
                           "safetensors --from " + dir.path() + " " + out + " > /dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
   CHECK(RunReader(out) == expected);
+  // A job file without checkpoint.dir, the directory given as the job's
+  // processes were given it.
+  {
+    std::ofstream job(dir.path("job.yaml"));
+    job << "cluster: {servers: 2}\n";
+  }
+  const std::string out_set = dir.path("ctl-set.safetensors");
+  const std::string with_set = std::string(CAIRN_BINARY_DIR) + "/bin/cairnctl export --config " +
+                               dir.path("job.yaml") + " --set checkpoint.dir=" + dir.path() +
+                               " " + out_set + " > /dev/null";
+  REQUIRE(std::system(with_set.c_str()) == 0);
+  CHECK(RunReader(out_set) == expected);
   const std::string missing = std::string(CAIRN_BINARY_DIR) + "/bin/cairnctl export --from " +
                               dir.path("nope") + " " + out + " 2> /dev/null";
   CHECK(WEXITSTATUS(std::system(missing.c_str())) == 1);
