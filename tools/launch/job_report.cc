@@ -69,6 +69,7 @@ absl::StatusOr<nlohmann::json> BuildLaunchSummary(const std::vector<nlohmann::js
   out["wall_seconds"] = info.wall_seconds;
   out["epochs"] = Count(workers[0], "epochs");
   out["steps"] = Count(workers[0], "steps");
+  out["start_step"] = Count(workers[0], "start_step");
   out["servers"] = info.servers;
   out["workers"] = info.workers;
   out["workers_lost"] = info.lost_workers;
@@ -101,11 +102,17 @@ std::vector<std::string> FormatReport(const nlohmann::json& s) {
                                  " (the job went on without them: cluster.on_worker_loss: "
                                  "continue)"));
   }
-  lines.push_back(absl::StrFormat(
-      "train loss: %.4f; %.0f examples/s over all workers; epochs %d, steps %d; %.1f s",
-      Number(s, "train_loss"), Number(s, "examples_per_second"),
-      static_cast<int>(Count(s, "epochs")), static_cast<int>(Count(s, "steps")),
-      Number(s, "wall_seconds")));
+  // After a resume the counts are this run's, beside where it started.
+  const int64_t start_step = Count(s, "start_step");
+  const std::string counts =
+      start_step > 0
+          ? absl::StrFormat("epochs %d, steps %d since the resume at global step %d (%d in all)",
+                            Count(s, "epochs"), Count(s, "steps") - start_step, start_step,
+                            Count(s, "steps"))
+          : absl::StrFormat("epochs %d, steps %d", Count(s, "epochs"), Count(s, "steps"));
+  lines.push_back(absl::StrFormat("train loss: %.4f; %.0f examples/s over all workers; %s; %.1f s",
+                                  Number(s, "train_loss"), Number(s, "examples_per_second"),
+                                  counts, Number(s, "wall_seconds")));
   if (auto it = s.find("metrics"); it != s.end() && it->is_array()) {
     // Printed once every process has stopped: a record, not links to open.
     if (!it->empty()) lines.push_back("each process's /metrics while the job ran (now stopped):");

@@ -12,7 +12,9 @@
 //   examples_per_second  summed over finished workers
 //   wall_seconds         from starting the coordinator until the last worker
 //                        ended, measured by the launcher
-//   epochs, steps        the first finished worker's counts
+//   epochs, steps        the first finished worker's counts: the epochs it
+//                        trained, the job's global step count at its end
+//   start_step           the global step it started at (a resume's; else 0)
 //   servers, workers     process counts (workers: all started)
 //   workers_lost         indices of the workers that failed while the job
 //                        went on (cluster.on_worker_loss: continue); [] if none

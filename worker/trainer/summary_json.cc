@@ -46,6 +46,7 @@ nlohmann::json SummaryToJson(const TrainingSummary& summary, const RunInfo& run)
           {"train_seconds", summary.train_seconds},
           {"epochs", summary.epochs.size()},
           {"steps", summary.steps},
+          {"start_step", summary.start_step},
           {"loss_trace", summary.loss_trace},
           {"time_split", TimeSplit(summary.time)},
           {"per_epoch", per_epoch}};

@@ -191,6 +191,7 @@ absl::StatusOr<TrainingSummary> RunTraining(TrainingTask& task, const TrainerOpt
              start_step / per_epoch + 1, options.epochs, start_step % per_epoch, total_steps);
   }
   summary.steps = start_step;
+  summary.start_step = start_step;
   std::vector<int32_t> next_examples;
   for (int64_t epoch = start_step / per_epoch; epoch < options.epochs; ++epoch) {
     if (options.max_steps > 0 && summary.steps >= options.max_steps) break;

@@ -66,8 +66,9 @@ struct EpochStats {
 };
 
 struct TrainingSummary {
-  std::vector<EpochStats> epochs;
-  int64_t steps = 0;
+  std::vector<EpochStats> epochs;  // those this run trained (after a resume, the rest)
+  int64_t steps = 0;               // the job's global step count at the end
+  int64_t start_step = 0;          // the global step this run started at (0, or a resume's)
   int64_t examples = 0;            // this worker's training examples
   double train_loss = 0;           // last epoch's mean step loss
   double test_loss = 0;            // after the last step
