@@ -65,6 +65,16 @@ TEST_CASE("a bad override is rejected naming the flag and the key", "[config][ov
                     "(2 entries)"));
   CHECK_THAT(ParseError(kBase, {"tables[nope].width=2"}),
              Contains("`tables` has no entry named \"nope\""));
+  CHECK_THAT(ParseError("cluster:\n  servers: 2\n", {"tables[0].width=2"}),
+             Equals("override `tables[0].width=2`: the file has no `tables`, so [0] selects "
+                    "nothing (a model's own tables take their settings from `training`: "
+                    "training.optimizer, training.wire_dtype)"));
+  CHECK_THAT(ParseError(kBase, {"training.layers[1]=3"}),
+             Equals("override `training.layers[1]=3`: the file has no `training.layers`, so "
+                    "[1] selects nothing (set the whole list: training.layers=[...])"));
+  CHECK_THAT(ParseError(kBase, {"cluster[0].servers=2"}),
+             Equals("override `cluster[0].servers=2`: `cluster` is not a list, so [0] selects "
+                    "nothing"));
   CHECK_THAT(ParseError(kBase, {"cluster.servers.count=2"}),
              Contains("`cluster.servers` is not a map"));
   CHECK_THAT(ParseError(kBase, {"cluster.servers"}), Contains("expected key.path=value"));

@@ -89,7 +89,8 @@ absl::Status ApplyOverrideToTree(const std::string& assignment, YamlNode* root) 
     }
     walked = walked.empty() ? seg.key : absl::StrCat(walked, ".", seg.key);
     YamlNode* child = node->FindMutable(seg.key);
-    if (child == nullptr) {
+    const bool absent = child == nullptr;
+    if (absent) {
       YamlEntry entry;
       entry.key = seg.key;
       entry.key_where = where;
@@ -100,8 +101,17 @@ absl::Status ApplyOverrideToTree(const std::string& assignment, YamlNode* root) 
     node = child;
     for (const std::string& selector : seg.selectors) {
       if (!node->IsSequence()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": `", walked, "` is not a list, so [", selector, "] selects nothing"));
+        // An override selects an entry the file has; it does not make one.
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": ",
+            absent ? absl::StrCat("the file has no `", walked, "`")
+                   : absl::StrCat("`", walked, "` is not a list"),
+            ", so [", selector, "] selects nothing",
+            !absent ? ""
+            : walked == "tables"
+                ? " (a model's own tables take their settings from `training`: "
+                  "training.optimizer, training.wire_dtype)"
+                : absl::StrCat(" (set the whole list: ", walked, "=[...])")));
       }
       YamlNode* item = Select(node, selector);
       if (item == nullptr) {
