@@ -1,4 +1,4 @@
-// The one place rocksdb::Status becomes absl::Status (STYLE.md, Errors).
+// The one place rocksdb::Status becomes absl::Status.
 #ifndef CAIRN_COMMON_ROCKSDB_STATUS_H_
 #define CAIRN_COMMON_ROCKSDB_STATUS_H_
 

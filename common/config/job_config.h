@@ -194,7 +194,7 @@ struct SecurityConfig {
   absl::Duration reload_every = absl::Seconds(10);  // how often the files are re-read
 };
 
-// Periodic checkpoints (DESIGN.md, Checkpoints). Each server keeps one
+// Periodic checkpoints (docs/design.md, Checkpoints). Each server keeps one
 // RocksDB store under `dir`; a checkpoint is taken every `every_clocks`
 // clocks and/or every `every`, whichever comes first; the newest `keep` are
 // kept. Empty `dir` with neither trigger set: no periodic checkpoints.

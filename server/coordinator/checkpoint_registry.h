@@ -1,4 +1,4 @@
-// The coordinator's record of complete checkpoints (DESIGN.md, Checkpoints),
+// The coordinator's record of complete checkpoints (docs/design.md, Checkpoints),
 // in the coordinator's store <checkpoint.dir>/coordinator (coordinator_store.h,
 // keys 'R' id), which it may share with the coordinator's state.
 //

@@ -1,4 +1,4 @@
-// Failover of replica groups (DESIGN.md, Failure and recovery), as pure
+// Failover of replica groups (docs/design.md, Failure and recovery), as pure
 // functions over a frozen placement (partition_map_builder.h): when a server
 // is declared DEAD, each group it is primary of gets its first live backup
 // as primary, and the dead server leaves every backups list. A group with no

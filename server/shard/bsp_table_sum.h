@@ -1,5 +1,5 @@
 // One table's gradients of one BSP iteration on a server, summed so that the
-// result does not depend on the order the pushes arrive in (DESIGN.md,
+// result does not depend on the order the pushes arrive in (docs/design.md,
 // "Applying updates"), on the primary and on every backup alike.
 //
 // Each row's sum is

@@ -9,7 +9,7 @@
 // dead may have been replaced as primary by a backup, so whatever it holds
 // can be stale: the incarnation drops all of it, and cairn-server registers
 // again, under a new server id, as a new, empty incarnation that the
-// coordinator gives replica groups to back up (DESIGN.md, Failure and
+// coordinator gives replica groups to back up (docs/design.md, Failure and
 // recovery; docs/failover.md, Rejoin).
 //
 // Stop() is called from one thread; the rest is internal.

@@ -1019,7 +1019,7 @@ void Shard::Pull(const v1::PullRequest* request, v1::PullResponse* response,
     }
     if (version.ok()) {
       // A pull for iteration t says the worker completed t iterations: it
-      // carries the worker's clock tick (DESIGN.md, Consistency), which may
+      // carries the worker's clock tick (docs/design.md, Consistency), which may
       // release other workers' pulls. A pull sent ahead of that tick
       // (after_tick) carries none: it waits for the tick instead.
       if (same_worker && !request->after_tick() &&

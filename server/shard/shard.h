@@ -2,7 +2,7 @@
 // iteration under BSP, on arrival under SSP/ASP), consistency-gated pulls and
 // clock ticks. RPC handlers (rpc/parameter_service.h) only convert messages.
 //
-// BSP (DESIGN.md, Consistency): pushes of iteration t are buffered per worker;
+// BSP (docs/design.md, Consistency): pushes of iteration t are buffered per worker;
 // when every live worker has completed iteration t (min clock > t), the
 // buffered gradients are summed in worker-id order, scaled by 1/(workers that
 // pushed) for `aggregation: mean`, and applied once, so N workers with batch b
@@ -138,7 +138,7 @@ class Shard {
   Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics);
   ~Shard();
 
-  // Checkpoints (DESIGN.md, Checkpoints). Call before the first ready map.
+  // Checkpoints (docs/design.md, Checkpoints). Call before the first ready map.
   // Every time the iteration boundary reaches a multiple of `every_clocks`
   // (0: never) and at each committed two-phase checkpoint, the shard closes
   // iterations exactly up to that clock, copies its partitions, worker clocks
@@ -319,7 +319,7 @@ class Shard {
   // done).
   absl::StatusOr<bool> ReceiveReplica(const v1::ReplicaChunk& chunk) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Fencing (DESIGN.md, Failure and recovery): from `deadline` (on the
+  // Fencing (docs/design.md, Failure and recovery): from `deadline` (on the
   // monotonic clock, common/time_source.h MonotonicNow) on, every request is
   // refused with Unavailable until a later deadline is set. The server sets
   // it from each renewed lease, shorter than the coordinator's own timeout,

@@ -1,4 +1,4 @@
-// Field case B13 and RELIABILITY.md T4 (ci tier): the coordinator is killed
+// Field case B13 and fault scenario T4 (ci tier): the coordinator is killed
 // with -9 in the middle of training and started again 4 s later on the same
 // address, from its persisted state (cluster.state_dir). Real processes: a
 // coordinator, 2 cairn-servers, 2 client-library workers in this process.

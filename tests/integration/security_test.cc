@@ -1,4 +1,4 @@
-// Mutual TLS and roles against a real job (RELIABILITY.md T7,
+// Mutual TLS and roles against a real job (fault scenario T7,
 // docs/security.md): a coordinator and 2 servers (each partition with a
 // backup, so primaries forward over TLS) with certificates from
 // tools/cairn-certs; this test process is worker 0 through the client

@@ -1,4 +1,4 @@
-// The job the checkpoint tests run (RELIABILITY.md T2, T9), and what they
+// The job the checkpoint tests run (fault scenario T2, T9), and what they
 // need around it: two chaos workers pushing the oracle's workload, an
 // observer that reads the values a (resumed) job starts from, the
 // coordinator's checkpoint log lines, and the number of checkpoints in a
@@ -53,7 +53,7 @@ struct CheckpointJobOptions {
 // The coordinator keeps no membership state (cluster.state_dir: none): these
 // tests restart whole jobs from checkpoints, and a coordinator that restored
 // the killed job's members would first wait lease_timeout for them to
-// re-attach (coordinator restarts are RELIABILITY.md T4's subject).
+// re-attach (coordinator restarts are fault scenario T4's subject).
 std::string CheckpointJobYaml(const CheckpointJobOptions& options);
 
 // The chaos workers of `cluster`, running until their clock reaches `steps`,

@@ -1,4 +1,4 @@
-// RELIABILITY.md T2, crash during checkpoint (ci tier): a BSP job of 2
+// fault scenario T2, crash during checkpoint (ci tier): a BSP job of 2
 // servers and 2 chaos workers checkpoints every 2 clocks (keep 3) while one
 // process dies by kill -9, either at a random moment or at a named kill
 // point of the checkpoint path, after which every process is killed -9.

@@ -1,4 +1,4 @@
-// Field case B01 and RELIABILITY.md T1 (one kill, ci tier), T3 (a network
+// Field case B01 and fault scenario T1 (one kill, ci tier), T3 (a network
 // cut) and a stall: a server killed with -9, cut off or frozen under BSP
 // training with replication 2. The coordinator promotes the backups of its
 // replica groups, the workers' pushes and pulls retry on the new primaries,

@@ -1,4 +1,4 @@
-// RELIABILITY.md T8: sustained load. 2 servers (replication 2), 4 chaos
+// fault scenario T8: sustained load. 2 servers (replication 2), 4 chaos
 // workers pushing and pulling as fast as they can under ASP, a checkpoint
 // every few seconds. Every few seconds the test scrapes each server's
 // /metrics and /proc: resident memory, open descriptors, threads, push

@@ -1,4 +1,4 @@
-// RELIABILITY.md T9, restart round-trip: a BSP job of 2 servers and 2 chaos
+// fault scenario T9, restart round-trip: a BSP job of 2 servers and 2 chaos
 // workers runs to clock 10 with a checkpoint every 2 clocks and is stopped
 // gracefully (SIGTERM). Then:
 //   - resume: latest starts every worker at clock 10 with the values of the

@@ -1,4 +1,4 @@
-// RELIABILITY.md T1 (shard chaos) for replication 2, as the failover issue
+// fault scenario T1 (shard chaos) for replication 2, as the failover issue
 // asks: 3 servers, r = 2, 4 workers training Fashion-MNIST and 2 chaos
 // workers pushing the oracle's counters, under BSP. Every CAIRN_SOAK_EVERY
 // seconds (default 10) for CAIRN_SOAK_SECONDS (default 30: the suite's short

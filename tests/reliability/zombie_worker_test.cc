@@ -1,4 +1,4 @@
-// RELIABILITY.md T5 (b): a worker paused past its lease (SIGSTOP) is declared
+// fault scenario T5 (b): a worker paused past its lease (SIGSTOP) is declared
 // dead, the others go on, and when it wakes (SIGCONT) nothing it pushes lands:
 // zombie pushes accepted = 0. Two witnesses:
 //  - the zombie's own pushes: every push it invokes after waking must fail,

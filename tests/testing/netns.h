@@ -1,4 +1,4 @@
-// Network faults for tests (RELIABILITY.md 2.2): a process run in a network
+// Network faults for tests (tests/reliability/README.md): a process run in a network
 // namespace of its own, joined to the test's by a veth pair, can be cut off
 // the network and healed while it runs.
 //

@@ -75,7 +75,7 @@ class ReferenceClient {
 
 // Piece size of the stream references for a transfer of `total_bytes`:
 // min(1 MiB, ceil(total / 4)), rounded up to 4 bytes, so at least four pieces
-// are in flight and none exceeds the ~1 MiB pieces DESIGN.md recommends.
+// are in flight and none exceeds the ~1 MiB pieces `rpc.request_split_size` cuts by default.
 uint64_t StreamPieceBytes(uint64_t total_bytes);
 
 }  // namespace cairn::bench

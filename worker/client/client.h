@@ -265,7 +265,7 @@ class Client {
   // rides on it (PushRequest.end_clock) and is recorded once the push is
   // applied there and on its backups; the other live servers get theirs as
   // Clock() sends them, after the push was acknowledged. The same ordering
-  // as the two calls (DESIGN.md, Consistency). A push of several requests
+  // as the two calls (docs/design.md, Consistency). A push of several requests
   // carries no tick: a server's tick must follow every push of the
   // iteration it holds, and a backup receives its copies from other
   // primaries, by maps this client may not have seen yet.

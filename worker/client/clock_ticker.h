@@ -1,7 +1,7 @@
 // A worker's clock ticks in flight to the servers (ParameterService.Clock,
 // proto/cairn/v1/shard.proto). Client::Clock sends tick t to every live
 // server and returns without waiting: the tick travels ahead of the next
-// pull, which the server holds until the tick is in (DESIGN.md,
+// pull, which the server holds until the tick is in (docs/design.md,
 // Consistency). A tick that fails retriably (a server failing over, a stale
 // map; RetriableShardStatus) is sent again after a map refresh, backing off
 // (kShardRetryBackoff), until its deadline: ticks are idempotent on the

@@ -6,7 +6,7 @@
 // with the values a server returned and two tags:
 //   min_clock   the server's minimum worker clock when it served the pull
 //               (PullResponse.min_clock): every update of iterations
-//               < min_clock is in the values (DESIGN.md, Consistency);
+//               < min_clock is in the values (docs/design.md, Consistency);
 //   fetch_clock the reading worker's clock when it pulled (kept for
 //               diagnostics and to prefer the later of two equal reads).
 // A pull at iteration t may use an entry when it is fresh enough for the

@@ -1,5 +1,5 @@
 // One registration of this worker with the coordinator, as long as it lasts
-// (DESIGN.md, Membership and leases): the heartbeat that keeps its lease,
+// (docs/design.md, Membership and leases): the heartbeat that keeps its lease,
 // every JobSpec.heartbeat_interval_ms, carrying the worker's clock and map
 // version; word of a newer partition map in an answer; and the end of the
 // registration. The session is lost, for good, when

@@ -1,4 +1,4 @@
-// The worker's Prometheus metrics (names per DESIGN.md; docs/metrics.md):
+// The worker's Prometheus metrics (names per docs/metrics.md):
 //
 //   cairn_worker_steps_total                   counter: training steps done
 //   cairn_worker_examples_total                counter: training examples seen

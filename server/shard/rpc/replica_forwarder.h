@@ -1,4 +1,4 @@
-// Primary-backup replication of pushes (DESIGN.md, Failure and recovery):
+// Primary-backup replication of pushes (docs/design.md, Failure and recovery):
 // the primary of a replica group sends each push it accepted to every backup
 // of the group and acknowledges the worker only once all of them applied it
 // (or buffered it for its BSP iteration). A backup that is down makes the

@@ -1,4 +1,4 @@
-// The coordinator's persisted state (field case B13, RELIABILITY.md T4): what
+// The coordinator's persisted state (field case B13, fault scenario T4): what
 // CoordinatorState writes to a real RocksDB store on every change, its
 // encoding, and a restore on a fake clock: same ids, map version and ready,
 // leases restarted with a grace (nobody dead for the coordinator's own

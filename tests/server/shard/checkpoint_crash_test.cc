@@ -1,4 +1,4 @@
-// Crash safety of the checkpoint store (RELIABILITY.md T2, short version):
+// Crash safety of the checkpoint store (fault scenario T2, short version):
 // a child process writes checkpoints in a loop and is killed with SIGKILL at
 // a random moment; every time, the store opens, its newest checkpoint is one
 // the child logged as complete (or the one being written, whose batch landed
