@@ -301,9 +301,18 @@ int RunWithCluster(Session& s, const Flags& flags) {
 absl::Status LoadMlp(Session& s, int* exit_code) {
   const TrainingConfig& t = s.config.training;
   *exit_code = kExitConfig;
-  ASSIGN_OR_RETURN(s.data, LoadFashionMnist(t.data_dir));
+  absl::StatusOr<FashionMnist> data = LoadFashionMnist(t.data_dir);
+  if (!data.ok()) return Annotate(data.status(), "training.data_dir");
+  s.data = *std::move(data);
   LOG_INFO("data {}: {} training and {} test examples", t.data_dir, s.data.train.size,
            s.data.test.size);
+  if (s.data.train.features != t.layers.front() ||
+      s.data.train.num_classes != t.layers.back()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.layers: [", absl::StrJoin(t.layers, ", "), "] must start with the ",
+        s.data.train.features, " inputs and end with the ", s.data.train.num_classes,
+        " classes of the examples in training.data_dir ", t.data_dir));
+  }
   absl::StatusOr<std::unique_ptr<Mlp>> mlp =
       Mlp::Create(s.backend.get(), t.layers, std::max(t.batch_size, kEvalBatch));
   if (!mlp.ok()) *exit_code = SetupExitCode(mlp.status());
@@ -320,8 +329,11 @@ absl::Status LoadMlp(Session& s, int* exit_code) {
 absl::Status LoadCtr(Session& s, int* exit_code) {
   const TrainingConfig& t = s.config.training;
   *exit_code = kExitConfig;
-  ASSIGN_OR_RETURN(s.ctr_train, ReadCriteo(t.data_dir + "/train.txt"));
-  ASSIGN_OR_RETURN(s.ctr_test, ReadCriteo(t.data_dir + "/test.txt"));
+  for (auto [file, into] : {std::pair{"/train.txt", &s.ctr_train}, {"/test.txt", &s.ctr_test}}) {
+    absl::StatusOr<CriteoData> read = ReadCriteo(t.data_dir + file);
+    if (!read.ok()) return Annotate(read.status(), "training.data_dir");
+    *into = *std::move(read);
+  }
   LOG_INFO("data {}: {} training and {} test examples (Criteo format)", t.data_dir,
            s.ctr_train.size, s.ctr_test.size);
   absl::StatusOr<std::unique_ptr<CtrModel>> model = CtrModel::Create(
@@ -376,20 +388,23 @@ int Run(const Flags& flags) {
     s.metrics = std::make_unique<WorkerMetrics>(s.metrics_server->registry());
     LOG_INFO("metrics on {}", s.metrics_server->url());
   }
-#ifdef CAIRN_WORKER_HAS_CLIENT
-  if (!flags.local) {
-    if (const int code = ConnectToCluster(s, flags); code != kExitOk) return code;
-  }
-#endif
-
   absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(t.device);
   if (!backend.ok()) return Fail(SetupExitCode(backend.status()), backend.status());
   s.backend = *std::move(backend);
   LOG_INFO("device {}, on CPUs {}", s.backend->Describe(), FormatCpuList(AllowedCpus()));
 
+  // The data and the model before registering: a worker that cannot train
+  // fails alone, naming why, instead of holding a place in the job until
+  // its lease runs out.
   int load_failed = kExitConfig;  // what a failure to load means
   const absl::Status loaded = t.model == "ctr" ? LoadCtr(s, &load_failed) : LoadMlp(s, &load_failed);
   if (!loaded.ok()) return Fail(load_failed, loaded);
+
+#ifdef CAIRN_WORKER_HAS_CLIENT
+  if (!flags.local) {
+    if (const int code = ConnectToCluster(s, flags); code != kExitOk) return code;
+  }
+#endif
 
   return flags.local ? RunLocal(s, flags) : RunWithCluster(s, flags);
 }

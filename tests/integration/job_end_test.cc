@@ -10,6 +10,9 @@
 //     worker claiming a live index exits 11 within 5 s naming the holder; an
 //     index out of range exits 2 naming its variable; a coordinator name that
 //     does not resolve exits 4.
+//   - A worker that cannot train (no data, layers that do not fit it) exits
+//     2 naming the setting before it registers, so it holds no place: a
+//     good worker under the same id runs the job to its end.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -247,6 +250,36 @@ TEST_CASE("C04: bad identities end the process within seconds with a clear error
                                   "does not resolve") != std::string::npos);
   }
   first->Kill();
+}
+
+TEST_CASE("a worker that cannot train fails before registering, naming the setting",
+          "[integration][lifecycle]") {
+  JobShape shape;
+  shape.servers = 1;
+  shape.workers = 1;
+  shape.replication = 1;
+  shape.max_steps = 5;
+  auto cluster = TestCluster::Start("job_end_cannot_train", JobYaml(shape), shape.servers);
+  REQUIRE(cluster.ok());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"training.data_dir=/nonexistent", "cairn-worker: training.data_dir: /nonexistent/"},
+      {"training.layers=[780, 32, 10]",
+       "cairn-worker: training.layers: [780, 32, 10] must start with the 784 inputs and end "
+       "with the 10 classes of the examples in training.data_dir"},
+  };
+  for (const auto& [set, message] : bad) {
+    auto worker = StartWorker(**cluster, "bad", {}, {"--worker-id", "0", "--set", set});
+    const ExitStatus s = EndOf(*worker, absl::Seconds(60));
+    INFO(set << ":\n" << worker->ReadStderr());
+    CHECK(s.code == 2);
+    CHECK(worker->ReadStderr().find(message) != std::string::npos);
+  }
+  INFO((*cluster)->Logs());
+  CHECK((*cluster)->coordinator().ReadStderr().find("worker 0 registered") == std::string::npos);
+  // Id 0 is free: a good worker takes it and the job ends as finished.
+  auto good = StartWorker(**cluster, "good", {}, {"--worker-id", "0"});
+  CHECK(EndOf(*good, absl::Seconds(120)).code == 0);
+  CHECK(EndOf((*cluster)->coordinator(), absl::Seconds(60)).code == 0);
 }
 
 }  // namespace cairn

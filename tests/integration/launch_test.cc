@@ -265,7 +265,7 @@ TEST_CASE("launch stops the job and names the worker when a worker fails",
   CHECK(absl::Now() - start < absl::Seconds(30));
   CHECK(absl::StrContains(err, "job failed: worker "));
   // The worker's own message, passed through with its prefix.
-  CHECK(absl::StrContains(err, "cairn-worker: /nonexistent/"));
+  CHECK(absl::StrContains(err, "cairn-worker: training.data_dir: /nonexistent/"));
   const std::map<std::string, pid_t> pids = StartedPids(err);
   CHECK(pids.count("coordinator") == 1);
   CHECK(Survivors(pids, absl::ZeroDuration()).empty());
