@@ -241,6 +241,26 @@ std::vector<std::string> KeyMaterial(const std::string& key_file) {
   return out;
 }
 
+TEST_CASE("cairn-certs --help prints its usage and exits 0, a bad argument exits 2",
+          "[integration][security]") {
+  absl::StatusOr<std::string> dir = testing::MakeTempDir("certs_help");
+  REQUIRE(dir.ok());
+  auto help = testing::Subprocess::Spawn(kCairnCerts, {"--help"}, *dir + "/help");
+  REQUIRE(help.ok());
+  auto ended = (*help)->Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  CHECK(ended->ToString() == "exit code 0");
+  const std::string out = (*help)->ReadStdout();
+  CHECK(out.find("tools/cairn-certs DIR [--hosts NAME,IP,...]") != std::string::npos);
+  CHECK(out.find("set -euo") == std::string::npos);  // the header only, not the code after it
+  auto bad = testing::Subprocess::Spawn(kCairnCerts, {*dir + "/out", "--bogus"}, *dir + "/bad");
+  REQUIRE(bad.ok());
+  ended = (*bad)->Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  CHECK(ended->ToString() == "exit code 2");
+  CHECK((*bad)->ReadStderr().find("cairn-certs: unknown argument '--bogus'") != std::string::npos);
+}
+
 TEST_CASE("TLS: every hostile client is refused with its code and changes nothing",
           "[integration][security]") {
   const std::string dir = CertDir();
