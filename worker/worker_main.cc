@@ -443,7 +443,7 @@ int main(int argc, char** argv) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--log-level", flags.log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
-  cairn::AddSecurityFlags(&app, &flags.security);
+  cairn::AddSecurityFlags(&app, &flags.security, cairn::Role::kWorker);
   // Each of these becomes a config override ("training.epochs=3"), so it is
   // checked exactly as the same key in the YAML file would be.
   const std::vector<std::pair<std::string, std::string>> override_flags = {

@@ -20,14 +20,19 @@ std::string Pick(const std::string& flag, const char* env_name, const std::strin
 
 }  // namespace
 
-void AddSecurityFlags(CLI::App* app, SecurityFlags* flags) {
+void AddSecurityFlags(CLI::App* app, SecurityFlags* flags, Role role) {
   app->add_flag("--tls", flags->tls, "mutual TLS on every channel (security.tls; CAIRN_TLS=1)");
   app->add_option("--tls-ca", flags->ca_file, "PEM CA bundle (security.ca_file)");
   app->add_option("--tls-cert", flags->cert_file, "this process's certificate (security.cert_file)");
   app->add_option("--tls-key", flags->key_file, "its private key (security.key_file)");
+  const bool answers = role == Role::kServer || role == Role::kCoordinator;
+  const bool sends = role == Role::kAdmin || role == Role::kClient;
+  // (An empty group keeps an option out of --help.)
   app->add_option("--tls-tokens", flags->tokens_file,
-                  "bearer tokens accepted (security.tokens_file)");
-  app->add_option("--token-file", flags->token_file, "a bearer token to send with every call");
+                  "bearer tokens accepted (security.tokens_file)")
+      ->group(answers ? "Options" : "");
+  app->add_option("--token-file", flags->token_file, "a bearer token to send with every call")
+      ->group(sends ? "Options" : "");
 }
 
 absl::StatusOr<std::optional<TransportSecurityFiles>> ResolveSecurity(const SecurityConfig& yaml,

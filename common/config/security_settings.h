@@ -36,8 +36,12 @@ struct SecurityFlags {
   std::string token_file;
 };
 
-// Adds the flags above to `app`; `flags` must outlive the parse.
-void AddSecurityFlags(CLI::App* app, SecurityFlags* flags);
+// Adds the flags above to `app`. `role`'s --help lists the ones it uses:
+// --tls-tokens for a process that answers calls (server, coordinator),
+// --token-file for one that sends a token (cairnctl: admin, client); the
+// other is accepted and unused, so one set of flags serves every process of
+// a job. `flags` must outlive the parse.
+void AddSecurityFlags(CLI::App* app, SecurityFlags* flags, Role role);
 
 // The files this process uses, or nullopt when TLS is off (neither
 // security.tls, --tls nor CAIRN_TLS is set). InvalidArgument naming the

@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
                "Start a new job even if cluster.state_dir holds a job's coordinator state "
                "(which is dropped; checkpoint records stay). Without it a coordinator resumes "
                "the stored job of the same config and refuses another job's (exit 2)");
-  cairn::AddSecurityFlags(&app, &flags.security);
+  cairn::AddSecurityFlags(&app, &flags.security, cairn::Role::kCoordinator);
   app.footer(
       "Exit codes: 0 the job finished (every worker finished and left; servers stopped) or "
       "SIGTERM/SIGINT; 1 failure, or the final checkpoint failed; 2 bad config or flags, a "

@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
   app.add_option("--set", flags.overrides,
                  "config override key.path=value, applied on top of the file (repeatable)")
       ->allow_extra_args(false);
-  cairn::AddSecurityFlags(&app, &flags.security);
+  cairn::AddSecurityFlags(&app, &flags.security, cairn::Role::kServer);
   app.footer(
       "Exit codes: 0 the job finished (the coordinator said so) or SIGTERM/SIGINT; 1 failure; "
       "2 bad flags, config or index; 3 port in use; 4 coordinator unreachable or its name "

@@ -70,7 +70,12 @@ int RunExport(const ExportFlags& flags) {
     from = config->checkpoint.dir;
   }
   absl::StatusOr<std::vector<std::string>> stores = checkpoint::FindStores(from);
-  if (!stores.ok()) return Fail(kExitFailed, std::string(stores.status().message()));
+  if (!stores.ok()) {
+    // No checkpoint where the flags say is bad input, as for the coordinator.
+    const bool bad_input = stores.status().code() == absl::StatusCode::kNotFound ||
+                           stores.status().code() == absl::StatusCode::kInvalidArgument;
+    return Fail(bad_input ? kExitUsage : kExitFailed, std::string(stores.status().message()));
+  }
   absl::StatusOr<checkpoint::ExportSummary> summary =
       checkpoint::ExportSafetensors(*stores, flags.path);
   if (!summary.ok()) return Fail(kExitFailed, std::string(summary.status().message()));
@@ -165,8 +170,8 @@ int main(int argc, char** argv) {
   StatusFlags status_flags;
   CLI::App app{"cairnctl: inspect a running Cairn job and its checkpoints"};
   app.footer(
-      "Exit codes: 0 done, 1 failed, 2 bad flags, 3 a live server did not answer, "
-      "4 coordinator unreachable.");
+      "Exit codes: 0 done, 1 failed, 2 bad flags or config, or no checkpoint where --from or "
+      "checkpoint.dir says, 3 a live server did not answer, 4 coordinator unreachable.");
   app.require_subcommand(1);
   app.add_option("--coordinator", global.coordinator, "the coordinator's host:port")
       ->envname("CAIRN_COORDINATOR")
@@ -174,7 +179,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", global.timeout, "deadline of each call (e.g. 5s, 500ms)")
       ->capture_default_str();
   cairn::SecurityFlags security;
-  cairn::AddSecurityFlags(&app, &security);
+  cairn::AddSecurityFlags(&app, &security, cairn::Role::kAdmin);
 
   CLI::App* status = app.add_subcommand(
       "status",

@@ -113,7 +113,7 @@ TEST_CASE("cairnctl export --format safetensors reads the stores directly") {
   CHECK(RunReader(out_set) == expected);
   const std::string missing = std::string(CAIRN_BINARY_DIR) + "/bin/cairnctl export --from " +
                               dir.path("nope") + " " + out + " 2> /dev/null";
-  CHECK(WEXITSTATUS(std::system(missing.c_str())) == 1);
+  CHECK(WEXITSTATUS(std::system(missing.c_str())) == 2);  // bad input, as for the coordinator
 }
 
 TEST_CASE("export names the missing partitions when a store is absent") {
