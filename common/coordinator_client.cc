@@ -38,6 +38,7 @@ template <typename Call>
 auto WithRetry(const std::string& address, absl::Time deadline, Call call)
     -> decltype(call(deadline)) {
   constexpr Backoff kBackoff(absl::Milliseconds(100), absl::Seconds(2));
+  const absl::Time start = absl::Now();
   absl::Status last;
   for (int attempt = 0;; ++attempt) {
     auto result = call(std::min(deadline, absl::Now() + absl::Seconds(5)));
@@ -51,7 +52,9 @@ auto WithRetry(const std::string& address, absl::Time deadline, Call call)
   if (last.code() == absl::StatusCode::kUnavailable ||
       last.code() == absl::StatusCode::kDeadlineExceeded) {
     return absl::UnavailableError(
-        absl::StrCat("cannot reach the coordinator at ", address, ": ", last.message()));
+        absl::StrCat("cannot reach the coordinator at ", address, " (tried for ",
+                     absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(100))),
+                     "): ", last.message()));
   }
   return last;
 }

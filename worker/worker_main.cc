@@ -233,9 +233,12 @@ int ConnectToCluster(Session& s, const Flags& flags) {
     options.metrics_address = DialableAddress(s.metrics_server->address(), OwnHost(env));
     options.metrics_registry = &s.metrics_server->registry();  // cairn_client_* metrics
   }
-  LOG_INFO("connecting to coordinator {} (busy polling {})", options.coordinator,
+  LOG_INFO("connecting to coordinator {} (busy polling {}); waiting up to {} "
+           "(cluster.startup_timeout) for it and the start-up barrier",
+           options.coordinator,
            options.busy_poll > absl::ZeroDuration() ? absl::FormatDuration(options.busy_poll)
-                                                    : "off");
+                                                    : "off",
+           absl::FormatDuration(options.connect_timeout));
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
   if (!client.ok()) {
     const absl::Status& st = client.status();
