@@ -1,5 +1,7 @@
 #include "common/config/overrides.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 
 namespace cairn {
@@ -10,6 +12,15 @@ absl::Status ApplyOverrides(const std::vector<std::string>& assignments, JobConf
   ASSIGN_OR_RETURN(JobConfig updated, ParseJobConfig(config->source, config->path, all));
   *config = std::move(updated);
   return absl::OkStatus();
+}
+
+absl::Status NameFlagOfOverride(const absl::Status& status, const std::string& assignment,
+                                const std::string& flag) {
+  if (status.ok()) return status;
+  const std::string message = absl::StrReplaceAll(
+      status.message(), {{absl::StrCat("override `", assignment, "`"),
+                          absl::StrCat(flag, " (", assignment, ")")}});
+  return absl::Status(status.code(), message);
 }
 
 }  // namespace cairn

@@ -28,6 +28,13 @@ namespace cairn {
 // unchanged. `config` must have come from ParseJobConfig / LoadJobConfig.
 absl::Status ApplyOverrides(const std::vector<std::string>& assignments, JobConfig* config);
 
+// `status` with "override `<assignment>`" in its message read as the flag
+// the user gave, "<flag> (<assignment>)": for a flag that a binary turns
+// into an override (cairn-coordinator --resume: checkpoint.resume=latest).
+// Other statuses come back unchanged.
+absl::Status NameFlagOfOverride(const absl::Status& status, const std::string& assignment,
+                                const std::string& flag);
+
 }  // namespace cairn
 
 #endif  // CAIRN_COMMON_CONFIG_OVERRIDES_H_

@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/config/job_config.h"
+#include "common/config/overrides.h"
 #include "common/config/security_settings.h"
 #include "common/security/transport_security.h"
 #include "common/daemon.h"
@@ -109,7 +110,9 @@ int Run(const Flags& flags) {
   if (flags.resume) overrides.push_back("checkpoint.resume=latest");
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config_path, overrides);
   if (!config.ok()) {
-    LOG_ERROR("bad config: {}", config.status().message());
+    LOG_ERROR("bad config: {}",
+              NameFlagOfOverride(config.status(), "checkpoint.resume=latest", "--resume")
+                  .message());
     return kExitBadConfig;
   }
   if (absl::Status s = SetUpTransportSecurity(config->security, flags.security, ProcessEnv(),

@@ -101,4 +101,19 @@ TEST_CASE("ApplyOverrides re-validates and leaves the config alone on error",
   CHECK(c.overrides == std::vector<std::string>{"consistency.staleness=4", "cluster.servers=3"});
 }
 
+TEST_CASE("an override a flag made is named by the flag in its error", "[config][overrides]") {
+  JobConfig c = ParseOk(kBase);
+  const absl::Status error = ApplyOverrides({"checkpoint.resume=latest"}, &c);
+  REQUIRE_FALSE(error.ok());
+  const absl::Status named = NameFlagOfOverride(error, "checkpoint.resume=latest", "--resume");
+  CHECK(named.code() == error.code());
+  CHECK_THAT(std::string(named.message()),
+             Catch::StartsWith("--resume (checkpoint.resume=latest): `checkpoint.resume` needs "
+                               "checkpoint.dir"));
+  // Another override's error is left as it is.
+  const absl::Status other = ApplyOverrides({"cluster.servers=0"}, &c);
+  CHECK(NameFlagOfOverride(other, "checkpoint.resume=latest", "--resume").message() ==
+        other.message());
+}
+
 }  // namespace cairn

@@ -40,6 +40,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "common/config/job_config.h"
+#include "common/config/overrides.h"
 #include "common/cpu_affinity.h"
 #include "common/daemon.h"
 #include "tools/launch/console.h"
@@ -91,7 +92,10 @@ constexpr absl::Duration kLaunchBusyPoll = absl::Milliseconds(2);
 int Run(Flags flags) {
   if (flags.resume) flags.overrides.push_back("checkpoint.resume=latest");
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags.job, flags.overrides);
-  if (!config.ok()) return BadInput(config.status().message());
+  if (!config.ok()) {
+    return BadInput(
+        NameFlagOfOverride(config.status(), "checkpoint.resume=latest", "--resume").message());
+  }
   if (!flags.no_workers && !config->has_training) {
     return BadInput(absl::StrCat(flags.job, ": no training: section, so there is nothing for "
                                             "workers to run (use --no-workers to start only "
