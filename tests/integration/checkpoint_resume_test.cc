@@ -286,7 +286,8 @@ TEST_CASE("cairnctl checkpoint takes a checkpoint of a running job on demand and
   const std::string out = Ctl(dir, {"--coordinator", (*cluster)->coordinator_address(),
                                     "checkpoint", "--wait", "30s"});
   INFO(out << (*cluster)->Logs());
-  CHECK(absl::StrContains(out, "checkpoint complete at clock 2: record 1, 16 partitions"));
+  CHECK(absl::StrContains(out, "checkpoint complete at clock 2: record 1, 16 table partitions "
+                                    "(2 tables x 8 partitions), "));
   const Values at2 = PullAll(*client);
   PushStep(*client, 2);
   const std::string list =

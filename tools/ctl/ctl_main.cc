@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/config/job_config.h"
 #include "common/config/security_settings.h"
 #include "common/log.h"
@@ -90,6 +92,20 @@ int64_t RecordBytes(const cairn::v1::CheckpointRecord& r) {
   return bytes;
 }
 
+// "16 table partitions (2 tables x 8 partitions)": a record holds each
+// table's partitions, so its count is the job's partitions times its tables.
+std::string DescribePartitions(const cairn::v1::CheckpointRecord& r) {
+  absl::flat_hash_set<uint32_t> tables;
+  absl::flat_hash_set<uint32_t> partitions;
+  for (const auto& p : r.partitions()) {
+    tables.insert(p.table_id());
+    partitions.insert(p.partition());
+  }
+  return absl::StrCat(r.partitions_size(), " table partitions (", tables.size(),
+                      tables.size() == 1 ? " table" : " tables", " x ", partitions.size(),
+                      partitions.size() == 1 ? " partition)" : " partitions)");
+}
+
 // Takes a checkpoint now (the coordinator's two-phase protocol) and waits
 // for it to complete.
 int RunCheckpoint(const GlobalFlags& global, const std::string& wait) {
@@ -110,7 +126,7 @@ int RunCheckpoint(const GlobalFlags& global, const std::string& wait) {
                 "checkpoint: " + std::string(r.status().message()));
   }
   std::cout << "checkpoint complete at clock " << r->record().clock() << ": record "
-            << r->record().id() << ", " << r->record().partitions_size() << " partitions, "
+            << r->record().id() << ", " << DescribePartitions(r->record()) << ", "
             << RecordBytes(r->record()) << " bytes\n";
   return 0;
 }
@@ -127,7 +143,7 @@ int RunCheckpoints(const GlobalFlags& global) {
     const bool unreachable = r.status().code() == absl::StatusCode::kUnavailable;
     return Fail(unreachable ? kExitUnreachable : kExitFailed, std::string(r.status().message()));
   }
-  std::cout << "RECORD  CLOCK  PARTITIONS  BYTES  COMPLETED(unix ms)\n";
+  std::cout << "RECORD  CLOCK  TABLE_PARTITIONS  BYTES  COMPLETED(unix ms)\n";
   for (const v1::CheckpointRecord& rec : r->records()) {
     std::cout << rec.id() << "  " << rec.clock() << "  " << rec.partitions_size() << "  "
               << RecordBytes(rec) << "  " << rec.unix_millis() << "\n";
