@@ -2,19 +2,60 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "common/net.h"
 #include "common/security/transport_security.h"
 
 namespace cairn {
+namespace {
+
+// Whether another socket holds `address`'s port: a bind as gRPC's (with
+// SO_REUSEADDR) fails with EADDRINUSE. Asked first, so a taken port is one
+// clear line instead of gRPC's own log of its failed bind. Anything else
+// (a name that does not resolve, a port of 0) is left to gRPC.
+bool PortTaken(const std::string& address) {
+  absl::StatusOr<HostPort> hp = ParseHostPort(address, "address", /*allow_zero_port=*/true);
+  if (!hp.ok() || hp->port == 0) return false;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string port = absl::StrCat(hp->port);
+  if (getaddrinfo(hp->host.empty() ? nullptr : hp->host.c_str(), port.c_str(), &hints,
+                  &found) != 0) {
+    return false;
+  }
+  bool taken = false;
+  for (addrinfo* a = found; a != nullptr && !taken; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    taken = bind(fd, a->ai_addr, a->ai_addrlen) != 0 && errno == EADDRINUSE;
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return taken;
+}
+
+}  // namespace
 
 absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options) {
   // grpc.health.v1 on every server (Kubernetes' grpc probes, grpc_health_probe):
   // SERVING from the start unless the owner says otherwise
   // (SetServing below).
   grpc::EnableDefaultHealthCheckService(options.default_health_service);
+  if (PortTaken(options.address)) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.address, ": the port is taken"));
+  }
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.address, ProcessServerCredentials(), &port);
