@@ -312,7 +312,10 @@ int Run(Flags flags) {
   if (config->cluster.exit_when_done) {
     // The coordinator ends the job itself (a final checkpoint, then the
     // servers, then itself); stop whatever is still up after its grace.
-    supervisor.Log(absl::StrCat(finished, "; the servers and the coordinator end the job"));
+    // (A worker may exit after it left the job, once the job has ended.)
+    supervisor.Log(absl::StrCat(finished, supervisor.AllDaemonsEnded()
+                                              ? "; the servers and the coordinator ended the job"
+                                              : "; the servers and the coordinator end the job"));
     event = supervisor.RunUntil([&] { return supervisor.AllDaemonsEnded(); },
                                 absl::Now() + config->cluster.shutdown_grace + absl::Seconds(10));
     if (event.kind == Event::Kind::kFailed || event.kind == Event::Kind::kSignal) {
