@@ -218,6 +218,12 @@ TEST_CASE("launch --prometheus-keep keeps Prometheus and what it scraped after t
   }
   CHECK(Scalar(port, R"(count(last_over_time(up{job="cairn"}[10m])))") == 5);
   CHECK(Scalar(port, "min(last_over_time(cairn_shard_min_clock[10m]))") > 0);
+  // The coordinator's per-role series keep the member's role under `role`
+  // (deploy/prometheus: the target's `role` would rename it), as
+  // alerts.yml and the dashboard select it.
+  CHECK(Scalar(port, R"(last_over_time(cairn_coordinator_members{role="server",)"
+                     R"(state="alive"}[10m]))") == 2);
+  CHECK(Scalar(port, R"(absent(last_over_time({exported_role!=""}[10m])))") == 1);  // none
   CHECK(launcher.Running());
 
   // Ctrl-C or SIGTERM stops it; the exit code is the job's.
