@@ -242,7 +242,10 @@ int ConnectToCluster(Session& s, const Flags& flags) {
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
   if (!client.ok()) {
     const absl::Status& st = client.status();
-    return Fail(absl::IsInvalidArgument(st)        ? kExitConfig
+    // A certificate of another role is configuration: no retry helps.
+    return Fail(absl::IsInvalidArgument(st) || absl::IsPermissionDenied(st) ||
+                        absl::IsUnauthenticated(st)
+                    ? kExitConfig
                 : absl::IsAlreadyExists(st)        ? kExitIndexTaken
                 : absl::IsFailedPrecondition(st) || absl::IsCancelled(st) ? kExitJobFailed
                                                    : kExitUnreachable,

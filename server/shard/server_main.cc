@@ -202,7 +202,10 @@ int Run(const Flags& flags) {
     if (!registered.ok()) {
       std::cerr << "cairn-server: " << registered.status().message() << "\n";
       code = absl::IsAlreadyExists(registered.status())       ? kExitIndexTaken
-             : absl::IsInvalidArgument(registered.status())    ? kExitBadConfig
+             : absl::IsInvalidArgument(registered.status()) ||
+                     absl::IsPermissionDenied(registered.status()) ||
+                     absl::IsUnauthenticated(registered.status())
+                 ? kExitBadConfig  // a certificate of another role: no retry helps
              : absl::IsFailedPrecondition(registered.status()) ? kExitJobFailed
                                                                : kExitUnreachable;
       break;

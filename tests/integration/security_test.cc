@@ -409,6 +409,24 @@ TEST_CASE("TLS: every hostile client is refused with its code and changes nothin
   CHECK(after[kDense + kForgedKey * kWidth] == -1.0f);
   CHECK(worker->Finish().ok());
 
+  // A server started with a worker's certificate is refused at registration
+  // and exits 2, configuration (not 4, which schedulers retry).
+  {
+    auto wrong = testing::Subprocess::Spawn(
+        CAIRN_BINARY_DIR "/bin/cairn-server",
+        {"--config", (*cluster)->config_path(), "--coordinator",
+         (*cluster)->coordinator_address(), "--listen", "127.0.0.1:0", "--tls-cert",
+         certs + "/worker.pem", "--tls-key", certs + "/worker.key"},
+        dir + "/wrong-role-server");
+    REQUIRE(wrong.ok());
+    auto ended = (*wrong)->Wait(absl::Seconds(60));
+    REQUIRE(ended.ok());
+    INFO((*wrong)->ReadStderr());
+    CHECK(ended->ToString() == "exit code 2");
+    CHECK((*wrong)->ReadStderr().find("needs role server; the caller has role worker") !=
+          std::string::npos);
+  }
+
   // No key or token in a log or a /metrics page.
   std::string seen = (*cluster)->coordinator().ReadStderr();
   for (int i = 0; i < 2; ++i) seen += (*cluster)->server(i).ReadStderr();
