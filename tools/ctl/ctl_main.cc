@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/config/job_config.h"
 #include "common/config/security_settings.h"
+#include "common/security/transport_security.h"
 #include "common/log.h"
 #include "common/config/units.h"
 #include "common/coordinator_client.h"
@@ -58,6 +59,17 @@ struct ExportFlags {
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "cairnctl: %s\n", message.c_str());
   return code;
+}
+
+// A coordinator that cannot be reached: exit 4, and what to check when the
+// cause is TLS, which gRPC reports on this side only as a closed socket.
+int FailUnreachable(const std::string& message) {
+  return Fail(kExitUnreachable,
+              message + (TransportSecurityInstalled()
+                             ? " (with TLS: is --tls-ca the job's CA, and this certificate "
+                               "one it issued? docs/security.md)"
+                             : " (if the job runs with TLS: --tls, --tls-ca, --tls-cert, "
+                               "--tls-key; docs/security.md)"));
 }
 
 int RunExport(const ExportFlags& flags) {
@@ -122,8 +134,8 @@ int RunCheckpoint(const GlobalFlags& global, const std::string& wait) {
       client.Checkpoint(request, *timeout + absl::Seconds(5));
   if (!r.ok()) {
     const bool unreachable = r.status().code() == absl::StatusCode::kUnavailable;
-    return Fail(unreachable ? kExitUnreachable : kExitFailed,
-                "checkpoint: " + std::string(r.status().message()));
+    const std::string message = "checkpoint: " + std::string(r.status().message());
+    return unreachable ? FailUnreachable(message) : Fail(kExitFailed, message);
   }
   std::cout << "checkpoint complete at clock " << r->record().clock() << ": record "
             << r->record().id() << ", " << DescribePartitions(r->record()) << ", "
@@ -141,7 +153,8 @@ int RunCheckpoints(const GlobalFlags& global) {
   absl::StatusOr<v1::ListCheckpointsResponse> r = client.ListCheckpoints(*timeout);
   if (!r.ok()) {
     const bool unreachable = r.status().code() == absl::StatusCode::kUnavailable;
-    return Fail(unreachable ? kExitUnreachable : kExitFailed, std::string(r.status().message()));
+    const std::string message(r.status().message());
+    return unreachable ? FailUnreachable(message) : Fail(kExitFailed, message);
   }
   std::cout << "RECORD  CLOCK  TABLE_PARTITIONS  BYTES  COMPLETED(unix ms)\n";
   for (const v1::CheckpointRecord& rec : r->records()) {
@@ -162,8 +175,8 @@ int RunStatus(const GlobalFlags& global, const StatusFlags& flags) {
   absl::StatusOr<ClusterStatus> status = FetchClusterStatus(global.coordinator, *timeout);
   if (!status.ok()) {
     const bool unreachable = status.status().code() == absl::StatusCode::kUnavailable;
-    return Fail(unreachable ? kExitUnreachable : kExitFailed,
-                std::string(status.status().message()));
+    const std::string message(status.status().message());
+    return unreachable ? FailUnreachable(message) : Fail(kExitFailed, message);
   }
   if (flags.json) {
     std::cout << StatusToJson(*status).dump(2) << "\n";
