@@ -53,7 +53,8 @@ auto WithRetry(const std::string& address, absl::Time deadline, Call call)
       last.code() == absl::StatusCode::kDeadlineExceeded) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach the coordinator at ", address, " (tried for ",
-                     absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(100))),
+                     absl::FormatDuration(
+                         absl::Trunc(absl::Now() - start, absl::Milliseconds(100))),
                      "): ", last.message()));
   }
   return last;

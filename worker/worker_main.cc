@@ -403,7 +403,8 @@ int Run(const Flags& flags) {
   // fails alone, naming why, instead of holding a place in the job until
   // its lease runs out.
   int load_failed = kExitConfig;  // what a failure to load means
-  const absl::Status loaded = t.model == "ctr" ? LoadCtr(s, &load_failed) : LoadMlp(s, &load_failed);
+  const absl::Status loaded =
+      t.model == "ctr" ? LoadCtr(s, &load_failed) : LoadMlp(s, &load_failed);
   if (!loaded.ok()) return Fail(load_failed, loaded);
 
 #ifdef CAIRN_WORKER_HAS_CLIENT

@@ -129,8 +129,9 @@ class HostNameCheck final : public grpc::experimental::ExternalCertificateVerifi
         grpc::StatusCode::UNAUTHENTICATED,
         absl::StrCat("the certificate of the peer at ", target, " names [",
                      absl::StrJoin(names, ", "), "], not the host dialled: issue it for that "
-                     "name or address (tools/cairn-certs --hosts), or have the peer advertise a "
-                     "name it carries (--advertise or CAIRN_ADVERTISE_HOST for a server, "
+                     "name or address (tools/cairn-certs DIR --hosts NAME), or have the peer "
+                     "advertise a name it carries (--advertise or CAIRN_ADVERTISE_HOST for a "
+                     "server, "
                      "cluster.coordinator for the coordinator)"));
     return true;
   }
@@ -272,7 +273,7 @@ absl::Status CheckCertificateNames(const std::string& host, const std::string& s
       "peers would dial this process at ", host, " (", setting, "), but its certificate ",
       installed->files.cert_file, " names [", installed->certificate.names,
       "]: under TLS they would refuse it. Use a name the certificate carries, or issue one "
-      "that names ", host, " (tools/cairn-certs --hosts ", host, ")"));
+      "that names ", host, " (tools/cairn-certs DIR --hosts ", host, ")"));
 }
 
 std::optional<Role> CallerRole(const grpc::ServerContextBase& context) {

@@ -477,7 +477,7 @@ TEST_CASE("C12: a server that would advertise an address its certificate does no
                  "CAIRN_ADVERTISE_HOST, else the --listen host), but its certificate") !=
         std::string::npos);
   CHECK(err.find("names [DNS:localhost") != std::string::npos);
-  CHECK(err.find("tools/cairn-certs --hosts 127.0.0.1") != std::string::npos);
+  CHECK(err.find("tools/cairn-certs DIR --hosts 127.0.0.1") != std::string::npos);
   // (b) Two servers at "localhost": 5 steps through them.
   REQUIRE((*cluster)->StartServer().ok());
   REQUIRE((*cluster)->StartServer().ok());
