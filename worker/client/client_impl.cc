@@ -259,6 +259,9 @@ absl::Status ClientImpl::Start() {
     channel.max_message_bytes = job_.max_message_bytes();
     channel.dead_after = absl::Milliseconds(job_.lease_timeout_ms());
     channel.shared_memory_bytes = options_.shared_memory ? job_.shared_memory_bytes() : 0;
+    channel.shared_memory_off = !options_.shared_memory
+                                    ? "this client's ClientOptions::shared_memory is false"
+                                    : "the job's rpc.shared_memory is false";
     channel.call_slots = options_.call_slots && options_.busy_poll > absl::ZeroDuration();
     channel.worker_id = worker_id_;
     channel.incarnation = incarnation_;

@@ -208,7 +208,13 @@ class GrpcShardChannel final : public ShardChannel {
         channel_(MakeChannel(address, options.max_message_bytes, options.dead_after)),
         stub_(v1::ParameterService::NewStub(channel_)),
         raw_(channel_) {
-    if (options.shared_memory_bytes > 0) OfferRegion(options);
+    if (options.shared_memory_bytes > 0) {
+      OfferRegion(options);
+    } else {
+      LOG_INFO("values to server {} go through gRPC: {}", address_,
+               options.shared_memory_off.empty() ? "shared memory is off"
+                                                 : options.shared_memory_off);
+    }
   }
 
   void Push(grpc::ClientContext* context, const std::shared_ptr<const PushPayload>& payload,

@@ -157,8 +157,9 @@ struct ShardChannelOptions {
   absl::Duration dead_after;      // keepalive
   // The same-host path (docs/shared-memory.md): each channel offers its
   // server a region of this many bytes at once, and sends values through
-  // it from the server's yes on; 0: off.
+  // it from the server's yes on; 0: off, for the reason below.
   int64_t shared_memory_bytes = 0;
+  std::string shared_memory_off;  // why it is off, as each channel logs it
   // Offer a call slot with the region (common/call_slot.h): for a worker
   // that polls as it waits (ClientOptions::busy_poll above zero).
   bool call_slots = false;
