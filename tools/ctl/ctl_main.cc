@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/config/job_config.h"
 #include "common/config/security_settings.h"
 #include "common/security/transport_security.h"
@@ -156,10 +157,13 @@ int RunCheckpoints(const GlobalFlags& global) {
     const std::string message(r.status().message());
     return unreachable ? FailUnreachable(message) : Fail(kExitFailed, message);
   }
-  std::cout << "RECORD  CLOCK  TABLE_PARTITIONS  BYTES  COMPLETED(unix ms)\n";
+  std::cout << "RECORD  CLOCK  TABLE_PARTITIONS  BYTES  COMPLETED (UTC)\n";
   for (const v1::CheckpointRecord& rec : r->records()) {
     std::cout << rec.id() << "  " << rec.clock() << "  " << rec.partitions_size() << "  "
-              << RecordBytes(rec) << "  " << rec.unix_millis() << "\n";
+              << RecordBytes(rec) << "  "
+              << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(rec.unix_millis()),
+                                  absl::UTCTimeZone())
+              << "\n";
   }
   return 0;
 }
