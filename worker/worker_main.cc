@@ -11,7 +11,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -312,13 +314,6 @@ absl::Status LoadMlp(Session& s, int* exit_code) {
   s.data = *std::move(data);
   LOG_INFO("data {}: {} training and {} test examples", t.data_dir, s.data.train.size,
            s.data.test.size);
-  if (s.data.train.features != t.layers.front() ||
-      s.data.train.num_classes != t.layers.back()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training.layers: [", absl::StrJoin(t.layers, ", "), "] must start with the ",
-        s.data.train.features, " inputs and end with the ", s.data.train.num_classes,
-        " classes of the examples in training.data_dir ", t.data_dir));
-  }
   absl::StatusOr<std::unique_ptr<Mlp>> mlp =
       Mlp::Create(s.backend.get(), t.layers, std::max(t.batch_size, kEvalBatch));
   if (!mlp.ok()) *exit_code = SetupExitCode(mlp.status());
@@ -353,6 +348,35 @@ absl::Status LoadCtr(Session& s, int* exit_code) {
     (table.kind() == v1::TABLE_KIND_SPARSE ? s.ctr_fields : head).push_back(std::move(table));
   }
   ASSIGN_OR_RETURN(s.tables, BindModelTables(s.ctr->head(), head));
+  return absl::OkStatus();
+}
+
+// What can be checked before registering without reading the data: its
+// files are there, and the model's first and last layers fit them. A worker
+// that cannot train then fails alone, naming the setting, instead of
+// holding a place in the job until its lease runs out; the data itself
+// loads after registering, outside the start-up barrier's time.
+absl::Status CheckBeforeRegistering(const TrainingConfig& t) {
+  const bool ctr = t.model == "ctr";
+  const std::vector<std::string> files =
+      ctr ? std::vector<std::string>{"train.txt", "test.txt"}
+          : std::vector<std::string>{kFashionMnistTrainImages, kFashionMnistTrainLabels,
+                                     kFashionMnistTestImages, kFashionMnistTestLabels};
+  for (const std::string& file : files) {
+    const std::string path = t.data_dir + "/" + file;
+    if (::access(path.c_str(), R_OK) != 0) {
+      const int err = errno;
+      return absl::NotFoundError(absl::StrCat(
+          "training.data_dir: ", path, ": ", err == ENOENT ? "no such file" : std::strerror(err)));
+    }
+  }
+  constexpr int kInputs = 28 * 28, kClasses = 10;  // Fashion-MNIST (idx_loader.h)
+  if (!ctr && (t.layers.front() != kInputs || t.layers.back() != kClasses)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.layers: [", absl::StrJoin(t.layers, ", "), "] must start with the ", kInputs,
+        " inputs and end with the ", kClasses, " classes of the examples in training.data_dir ",
+        "(Fashion-MNIST: 28 x 28 pixels, 10 classes)"));
+  }
   return absl::OkStatus();
 }
 
@@ -394,24 +418,24 @@ int Run(const Flags& flags) {
     s.metrics = std::make_unique<WorkerMetrics>(s.metrics_server->registry());
     LOG_INFO("metrics on {}", s.metrics_server->url());
   }
-  absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(t.device);
-  if (!backend.ok()) return Fail(SetupExitCode(backend.status()), backend.status());
-  s.backend = *std::move(backend);
-  LOG_INFO("device {}, on CPUs {}", s.backend->Describe(), FormatCpuList(AllowedCpus()));
-
-  // The data and the model before registering: a worker that cannot train
-  // fails alone, naming why, instead of holding a place in the job until
-  // its lease runs out.
-  int load_failed = kExitConfig;  // what a failure to load means
-  const absl::Status loaded =
-      t.model == "ctr" ? LoadCtr(s, &load_failed) : LoadMlp(s, &load_failed);
-  if (!loaded.ok()) return Fail(load_failed, loaded);
-
+  if (absl::Status checked = CheckBeforeRegistering(t); !checked.ok()) {
+    return Fail(kExitConfig, checked);
+  }
 #ifdef CAIRN_WORKER_HAS_CLIENT
   if (!flags.local) {
     if (const int code = ConnectToCluster(s, flags); code != kExitOk) return code;
   }
 #endif
+
+  absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(t.device);
+  if (!backend.ok()) return Fail(SetupExitCode(backend.status()), backend.status());
+  s.backend = *std::move(backend);
+  LOG_INFO("device {}, on CPUs {}", s.backend->Describe(), FormatCpuList(AllowedCpus()));
+
+  int load_failed = kExitConfig;  // what a failure to load means
+  const absl::Status loaded =
+      t.model == "ctr" ? LoadCtr(s, &load_failed) : LoadMlp(s, &load_failed);
+  if (!loaded.ok()) return Fail(load_failed, loaded);
 
   return flags.local ? RunLocal(s, flags) : RunWithCluster(s, flags);
 }

@@ -10,9 +10,9 @@
 //     worker claiming a live index exits 11 within 5 s naming the holder; an
 //     index out of range exits 2 naming its variable; a coordinator name that
 //     does not resolve exits 4.
-//   - A worker that cannot train (no data, layers that do not fit it) exits
-//     2 naming the setting before it registers, so it holds no place: a
-//     good worker under the same id runs the job to its end.
+//   - A worker that cannot train (no data files, layers that do not fit the
+//     data) exits 2 naming the setting before it registers, so it holds no
+//     place: a good worker under the same id runs the job to its end.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
