@@ -370,12 +370,13 @@ absl::Status CheckBeforeRegistering(const TrainingConfig& t) {
           "training.data_dir: ", path, ": ", err == ENOENT ? "no such file" : std::strerror(err)));
     }
   }
-  constexpr int kInputs = 28 * 28, kClasses = 10;  // Fashion-MNIST (idx_loader.h)
-  if (!ctr && (t.layers.front() != kInputs || t.layers.back() != kClasses)) {
+  constexpr int kInputs = kFashionMnistSide * kFashionMnistSide;
+  if (!ctr && (t.layers.front() != kInputs || t.layers.back() != kFashionMnistClasses)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "training.layers: [", absl::StrJoin(t.layers, ", "), "] must start with the ", kInputs,
-        " inputs and end with the ", kClasses, " classes of the examples in training.data_dir ",
-        "(Fashion-MNIST: 28 x 28 pixels, 10 classes)"));
+        " inputs and end with the ", kFashionMnistClasses,
+        " classes of the examples in training.data_dir (Fashion-MNIST: ", kFashionMnistSide,
+        " x ", kFashionMnistSide, " pixels)"));
   }
   return absl::OkStatus();
 }

@@ -183,7 +183,7 @@ namespace {
 
 absl::StatusOr<Dataset> LoadSplit(const std::string& dir, const char* images_file,
                                   const char* labels_file) {
-  constexpr int kSide = 28, kClasses = 10;
+  constexpr int kSide = kFashionMnistSide, kClasses = kFashionMnistClasses;
   const std::string images_path = absl::StrCat(dir, "/", images_file);
   const std::string labels_path = absl::StrCat(dir, "/", labels_file);
   ASSIGN_OR_RETURN(IdxImages images, ReadIdxImages(images_path));

@@ -55,6 +55,9 @@ struct FashionMnist {
   Dataset test;   // 10000
 };
 
+// Fashion-MNIST's examples: 28 x 28 pixels, 10 classes.
+inline constexpr int kFashionMnistSide = 28;
+inline constexpr int kFashionMnistClasses = 10;
 inline constexpr char kFashionMnistTrainImages[] = "train-images-idx3-ubyte.gz";
 inline constexpr char kFashionMnistTrainLabels[] = "train-labels-idx1-ubyte.gz";
 inline constexpr char kFashionMnistTestImages[] = "t10k-images-idx3-ubyte.gz";
