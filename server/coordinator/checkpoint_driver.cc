@@ -69,7 +69,7 @@ v1::ParameterService::Stub* CheckpointDriver::StubFor(const std::string& address
   return stub.get();
 }
 
-absl::StatusOr<v1::CheckpointRecord> CheckpointDriver::Run(absl::Duration timeout) {
+absl::StatusOr<CheckpointDriver::Result> CheckpointDriver::Run(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   const absl::Time deadline = absl::Now() + timeout;
   const v1::PartitionMap map = state_->Map();
@@ -112,6 +112,14 @@ absl::StatusOr<v1::CheckpointRecord> CheckpointDriver::Run(absl::Duration timeou
     }
     cut = std::max(cut, boundary);
   }
+  // Looked up before this request commits anything, so a record found is
+  // an earlier one.
+  std::optional<v1::CheckpointRecord> earlier;
+  if (resumed_.id() != 0 && resumed_.clock() == cut) {
+    earlier = resumed_;
+  } else {
+    earlier = registry_->Find(cut, after_id_);
+  }
   for (size_t i = 0; i < targets.size(); ++i) {
     absl::Status s =
         Call(targets[i], v1::CHECKPOINT_PHASE_COMMIT, request_id, cut, hold, deadline, nullptr);
@@ -122,11 +130,18 @@ absl::StatusOr<v1::CheckpointRecord> CheckpointDriver::Run(absl::Duration timeou
   }
   LOG_INFO("checkpoint request {}: cut at clock {} on {} servers", request_id, cut,
            targets.size());
-  if (resumed_.id() != 0 && resumed_.clock() == cut) return resumed_;
+  if (earlier.has_value()) {
+    LOG_INFO("checkpoint request {}: record {} holds clock {} already (no iteration has ended "
+             "since it was cut); answering with it",
+             request_id, earlier->id(), cut);
+    return Result{*std::move(earlier), true};
+  }
   absl::StatusOr<v1::CheckpointRecord> record =
       registry_->WaitComplete(cut, after_id_, deadline);
   if (!record.ok()) return fail(record.status());
-  return record;
+  LOG_INFO("checkpoint request {} complete: record {} at clock {}", request_id, record->id(),
+           record->clock());
+  return Result{*std::move(record), false};
 }
 
 void CheckpointDriver::StartPeriodic(absl::Duration every, absl::Duration timeout) {
@@ -134,8 +149,7 @@ void CheckpointDriver::StartPeriodic(absl::Duration every, absl::Duration timeou
     auto stopped = [this] { return stop_.HasBeenNotified(); };
     while (SleepMonotonic(every, stopped, absl::Milliseconds(100))) {
       if (!state_->ready()) continue;
-      absl::StatusOr<v1::CheckpointRecord> r = Run(timeout);
-      if (r.ok()) LOG_INFO("periodic checkpoint at clock {} complete", r->clock());
+      (void)Run(timeout);  // logs its outcome
     }
   });
 }

@@ -46,11 +46,20 @@ class CheckpointDriver {
                    v1::CheckpointRecord resumed);
   ~CheckpointDriver();
 
-  // Runs one checkpoint and waits for its record until `timeout` has passed.
-  // Errors: FailedPrecondition (job not started, a primary not alive, a
+  // What Run answers: the record of the checkpoint at the cut, and whether
+  // it was complete before the request (no iteration ended since an earlier
+  // checkpoint, or the one the job resumed from, was cut there: the servers
+  // write nothing new and that record answers).
+  struct Result {
+    v1::CheckpointRecord record;
+    bool earlier = false;
+  };
+
+  // Runs one checkpoint and waits for its record until `timeout` has passed;
+  // logs the request's outcome. Errors: FailedPrecondition (job not started, a primary not alive, a
   // server held by another request), Unavailable (a server unreachable),
   // DeadlineExceeded (not complete in time, naming missing partitions).
-  absl::StatusOr<v1::CheckpointRecord> Run(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Result> Run(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Calls Run every `every` on a thread until Stop(); failures are logged.
   void StartPeriodic(absl::Duration every, absl::Duration timeout);

@@ -208,6 +208,13 @@ const v1::CheckpointRecord* CheckpointRegistry::FindLocked(int64_t clock,
   return nullptr;
 }
 
+std::optional<v1::CheckpointRecord> CheckpointRegistry::Find(int64_t clock,
+                                                             uint64_t after_id) const {
+  absl::MutexLock lock(&mu_);
+  if (const v1::CheckpointRecord* r = FindLocked(clock, after_id)) return *r;
+  return std::nullopt;
+}
+
 absl::StatusOr<v1::CheckpointRecord> CheckpointRegistry::WaitComplete(int64_t clock,
                                                                       uint64_t after_id,
                                                                       absl::Time deadline) {

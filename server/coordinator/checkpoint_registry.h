@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,11 @@ class CheckpointRegistry {
   // "table/partition" pairs.
   absl::StatusOr<v1::CheckpointRecord> WaitComplete(int64_t clock, uint64_t after_id,
                                                     absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The complete record at `clock` newer than record id `after_id`, if
+  // there is one now (no waiting).
+  std::optional<v1::CheckpointRecord> Find(int64_t clock, uint64_t after_id) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Complete records, oldest first.
   std::vector<v1::CheckpointRecord> List() const ABSL_LOCKS_EXCLUDED(mu_);

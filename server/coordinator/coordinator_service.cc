@@ -127,9 +127,10 @@ grpc::Status CoordinatorService::Checkpoint(grpc::ServerContext*,
   if (driver_ == nullptr) return kNoCheckpoints;
   const absl::Duration timeout =
       request->timeout_ms() > 0 ? absl::Milliseconds(request->timeout_ms()) : absl::Seconds(60);
-  absl::StatusOr<v1::CheckpointRecord> r = driver_->Run(timeout);
+  absl::StatusOr<CheckpointDriver::Result> r = driver_->Run(timeout);
   if (!r.ok()) return ToGrpcStatus(r.status());
-  *response->mutable_record() = *std::move(r);
+  *response->mutable_record() = std::move(r->record);
+  response->set_earlier(r->earlier);
   return grpc::Status::OK;
 }
 

@@ -104,13 +104,14 @@ void JobEnd::Watch() {
     if (verdict.state == v1::JOB_STATE_FINISHED) {
       LOG_INFO("the job is over: {}", verdict.reason);
       if (driver_ != nullptr) {
-        absl::StatusOr<v1::CheckpointRecord> record = driver_->Run(options_.shutdown_grace);
+        absl::StatusOr<CheckpointDriver::Result> record = driver_->Run(options_.shutdown_grace);
         if (!record.ok()) {
           return End({v1::JOB_STATE_FAILED, kExitFailure,
                       absl::StrCat("the job finished but its final checkpoint failed: ",
                                    record.status().message())});
         }
-        LOG_INFO("final checkpoint at clock {} (record {})", record->clock(), record->id());
+        LOG_INFO("final checkpoint at clock {} (record {})", record->record.clock(),
+                 record->record.id());
       }
       return End(verdict);
     }

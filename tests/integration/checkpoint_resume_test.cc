@@ -288,6 +288,17 @@ TEST_CASE("cairnctl checkpoint takes a checkpoint of a running job on demand and
   INFO(out << (*cluster)->Logs());
   CHECK(absl::StrContains(out, "checkpoint complete at clock 2: record 1, 16 table partitions "
                                     "(2 tables x 8 partitions), "));
+  CHECK_FALSE(absl::StrContains(out, "taken earlier"));
+  // Asked again before another iteration ends: the same clock, whose record
+  // answers, and both say so.
+  const std::string again_out = Ctl(dir, {"--coordinator", (*cluster)->coordinator_address(),
+                                          "checkpoint", "--wait", "30s"});
+  CHECK(absl::StrContains(again_out, "checkpoint complete at clock 2: record 1, "));
+  CHECK(absl::StrContains(again_out, "(record 1 was taken earlier at this clock: no iteration "
+                                     "has ended since, so nothing new was written)"));
+  CHECK_THAT((*cluster)->coordinator().ReadStderr(),
+             Catch::Contains(" complete: record 1 at clock 2") &&
+                 Catch::Contains(": record 1 holds clock 2 already"));
   const Values at2 = PullAll(*client);
   PushStep(*client, 2);
   const std::string list =

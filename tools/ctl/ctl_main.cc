@@ -141,6 +141,10 @@ int RunCheckpoint(const GlobalFlags& global, const std::string& wait) {
   std::cout << "checkpoint complete at clock " << r->record().clock() << ": record "
             << r->record().id() << ", " << DescribePartitions(r->record()) << ", "
             << RecordBytes(r->record()) << " bytes\n";
+  if (r->earlier()) {
+    std::cout << "(record " << r->record().id() << " was taken earlier at this clock: no "
+              << "iteration has ended since, so nothing new was written)\n";
+  }
   return 0;
 }
 
