@@ -49,6 +49,12 @@ absl::StatusOr<std::optional<TransportSecurityFiles>> ResolveSecurity(const Secu
   files.tokens_file = Pick(flags.tokens_file, "CAIRN_TLS_TOKENS_FILE", yaml.tokens_file, env, role);
   files.token_file = Pick(flags.token_file, "CAIRN_TOKEN_FILE", "", env, role);
   files.reload_every = yaml.reload_every;
+  // A daemon's certificate is of its own role (a peer would refuse it
+  // otherwise, or, for the coordinator, the servers its checkpoints);
+  // cairnctl may hold an admin's or a reader's.
+  if (role == Role::kServer || role == Role::kWorker || role == Role::kCoordinator) {
+    files.roles = {role};
+  }
   const struct {
     const std::string& value;
     const char* what;

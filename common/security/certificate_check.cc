@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -145,6 +146,45 @@ absl::Status CheckCaBundle(const std::string& ca_file, const std::string& settin
   if (cert == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(setting, ": ", ca_file, " holds no PEM certificate"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckIssuedBy(const std::string& cert_file, const std::string& ca_file,
+                           const std::string& setting, const std::string& ca_setting) {
+  Bio bio(BIO_new_file(cert_file.c_str(), "r"));
+  if (bio == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(setting, ": cannot read the certificate file ", cert_file));
+  }
+  X509Ptr leaf(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  if (leaf == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(setting, ": ", cert_file, " holds no PEM certificate"));
+  }
+  openssl::ChainPtr intermediates(sk_X509_new_null());
+  while (X509* next = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    sk_X509_push(intermediates.get(), next);
+  }
+  ERR_clear_error();  // the end of the file
+  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(),
+                                                                &X509_STORE_free);
+  if (store == nullptr || X509_STORE_load_file(store.get(), ca_file.c_str()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(
+        absl::StrCat(ca_setting, ": cannot read the CA bundle ", ca_file));
+  }
+  std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(),
+                                                                      &X509_STORE_CTX_free);
+  if (ctx == nullptr ||
+      X509_STORE_CTX_init(ctx.get(), store.get(), leaf.get(), intermediates.get()) != 1) {
+    return absl::InternalError("cannot set up a certificate check (OpenSSL)");
+  }
+  if (X509_verify_cert(ctx.get()) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        setting, ": the certificate in ", cert_file, " does not chain to a CA in ", ca_setting,
+        " (", ca_file, "): ", X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get())),
+        "; every peer trusting that bundle would refuse it"));
   }
   return absl::OkStatus();
 }

@@ -44,6 +44,14 @@ bool CertificateNamesHost(const CertificateFacts& facts, const std::string& host
 // certificate.
 absl::Status CheckCaBundle(const std::string& ca_file, const std::string& setting);
 
+// OK when the certificate in `cert_file` (with the intermediates after it
+// in that file) chains to a CA in `ca_file`, as a peer trusting only that
+// bundle would verify it; InvalidArgument naming both files and OpenSSL's
+// reason otherwise (a certificate of another CA: every peer of the job
+// would refuse it).
+absl::Status CheckIssuedBy(const std::string& cert_file, const std::string& ca_file,
+                           const std::string& setting, const std::string& ca_setting);
+
 }  // namespace cairn
 
 #endif  // CAIRN_COMMON_SECURITY_CERTIFICATE_CHECK_H_

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/security/access_policy.h"
 #include "common/security/certificate_check.h"
+#include "common/security/certificate_mirror.h"
 #include "common/security/token_store.h"
 
 namespace cairn {
@@ -153,6 +154,41 @@ std::shared_ptr<const Installed> g_installed ABSL_GUARDED_BY(g_mu);
 // Set once g_installed is: read on every Push without the lock.
 std::atomic<bool> g_enabled{false};
 
+// OK when `facts`' subject carries one of `roles` (any when empty).
+absl::Status CheckRole(const CertificateFacts& facts, const std::string& cert_file,
+                       const std::vector<Role>& roles) {
+  if (roles.empty()) return absl::OkStatus();
+  const std::optional<Role> role = RoleFromSubject(facts.subject);
+  for (Role r : roles) {
+    if (role == r) return absl::OkStatus();
+  }
+  std::vector<std::string> wanted;
+  for (Role r : roles) wanted.emplace_back(RoleName(r));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "security.cert_file: the certificate in ", cert_file, " (", facts.subject, ") is ",
+      role ? absl::StrCat("of role ", RoleName(*role)) : "of no role (no OU naming one)",
+      "; this process runs as ", absl::StrJoin(wanted, " or "),
+      " and needs a certificate of that role (tools/cairn-certs DIR --roles ", wanted.front(),
+      ")"));
+}
+
+// Every check a set of TLS files passes before this process uses it, at
+// start and at each reload.
+absl::StatusOr<CertificateFacts> CheckIdentity(const TlsFilePaths& paths,
+                                               const std::vector<Role>& roles) {
+  if (absl::Status s = CheckCaBundle(paths.ca_file, "security.ca_file"); !s.ok()) return s;
+  absl::StatusOr<CertificateFacts> facts = CheckCertificateAndKey(
+      paths.cert_file, paths.key_file, "security.cert_file", "security.key_file", absl::Now());
+  if (!facts.ok()) return facts.status();
+  if (absl::Status s = CheckIssuedBy(paths.cert_file, paths.ca_file, "security.cert_file",
+                                     "security.ca_file");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckRole(*facts, paths.cert_file, roles); !s.ok()) return s;
+  return facts;
+}
+
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read the token file ", path));
@@ -171,9 +207,8 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
         "TLS needs a CA bundle, a certificate and its key (security.ca_file, cert_file, "
         "key_file, or --tls-ca/--tls-cert/--tls-key)");
   }
-  if (absl::Status s = CheckCaBundle(files.ca_file, "security.ca_file"); !s.ok()) return s;
-  absl::StatusOr<CertificateFacts> facts = CheckCertificateAndKey(
-      files.cert_file, files.key_file, "security.cert_file", "security.key_file", absl::Now());
+  absl::StatusOr<CertificateFacts> facts =
+      CheckIdentity({files.ca_file, files.cert_file, files.key_file}, files.roles);
   if (!facts.ok()) return facts.status();
   if (facts->not_after - absl::Now() < absl::Hours(24 * 7)) {
     LOG_WARN("the certificate in {} expires at {}; rotate it before (docs/security.md)",
@@ -196,10 +231,17 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
     token = std::move(*read);
   }
 
-  const unsigned reload = static_cast<unsigned>(
-      std::max<int64_t>(1, absl::ToInt64Seconds(files.reload_every)));
+  // gRPC reads the checked copies; the mirror renews them every
+  // reload_every, and gRPC looks at them each second (they are in memory).
+  absl::StatusOr<std::unique_ptr<CertificateMirror>> mirror = CertificateMirror::Create(
+      {files.ca_file, files.cert_file, files.key_file},
+      [roles = files.roles](const TlsFilePaths& paths) {
+        return CheckIdentity(paths, roles).status();
+      });
+  if (!mirror.ok()) return mirror.status();
+  const TlsFilePaths& mirrored = (*mirror)->mirrored();
   auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      files.key_file, files.cert_file, files.ca_file, reload);
+      mirrored.key_file, mirrored.cert_file, mirrored.ca_file, /*refresh_interval_sec=*/1);
 
   grpc::experimental::TlsChannelCredentialsOptions channel_options;
   channel_options.set_certificate_provider(provider);
@@ -228,6 +270,8 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
   }
   g_installed = std::make_shared<Installed>(
       Installed{std::move(channel), std::move(server), *facts, files});
+  // Lives as long as the process, as the installation does.
+  mirror->release()->StartRefreshing(std::max(absl::Seconds(1), files.reload_every));
   g_enabled.store(true, std::memory_order_release);
   LOG_INFO("TLS on: certificate {} ({}; names {}; valid to {}), CA {}", files.cert_file,
            facts->subject, facts->names,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -30,15 +31,21 @@ struct TransportSecurityFiles {
   std::string tokens_file;  // bearer tokens this process's servers accept; empty: none
   std::string token_file;   // a token this process sends with every call (tools); empty: none
   absl::Duration reload_every = absl::Seconds(10);  // the files are re-read this often
+  // The roles this process's certificate may carry (its subject's OU);
+  // empty: any.
+  std::vector<Role> roles;
 };
 
-// Checks the files (readable, a certificate valid now whose key matches, a
-// CA bundle, a well-formed tokens file) and makes them this process's
+// Checks the files (readable, a certificate valid now whose key matches,
+// issued by a CA in the bundle and of one of `roles`, a well-formed tokens
+// file) and makes them this process's
 // identity: every later channel verifies its server against ca_file and
 // presents cert_file; every later server requires and verifies a client
 // certificate, and refuses calls its policy does not allow
 // (common/security/access_policy.h). Certificate files are re-read every
-// `reload_every`: new connections use new files without a restart.
+// `reload_every`: new connections use new files without a restart, once
+// they pass the same checks (until then, the files read before:
+// common/security/certificate_mirror.h).
 // InvalidArgument naming the file and what is wrong; FailedPrecondition when
 // called twice. Not thread-safe against concurrent channel creation: call in
 // main() first.

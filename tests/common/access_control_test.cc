@@ -3,7 +3,9 @@
 // against certificate names, where each process's files come from, and the
 // security: section of the job YAML.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <optional>
 
@@ -11,6 +13,7 @@
 #include "common/config/security_settings.h"
 #include "common/security/access_policy.h"
 #include "common/security/certificate_check.h"
+#include "common/security/certificate_mirror.h"
 #include "common/security/roles.h"
 #include "common/security/token_store.h"
 #include "tests/common/config_test_util.h"
@@ -207,6 +210,92 @@ TEST_CASE("Certificate checks at start name the file and what is wrong", "[commo
             .message() == "--tls-cert: cannot read the certificate file " + a + "/none.pem");
   CHECK(CheckCaBundle(a + "/worker.key", "security.ca_file").message() ==
         "security.ca_file: " + a + "/worker.key holds no PEM certificate");
+}
+
+std::string Contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST_CASE("A certificate from another CA, and the files gRPC reads: checked copies renewed "
+          "only by a set that passes",
+          "[common][security]") {
+  absl::StatusOr<std::string> dir = testing::MakeTempDir("certmirror");
+  REQUIRE(dir.ok());
+  for (const char* sub : {"/a", "/b", "/other"}) {
+    auto p = testing::Subprocess::Spawn(
+        CAIRN_SOURCE_DIR "/tools/cairn-certs",
+        std::string(sub) == "/b" ? std::vector<std::string>{*dir + sub, "--roles", "server",
+                                                             "--ca-from", *dir + "/a"}
+                                 : std::vector<std::string>{*dir + sub, "--roles", "server"},
+        *dir + sub + ".log");
+    REQUIRE(p.ok());
+    auto ended = (*p)->Wait(absl::Seconds(30));
+    REQUIRE(ended.ok());
+    REQUIRE(ended->code == 0);
+  }
+  const std::string a = *dir + "/a", b = *dir + "/b", other = *dir + "/other";
+  CHECK(CheckIssuedBy(b + "/server.pem", a + "/ca.pem", "security.cert_file",
+                      "security.ca_file")
+            .ok());
+  CHECK(CheckIssuedBy(other + "/server.pem", a + "/ca.pem", "security.cert_file",
+                      "security.ca_file")
+            .message() == "security.cert_file: the certificate in " + other +
+                              "/server.pem does not chain to a CA in security.ca_file (" + a +
+                              "/ca.pem): unable to get local issuer certificate; every peer "
+                              "trusting that bundle would refuse it");
+
+  // The live files, first a's.
+  const std::string live = *dir + "/live";
+  std::filesystem::create_directories(live);
+  for (const char* f : {"/ca.pem", "/server.pem", "/server.key"}) {
+    std::filesystem::copy_file(a + f, live + f);
+  }
+  auto check = [](const TlsFilePaths& p) -> absl::Status {
+    if (absl::Status s = CheckCaBundle(p.ca_file, "security.ca_file"); !s.ok()) return s;
+    return CheckCertificateAndKey(p.cert_file, p.key_file, "security.cert_file",
+                                  "security.key_file", absl::Now())
+        .status();
+  };
+  auto mirror = CertificateMirror::Create({live + "/ca.pem", live + "/server.pem",
+                                           live + "/server.key"},
+                                          check);
+  REQUIRE(mirror.ok());
+  const TlsFilePaths copies = (*mirror)->mirrored();
+  CHECK(copies.key_file.rfind("/proc/self/fd/", 0) == 0);
+  CHECK(Contents(copies.cert_file) == Contents(a + "/server.pem"));
+  CHECK_FALSE((*mirror)->Refresh());  // nothing changed
+
+  // b's key beside a's certificate: refused, a's pair stays.
+  std::filesystem::copy_file(b + "/server.key", live + "/server.key",
+                             std::filesystem::copy_options::overwrite_existing);
+  CHECK_FALSE((*mirror)->Refresh());
+  CHECK(Contents(copies.key_file) == Contents(a + "/server.key"));
+  CHECK(Contents(copies.cert_file) == Contents(a + "/server.pem"));
+  // b's certificate joins its key: taken.
+  std::filesystem::copy_file(b + "/server.pem", live + "/server.pem",
+                             std::filesystem::copy_options::overwrite_existing);
+  CHECK((*mirror)->Refresh());
+  CHECK(Contents(copies.key_file) == Contents(b + "/server.key"));
+  CHECK(Contents(copies.cert_file) == Contents(b + "/server.pem"));
+  CHECK(Contents(copies.ca_file) == Contents(a + "/ca.pem"));
+  // A file gone: the copies stay.
+  std::filesystem::remove(live + "/ca.pem");
+  CHECK_FALSE((*mirror)->Refresh());
+  CHECK(Contents(copies.ca_file) == Contents(a + "/ca.pem"));
+
+  // At start the check's message names the configured files, not the copies.
+  std::filesystem::copy_file(a + "/ca.pem", live + "/ca.pem");
+  std::filesystem::copy_file(other + "/server.key", live + "/server.key",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto refused =
+      CertificateMirror::Create({live + "/ca.pem", live + "/server.pem", live + "/server.key"},
+                                check);
+  CHECK(refused.status().message() == "security.key_file: the private key in " + live +
+                                          "/server.key does not belong to the certificate in " +
+                                          live + "/server.pem");
 }
 
 }  // namespace

@@ -266,7 +266,7 @@ TEST_CASE("TLS: every hostile client is refused with its code and changes nothin
   const std::string dir = CertDir();
   const std::string certs = dir + "/job";
   // Certificates a hostile client might hold.
-  RunOrFail({kCairnCerts, dir + "/other", "--roles", "worker"});
+  RunOrFail({kCairnCerts, dir + "/other", "--roles", "worker server"});
   RunOrFail({kCairnCerts, dir + "/expired", "--roles", "worker", "--ca-from", certs,
              "--not-before", "20200101000000Z", "--not-after", "20200201000000Z"});
   // Keep the job's tokens: --ca-from wrote a new admin token only there.
@@ -409,22 +409,41 @@ TEST_CASE("TLS: every hostile client is refused with its code and changes nothin
   CHECK(after[kDense + kForgedKey * kWidth] == -1.0f);
   CHECK(worker->Finish().ok());
 
-  // A server started with a worker's certificate is refused at registration
-  // and exits 2, configuration (not 4, which schedulers retry).
-  {
-    auto wrong = testing::Subprocess::Spawn(
-        CAIRN_BINARY_DIR "/bin/cairn-server",
-        {"--config", (*cluster)->config_path(), "--coordinator",
-         (*cluster)->coordinator_address(), "--listen", "127.0.0.1:0", "--tls-cert",
-         certs + "/worker.pem", "--tls-key", certs + "/worker.key"},
-        dir + "/wrong-role-server");
+  // A daemon holding a certificate it cannot serve with stops at its start
+  // with exit 2, configuration (not 4, which schedulers retry), naming the
+  // file: of another role (a coordinator's would pass every check of its
+  // own and fail only its checkpoints, the job's last included), or from
+  // another CA (every peer would refuse it).
+  const struct {
+    const char* binary;
+    std::string cert;
+    std::string says;
+  } wrong_certificates[] = {
+      {"cairn-server", certs + "/worker",
+       "is of role worker; this process runs as server and needs a certificate of that role"},
+      {"cairn-coordinator", certs + "/worker",
+       "is of role worker; this process runs as coordinator and needs a certificate of that "
+       "role"},
+      {"cairn-server", dir + "/other/server",
+       "/other/server.pem does not chain to a CA in security.ca_file"},
+  };
+  for (const auto& w : wrong_certificates) {
+    std::vector<std::string> args = {"--config", (*cluster)->config_path(), "--tls-cert",
+                                     w.cert + ".pem", "--tls-key", w.cert + ".key"};
+    if (std::string(w.binary) == "cairn-server") {
+      args.insert(args.end(), {"--coordinator", (*cluster)->coordinator_address()});
+    }
+    args.insert(args.end(), {"--listen", "127.0.0.1:0"});
+    auto wrong = testing::Subprocess::Spawn(absl::StrCat(CAIRN_BINARY_DIR "/bin/", w.binary),
+                                            args, absl::StrCat(dir, "/wrong-", w.binary, "-",
+                                                               &w - wrong_certificates));
     REQUIRE(wrong.ok());
     auto ended = (*wrong)->Wait(absl::Seconds(60));
     REQUIRE(ended.ok());
-    INFO((*wrong)->ReadStderr());
+    const std::string err = (*wrong)->ReadStderr();
+    INFO(w.binary << ": " << err);
     CHECK(ended->ToString() == "exit code 2");
-    CHECK((*wrong)->ReadStderr().find("needs role server; the caller has role worker") !=
-          std::string::npos);
+    CHECK(err.find(w.says) != std::string::npos);
   }
 
   // No key or token in a log or a /metrics page.
@@ -625,6 +644,43 @@ TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connec
   CHECK(presented == new_pem);
   // /metrics reads the files at each handshake.
   CHECK(MetricsCertificate(metrics_port) == FirstCertificate(new_pem));
+  CHECK_THAT((*cluster)->server(0).ReadStderr(),
+             Catch::Contains("TLS: new connections now use the certificate in " + certs +
+                             "/server.pem"));
+
+  // A slip mid-rotation: a key that does not belong to the certificate, then
+  // a CA bundle cut short, moved into place. The server keeps the files it
+  // read before and says why; new connections still work.
+  ReplaceAtomically(dir + "/job/client.key", certs + "/server.key");
+  const std::string says_key = "TLS: keeping the certificate, key and CA read before: "
+                               "security.key_file: the private key in " +
+                               certs + "/server.key does not belong to the certificate in " +
+                               certs + "/server.pem";
+  for (const absl::Time until = absl::Now() + absl::Seconds(20);
+       absl::Now() < until &&
+       (*cluster)->server(0).ReadStderr().find(says_key) == std::string::npos;) {
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  CHECK_THAT((*cluster)->server(0).ReadStderr(), Catch::Contains(says_key));
+  absl::SleepFor(absl::Seconds(2));  // past gRPC's next look at its copies
+  CHECK(PresentedCertificate(address, certs) == new_pem);
+  ReplaceAtomically(dir + "/renewed/server.key", certs + "/server.key");
+  {
+    std::ofstream cut(certs + "/ca.pem.new");
+    cut << "-----BEGIN CERTIFICATE-----\n";
+  }
+  std::filesystem::rename(certs + "/ca.pem.new", certs + "/ca.pem");
+  const std::string says_ca = "TLS: keeping the certificate, key and CA read before: "
+                              "security.ca_file: " +
+                              certs + "/ca.pem holds no PEM certificate";
+  for (const absl::Time until = absl::Now() + absl::Seconds(20);
+       absl::Now() < until &&
+       (*cluster)->server(0).ReadStderr().find(says_ca) == std::string::npos;) {
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  CHECK_THAT((*cluster)->server(0).ReadStderr(), Catch::Contains(says_ca));
+  absl::SleepFor(absl::Seconds(2));
+  CHECK(PresentedCertificate(address, dir + "/job") == new_pem);
   for (int i = 0; i < 3; ++i, ++step) REQUIRE(worker->PushDense({{"w", ones}}).get().ok());
   std::vector<float> w(kDense);
   REQUIRE(worker->PullDense({{"w", absl::MakeSpan(w)}}).get().ok());
