@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <iostream>
+#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -197,8 +199,23 @@ int Run(const Flags& flags) {
   for (bool first = true;; first = false) {
     const absl::Time registering = absl::Now();  // the registration's RPC deadline counts from here
     const absl::Time lease_start = MonotonicNow();  // and the lease from here
+    // Registration retries an unreachable coordinator for up to the start-up
+    // timeout; a stop asked for meanwhile ends the process at once (it holds
+    // nothing yet), as it would after.
+    LOG_INFO("registering with the coordinator at {}; waiting up to {} "
+             "(cluster.startup_timeout) for it",
+             config->cluster.coordinator, absl::FormatDuration(config->cluster.startup_timeout));
+    std::atomic<bool> registration_over{false};
+    std::thread stop_while_registering([&registration_over] {
+      if (const int sig = WaitForTermination(&registration_over); sig != 0) {
+        LOG_INFO("received {} before registering; stopping", strsignal(sig));
+        ExitNow(kExitOk);
+      }
+    });
     absl::StatusOr<v1::RegisterServerResponse> registered =
         coordinator.RegisterServer(reg, registering + config->cluster.startup_timeout);
+    registration_over.store(true);
+    stop_while_registering.join();
     if (!registered.ok()) {
       std::cerr << "cairn-server: " << registered.status().message() << "\n";
       code = absl::IsAlreadyExists(registered.status())       ? kExitIndexTaken

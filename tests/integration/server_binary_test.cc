@@ -2,6 +2,7 @@
 // never answers, a port already taken. Each ends fast with a clear message
 // and its documented exit code; none hangs or aborts.
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -108,6 +109,27 @@ TEST_CASE("cairn-server gives up on an unreachable coordinator after startup_tim
   CHECK(s.code == 4);
   CHECK_THAT(err, Catch::Contains("127.0.0.1:9"));
   CHECK(absl::Now() - start < absl::Seconds(15));
+}
+
+TEST_CASE("cairn-server stopped while it waits for its coordinator exits 0 at once",
+          "[integration][binary]") {
+  auto dir = MakeTempDir("server_stop_waiting");
+  REQUIRE(dir.ok());
+  REQUIRE(WriteFile(*dir + "/job.yaml", GoodYaml(120)).ok());
+  auto p = Subprocess::Spawn(kServer,
+                             {"--config", *dir + "/job.yaml", "--coordinator", "127.0.0.1:9",
+                              "--listen", "127.0.0.1:0"},
+                             *dir + "/server");
+  REQUIRE(p.ok());
+  REQUIRE((*p)->WaitForStderr("(cluster.startup_timeout) for it", absl::Seconds(30)).ok());
+  const absl::Time asked = absl::Now();
+  REQUIRE((*p)->Signal(SIGTERM).ok());
+  absl::StatusOr<testing::ExitStatus> s = (*p)->Wait(absl::Seconds(20));
+  REQUIRE(s.ok());
+  INFO((*p)->ReadStderr());
+  CHECK(s->ToString() == "exit code 0");
+  CHECK(absl::Now() - asked < absl::Seconds(5));
+  CHECK_THAT((*p)->ReadStderr(), Catch::Contains("before registering; stopping"));
 }
 
 TEST_CASE("cairn-server refuses a port already taken and exits 3", "[integration][binary]") {
