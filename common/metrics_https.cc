@@ -1,6 +1,7 @@
 #include "common/metrics_https.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/security/metrics_tls.h"
@@ -21,6 +22,13 @@ absl::StatusOr<std::unique_ptr<HttpsMetricsEndpoint>> HttpsMetricsEndpoint::Star
   }
   httplib::SSLServer& server = *endpoint->server_;
   server.new_task_queue = [] { return new httplib::ThreadPool(1); };
+  // httplib's default also sets SO_REUSEPORT, with which a second process
+  // binds a port another already serves and takes half its scrapes: a port
+  // taken must fail the start (exit 3), as the plain endpoint's does.
+  server.set_socket_options([](int fd) {
+    const int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   HttpsMetricsEndpoint* self = endpoint.get();
   server.Get("/metrics", [self](const httplib::Request&, httplib::Response& response) {
     std::vector<prometheus::MetricFamily> families;
@@ -46,7 +54,8 @@ absl::StatusOr<std::unique_ptr<HttpsMetricsEndpoint>> HttpsMetricsEndpoint::Star
   }
   if (endpoint->port_ <= 0) {
     return absl::UnavailableError(
-        absl::StrCat("cannot serve /metrics over TLS on ", host, ":", port, ": cannot bind"));
+        absl::StrCat("cannot serve /metrics over TLS on ", host, ":", port,
+                     ": cannot bind (is the port taken?)"));
   }
   endpoint->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
   // stop() is a no-op until the loop runs: wait for it, so that a

@@ -620,6 +620,23 @@ TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connec
     CHECK_FALSE(testing::HttpGet(port, "/metrics").ok());
   }
   CHECK(PrometheusScrapesOverTls(dir, certs + "/ca.pem", targets) == "");
+  // A second process given a port that /metrics serves over HTTPS stops at
+  // its start (exit 3) rather than share the port and half its scrapes.
+  {
+    auto clash = testing::Subprocess::Spawn(
+        CAIRN_BINARY_DIR "/bin/cairn-coordinator",
+        {"--config", (*cluster)->config_path(), "--listen", "127.0.0.1:0", "--metrics-port",
+         absl::StrCat(metrics_port)},
+        dir + "/metrics-clash");
+    REQUIRE(clash.ok());
+    auto ended = (*clash)->Wait(absl::Seconds(30));
+    REQUIRE(ended.ok());
+    INFO((*clash)->ReadStderr());
+    CHECK(ended->ToString() == "exit code 3");
+    CHECK_THAT((*clash)->ReadStderr(),
+               Catch::Contains(absl::StrCat("cannot serve /metrics over TLS on 127.0.0.1:",
+                                            metrics_port, ": cannot bind (is the port taken?)")));
+  }
   CHECK(MetricsCertificate(metrics_port) == FirstCertificate(old_pem));
 
   // New server certificates from the same CA, moved into place.
