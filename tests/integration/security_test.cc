@@ -24,6 +24,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cairn/v1/coordinator.grpc.pb.h"
@@ -259,6 +260,35 @@ TEST_CASE("cairn-certs --help prints its usage and exits 0, a bad argument exits
   REQUIRE(ended.ok());
   CHECK(ended->ToString() == "exit code 2");
   CHECK((*bad)->ReadStderr().find("cairn-certs: unknown argument '--bogus'") != std::string::npos);
+
+  // Bad values are named before anything is written; a directory that
+  // held certificates keeps them as they were.
+  RunOrFail({kCairnCerts, *dir + "/kept", "--roles", "worker"});
+  const std::string key = ReadFile(*dir + "/kept/worker.key");
+  const struct {
+    std::vector<std::string> args;
+    std::string says;
+  } refused[] = {
+      {{"--days", "abc"}, "--days takes a whole number of days >= 1, not 'abc'"},
+      {{"--hosts"}, "--hosts needs a value"},
+      {{"--hosts", "node 1,10.0.0.9"}, "--hosts: 'node 1' is not a DNS name"},
+      {{"--hosts", "10.0.0.300"}, "--hosts: '10.0.0.300' is not an IPv4 address"},
+      {{"--roles", "worker chief"}, "--roles: 'chief' is not a role"},
+      {{"--ca-from", *dir + "/none"}, "--ca-from: " + *dir + "/none holds no ca.pem and ca.key"},
+  };
+  int i = 0;
+  for (const auto& r : refused) {
+    std::vector<std::string> args = {*dir + "/kept"};
+    args.insert(args.end(), r.args.begin(), r.args.end());
+    auto p = testing::Subprocess::Spawn(kCairnCerts, args, absl::StrCat(*dir, "/refused", i++));
+    REQUIRE(p.ok());
+    auto e = (*p)->Wait(absl::Seconds(30));
+    REQUIRE(e.ok());
+    INFO(absl::StrJoin(r.args, " ") << ": " << (*p)->ReadStderr());
+    CHECK(e->ToString() == "exit code 2");
+    CHECK((*p)->ReadStderr().find("cairn-certs: " + r.says) != std::string::npos);
+  }
+  CHECK(ReadFile(*dir + "/kept/worker.key") == key);
 }
 
 TEST_CASE("TLS: every hostile client is refused with its code and changes nothing",
