@@ -197,13 +197,31 @@ TEST_CASE("launch --tls runs the job over mutual TLS with certificates made for 
   const std::string dir = NewDir("launch_tls");
   const std::string job = WriteJob(dir, TinyJob(30));
   const std::string workdir = dir + "/jobdir";
-  auto launch = StartLaunch(dir, {job, "--tls", "--workdir", workdir, "--summary",
-                                  dir + "/summary.json"});
+  // Prometheus here scrapes plain HTTP: with /metrics over HTTPS the
+  // launcher refuses before it starts anything.
+  {
+    auto refused = StartLaunch(dir, {job, "--tls", "--set", "metrics.tls=true", "--prometheus",
+                                     "--workdir", dir + "/refused"});
+    auto code = refused->Wait(absl::Minutes(1));
+    REQUIRE(code.ok());
+    CHECK(code->code == 2);
+    CHECK(absl::StrContains(refused->ReadStderr(),
+                            "--prometheus scrapes /metrics over plain HTTP, and metrics.tls: true "
+                            "serves it over HTTPS only"));
+  }
+  auto launch = StartLaunch(dir, {job, "--tls", "--set", "metrics.tls=true", "--workdir", workdir,
+                                  "--summary", dir + "/summary.json"});
   auto ended = launch->Wait(absl::Minutes(4));
   REQUIRE(ended.ok());
   const std::string err = launch->ReadStderr();
   INFO("launcher stderr:\n" << err);
   REQUIRE(ended->code == 0);
+  // Every process's /metrics, reported with the scheme it is served with.
+  const std::string out = launch->ReadStdout() + err;
+  for (const char* name : {"coordinator", "worker 0", "worker 1"}) {
+    CHECK(absl::StrContains(out, absl::StrCat("metrics ", name, ": https://")));
+  }
+  CHECK_FALSE(absl::StrContains(out, "(not reported)"));
   for (const char* name : {"coordinator", "server 0", "server 1", "worker 0", "worker 1"}) {
     CHECK(absl::StrContains(err, absl::StrCat("[", name, "] ")));
   }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "tests/testing/process.h"
+#include "tools/launch/port_file.h"
 #include "tools/launch/prometheus_sidecar.h"
 #include "tools/launch/targets_file.h"
 
@@ -33,7 +34,11 @@ TEST_CASE("targets are grouped by role, in start order, with job and role labels
 TEST_CASE("a target's address comes from the metrics URL", "[tools][launch]") {
   CHECK(*TargetAddress("http://127.0.0.1:40123/metrics") == "127.0.0.1:40123");
   CHECK(*TargetAddress("http://[::1]:9/metrics") == "[::1]:9");
-  for (const char* bad : {"127.0.0.1:1/metrics", "http://127.0.0.1/metrics",
+  // metrics.tls: the same address; the scheme is the scrape config's.
+  CHECK(*TargetAddress(MetricsUrl("127.0.0.1", 40123, /*https=*/true)) == "127.0.0.1:40123");
+  CHECK(MetricsUrl("::1", 9, /*https=*/true) == "https://[::1]:9/metrics");
+  CHECK(MetricsUrl("127.0.0.1", 9) == "http://127.0.0.1:9/metrics");
+  for (const char* bad : {"127.0.0.1:1/metrics", "http://127.0.0.1/metrics", "ftp://h:1/metrics",
                           "http://127.0.0.1:0/metrics", "http://:5/metrics", "(not reported)"}) {
     INFO(bad);
     const absl::StatusOr<std::string> address = TargetAddress(bad);

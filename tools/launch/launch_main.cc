@@ -106,6 +106,12 @@ int Run(Flags flags) {
       CheckMonitoring({flags.prometheus, flags.prometheus_keep, flags.prometheus_binary,
                        flags.deploy_dir});
   if (!deploy_dir.ok()) return BadInput(deploy_dir.status().message());
+  if (flags.prometheus && config->metrics.tls) {
+    return BadInput(
+        "--prometheus scrapes /metrics over plain HTTP, and metrics.tls: true serves it over "
+        "HTTPS only: leave out one of them, or run Prometheus with the scrape configuration of "
+        "docs/security.md (\"/metrics over HTTPS\") against the job's targets file");
+  }
   const int num_servers = config->cluster.servers;
   const int num_workers = flags.no_workers ? 0 : config->cluster.workers;
   // Workers and servers share this machine's cores. OpenBLAS's idle threads
@@ -217,7 +223,7 @@ int Run(Flags flags) {
     return Abort(supervisor, event, "the coordinator's port file");
   }
   if (!port_error.ok()) return Fail(supervisor, port_error.message());
-  metrics.push_back({"coordinator", MetricsUrl(metrics_host, coordinator_ports->metrics)});
+  metrics.push_back({"coordinator", MetricsUrl(metrics_host, coordinator_ports->metrics, config->metrics.tls)});
   monitoring.AddTarget("coordinator", metrics.back().url);
 
   // 2. The servers, all at once; workers start once every server serves.
@@ -238,7 +244,7 @@ int Run(Flags flags) {
     }
     if (!port_error.ok()) return Fail(supervisor, port_error.message());
     metrics.push_back({MemberName(Role::kServer, i),
-                       MetricsUrl(metrics_host, server_ports[i]->metrics)});
+                       MetricsUrl(metrics_host, server_ports[i]->metrics, config->metrics.tls)});
     monitoring.AddTarget("server", metrics.back().url);
   }
   supervisor.Log(absl::StrCat("cluster is up: coordinator on 127.0.0.1:", coordinator_ports->grpc,
@@ -280,7 +286,8 @@ int Run(Flags flags) {
         supervisor.SetStatus(board.Render(Console::TerminalWidth(STDERR_FILENO) - 1));
         return !live || progress->event != "progress";
       }
-      const size_t at = line.find("metrics on http://");
+      size_t at = line.find("metrics on http://");
+      if (at == absl::string_view::npos) at = line.find("metrics on https://");
       if (!worker_urls[i].empty() || at == absl::string_view::npos) return true;
       absl::string_view rest = line.substr(at + std::strlen("metrics on "));
       worker_urls[i] = std::string(rest.substr(0, rest.find_first_of(" \t")));

@@ -42,9 +42,9 @@ absl::StatusOr<std::optional<DaemonPorts>> ReadPortFile(const std::string& path)
   return std::optional<DaemonPorts>(ports);
 }
 
-std::string MetricsUrl(const std::string& host, int metrics_port) {
+std::string MetricsUrl(const std::string& host, int metrics_port, bool https) {
   const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';
-  return absl::StrCat("http://", ipv6 ? "[" : "", host, ipv6 ? "]" : "", ":", metrics_port,
+  return absl::StrCat(https ? "https://" : "http://", ipv6 ? "[" : "", host, ipv6 ? "]" : "", ":", metrics_port,
                       "/metrics");
 }
 

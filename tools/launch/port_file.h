@@ -23,8 +23,9 @@ struct DaemonPorts {
 // metrics=. Unknown names are ignored, so daemons may add ports.
 absl::StatusOr<std::optional<DaemonPorts>> ReadPortFile(const std::string& path);
 
-// "http://<host>:<metrics>/metrics"; a bare IPv6 `host` gets brackets.
-std::string MetricsUrl(const std::string& host, int metrics_port);
+// "http://<host>:<metrics>/metrics" ("https://" with `https`: metrics.tls);
+// a bare IPv6 `host` gets brackets.
+std::string MetricsUrl(const std::string& host, int metrics_port, bool https = false);
 
 }  // namespace cairn::launch
 

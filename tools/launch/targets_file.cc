@@ -36,14 +36,14 @@ nlohmann::json TargetsJson(const std::vector<ScrapeTarget>& targets) {
 
 absl::StatusOr<std::string> TargetAddress(const std::string& url) {
   absl::string_view rest = url;
-  const bool http = absl::ConsumePrefix(&rest, "http://");
+  const bool http = absl::ConsumePrefix(&rest, "http://") || absl::ConsumePrefix(&rest, "https://");
   const absl::string_view address = rest.substr(0, rest.find('/'));
   const size_t colon = address.rfind(':');
   int port = 0;
   if (!http || colon == absl::string_view::npos || colon == 0 ||
       !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 1 || port > 65535) {
     return absl::InvalidArgumentError(
-        absl::StrCat("not a metrics URL of the form http://HOST:PORT/metrics: \"", url, "\""));
+        absl::StrCat("not a metrics URL of the form http(s)://HOST:PORT/metrics: \"", url, "\""));
   }
   return std::string(address);
 }
