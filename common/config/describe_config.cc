@@ -171,8 +171,15 @@ std::string DescribeConfig(const JobConfig& c) {
   out.Add("metrics.port", c.metrics.port);
   out.Add("metrics.tls", c.metrics.tls ? "true" : "false");
   out.Add("checkpoint.dir", c.checkpoint.dir);
-  out.Add("checkpoint.every_clocks", c.checkpoint.every_clocks);
-  out.Add("checkpoint.every", FormatDurationForConfig(c.checkpoint.every));
+  // 0 is how the job file's `none` (the default) is kept.
+  if (c.checkpoint.every_clocks > 0) {
+    out.Add("checkpoint.every_clocks", c.checkpoint.every_clocks);
+  } else {
+    out.Add("checkpoint.every_clocks", "none");
+  }
+  out.Add("checkpoint.every", c.checkpoint.every > absl::ZeroDuration()
+                                  ? FormatDurationForConfig(c.checkpoint.every)
+                                  : std::string("none"));
   out.Add("checkpoint.keep", c.checkpoint.keep);
   out.Add("checkpoint.resume", c.checkpoint.resume);
   out.Add("checkpoint.init_from", c.checkpoint.init_from);

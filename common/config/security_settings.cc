@@ -41,7 +41,24 @@ absl::StatusOr<std::optional<TransportSecurityFiles>> ResolveSecurity(const Secu
                                                                       Role role) {
   std::optional<std::string> tls_env = env("CAIRN_TLS");
   const bool on = flags.tls || yaml.tls || (tls_env && (*tls_env == "1" || *tls_env == "true"));
-  if (!on) return std::optional<TransportSecurityFiles>();
+  if (!on) {
+    // Files named on the command line mean TLS was meant: going on in
+    // plaintext would only fail later, as an unreachable peer.
+    const struct {
+      const std::string& value;
+      const char* flag;
+    } given[] = {{flags.ca_file, "--tls-ca"},         {flags.cert_file, "--tls-cert"},
+                 {flags.key_file, "--tls-key"},       {flags.tokens_file, "--tls-tokens"},
+                 {flags.token_file, "--token-file"}};
+    for (const auto& g : given) {
+      if (!g.value.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            g.flag, " is given but TLS is off for this ", RoleName(role),
+            ": add --tls (or security.tls: true in the job file, or CAIRN_TLS=1)"));
+      }
+    }
+    return std::optional<TransportSecurityFiles>();
+  }
   TransportSecurityFiles files;
   files.ca_file = Pick(flags.ca_file, "CAIRN_TLS_CA_FILE", yaml.ca_file, env, role);
   files.cert_file = Pick(flags.cert_file, "CAIRN_TLS_CERT_FILE", yaml.cert_file, env, role);

@@ -9,6 +9,9 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "absl/strings/ascii.h"
@@ -21,6 +24,18 @@ namespace {
 using openssl::Bio;
 using openssl::KeyPtr;
 using openssl::X509Ptr;
+
+// Why `path` could not be opened, from errno, for the message after its
+// name; a relative path is said to be taken from the working directory.
+std::string WhyUnreadable(const std::string& path) {
+  std::string why = absl::StrCat(" (", std::strerror(errno));
+  if (!path.empty() && path.front() != '/') {
+    std::error_code ec;
+    const std::filesystem::path cwd = std::filesystem::current_path(ec);
+    if (!ec) absl::StrAppend(&why, "; a relative path, taken from ", cwd.string());
+  }
+  return why + ")";
+}
 
 absl::Time FromAsn1(const ASN1_TIME* t) {
   struct tm tm {};
@@ -73,7 +88,8 @@ absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_
   Bio cert_bio(BIO_new_file(cert_file.c_str(), "r"));
   if (cert_bio == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat(setting, ": cannot read the certificate file ", cert_file));
+        absl::StrCat(setting, ": cannot read the certificate file ", cert_file,
+                     WhyUnreadable(cert_file)));
   }
   X509Ptr cert(
       PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
@@ -84,7 +100,8 @@ absl::StatusOr<CertificateFacts> CheckCertificateAndKey(const std::string& cert_
   Bio key_bio(BIO_new_file(key_file.c_str(), "r"));
   if (key_bio == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat(key_setting, ": cannot read the private key file ", key_file, " (for ",
+        absl::StrCat(key_setting, ": cannot read the private key file ", key_file,
+                     WhyUnreadable(key_file), " (for ",
                      cert_file, ")"));
   }
   KeyPtr key(
@@ -140,7 +157,7 @@ absl::Status CheckCaBundle(const std::string& ca_file, const std::string& settin
   Bio bio(BIO_new_file(ca_file.c_str(), "r"));
   if (bio == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat(setting, ": cannot read the CA bundle ", ca_file));
+        absl::StrCat(setting, ": cannot read the CA bundle ", ca_file, WhyUnreadable(ca_file)));
   }
   X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (cert == nullptr) {
@@ -155,7 +172,8 @@ absl::Status CheckIssuedBy(const std::string& cert_file, const std::string& ca_f
   Bio bio(BIO_new_file(cert_file.c_str(), "r"));
   if (bio == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat(setting, ": cannot read the certificate file ", cert_file));
+        absl::StrCat(setting, ": cannot read the certificate file ", cert_file,
+                     WhyUnreadable(cert_file)));
   }
   X509Ptr leaf(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (leaf == nullptr) {
@@ -172,7 +190,7 @@ absl::Status CheckIssuedBy(const std::string& cert_file, const std::string& ca_f
   if (store == nullptr || X509_STORE_load_file(store.get(), ca_file.c_str()) != 1) {
     ERR_clear_error();
     return absl::InvalidArgumentError(
-        absl::StrCat(ca_setting, ": cannot read the CA bundle ", ca_file));
+        absl::StrCat(ca_setting, ": cannot read the CA bundle ", ca_file, " as certificates"));
   }
   std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(),
                                                                       &X509_STORE_CTX_free);

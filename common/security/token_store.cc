@@ -56,6 +56,13 @@ absl::StatusOr<std::vector<TokenStore::Entry>> TokenStore::Parse(absl::string_vi
           path, ":", line_number, ": ", what,
           " (expected \"<role> <sha256 hex> <RFC 3339 expiry | never>\")"));
     };
+    if (fields.size() == 1 && fields[0].size() >= 32 &&
+        std::all_of(fields[0].begin(), fields[0].end(),
+                    [](char c) { return absl::ascii_isxdigit(c); })) {
+      return bad(
+          "1 field, which looks like a token itself: this is a token file (admin.token, for "
+          "cairnctl --token-file), not the tokens file of digests servers accept (tokens)");
+    }
     if (fields.size() != 3) return bad(absl::StrCat(fields.size(), " fields"));
     Entry e;
     std::optional<Role> role = ParseRole(fields[0]);

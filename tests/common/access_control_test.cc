@@ -89,6 +89,9 @@ TEST_CASE("Tokens: digests only, expiry, and a file that changes is read again",
   CHECK(error("admin abc never").find("tokens:1: the digest is not 64 hex digits") == 0);
   CHECK(error("\nroot " + HexDigest("x") + " never").find("tokens:2: unknown role 'root'") == 0);
   CHECK(error("admin " + HexDigest("x")).find("tokens:1: 2 fields") == 0);
+  // A token given where the tokens file goes.
+  CHECK(error(std::string(64, 'a') + "\n").find("tokens:1: 1 field, which looks like a token "
+                                                 "itself: this is a token file") == 0);
   CHECK(error("admin " + HexDigest("x") + " tomorrow")
             .find("tokens:1: the expiry 'tomorrow' is not an RFC 3339 time") == 0);
   CHECK(TokenStore::Open(*dir + "/missing").status().code() == absl::StatusCode::kNotFound);
@@ -137,11 +140,15 @@ TEST_CASE("Each process's TLS files: a flag, else the environment, else the YAML
   CHECK((*files)->cert_file == "/secret/tls.crt");
   CHECK((*files)->key_file == "/flag/key.pem");
   CHECK((*files)->ca_file == "/certs/ca.pem");
-  // Off unless asked for, whatever files are named.
+  // Off unless asked for, whatever files the YAML or the environment names;
+  // a file given as a flag with TLS off is a mistake, named.
   yaml.tls = false;
   files = ResolveSecurity(yaml, SecurityFlags(), env, Role::kWorker);
   REQUIRE(files.ok());
   CHECK_FALSE(files->has_value());
+  CHECK(ResolveSecurity(yaml, flags, env, Role::kAdmin).status().message() ==
+        "--tls-key is given but TLS is off for this admin: add --tls (or security.tls: true in "
+        "the job file, or CAIRN_TLS=1)");
   vars["CAIRN_TLS"] = "1";
   CHECK(ResolveSecurity(yaml, SecurityFlags(), env, Role::kWorker)->has_value());
   // On, without a key anywhere: the error names the setting.
@@ -207,7 +214,8 @@ TEST_CASE("Certificate checks at start name the file and what is wrong", "[commo
   CHECK(CheckCertificateAndKey(a + "/none.pem", a + "/worker.key", "--tls-cert", "--tls-key",
                                absl::Now())
             .status()
-            .message() == "--tls-cert: cannot read the certificate file " + a + "/none.pem");
+            .message() == "--tls-cert: cannot read the certificate file " + a +
+                              "/none.pem (No such file or directory)");
   CHECK(CheckCaBundle(a + "/worker.key", "security.ca_file").message() ==
         "security.ca_file: " + a + "/worker.key holds no PEM certificate");
 }

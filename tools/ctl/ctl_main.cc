@@ -208,7 +208,9 @@ int main(int argc, char** argv) {
   CLI::App app{"cairnctl: inspect a running Cairn job and its checkpoints"};
   app.footer(
       "Exit codes: 0 done, 1 failed, 2 bad flags or config, or no checkpoint where --from or "
-      "checkpoint.dir says, 3 a live server did not answer, 4 coordinator unreachable.");
+      "checkpoint.dir says, 3 a live server did not answer, 4 coordinator unreachable.\n"
+      "Environment (a flag wins): CAIRN_COORDINATOR; with TLS, CAIRN_TLS=1, CAIRN_TLS_CA_FILE, "
+      "CAIRN_TLS_CERT_FILE, CAIRN_TLS_KEY_FILE and CAIRN_TOKEN_FILE (docs/security.md).");
   app.require_subcommand(1);
   app.add_option("--coordinator", global.coordinator, "the coordinator's host:port")
       ->envname("CAIRN_COORDINATOR")
