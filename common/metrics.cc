@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/metrics_https.h"
 #include "common/security/metrics_tls.h"
 #include "common/security/transport_security.h"
@@ -99,6 +100,18 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
     }
     if (absl::Status s = SetMetricsTlsFiles(files->cert_file, files->key_file); !s.ok()) {
       return s;
+    }
+    // A scraper dialling metrics.host checks it against the certificate,
+    // as peers check the gRPC address; only the scrapes would fail, so the
+    // process goes on (any address: scrapers dial a name of their own).
+    if (host != "0.0.0.0" && host != "::" && host != "[::]" && !host.empty()) {
+      std::string bare = host;
+      if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']') {
+        bare = bare.substr(1, bare.size() - 2);
+      }
+      if (absl::Status s = CheckCertificateNames(bare, "metrics.host"); !s.ok()) {
+        LOG_WARN("{}: /metrics over HTTPS: {}", component, s.message());
+      }
     }
     absl::StatusOr<std::unique_ptr<HttpsMetricsEndpoint>> https = HttpsMetricsEndpoint::Start(
         host, port, {server->registry_, server->process_collector_});
