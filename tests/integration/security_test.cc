@@ -25,6 +25,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cairn/v1/coordinator.grpc.pb.h"
@@ -427,6 +428,20 @@ TEST_CASE("TLS: every hostile client is refused with its code and changes nothin
                  &code);
   INFO(out);
   CHECK(code == 0);
+  // With the job's file alone: its coordinator, and its security: section
+  // read as admin ({role}), so the admin certificate may checkpoint.
+  {
+    const std::string job_file = dir + "/ctl-job.yaml";
+    std::ofstream(job_file) << absl::StrReplaceAll(
+        ReadFile((*cluster)->config_path()),
+        {{"\"127.0.0.1:1\"", "\"" + (*cluster)->coordinator_address() + "\""}});
+    absl::StatusOr<testing::CommandResult> r = testing::RunCommand(
+        {kCairnctl, "--config", job_file, "checkpoint", "--wait", "20s"});
+    REQUIRE(r.ok());
+    INFO(r->output());
+    CHECK(r->exit_code == 0);
+    CHECK(r->output().find("checkpoint complete at clock") != std::string::npos);
+  }
 
   // The forged push itself, sent with the worker's certificate, applies.
   const grpc::Status s = SendPush(

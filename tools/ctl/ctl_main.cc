@@ -13,6 +13,7 @@
 // call; 4 the coordinator is unreachable (nothing printed on stdout).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ constexpr int kExitUnreachable = 4;
 struct GlobalFlags {
   std::string coordinator = "127.0.0.1:7070";
   std::string timeout = "5s";
+  std::string config;  // a job file: its cluster.coordinator and security:
 };
 
 struct StatusFlags {
@@ -217,6 +219,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--timeout", global.timeout, "deadline of each call (e.g. 5s, 500ms)")
       ->capture_default_str();
+  CLI::Option* coordinator_flag = app.get_option("--coordinator");
+  app.add_option("--config", global.config,
+                 "the job's YAML: cluster.coordinator (unless --coordinator or "
+                 "CAIRN_COORDINATOR says) and its security: section, {role} read as admin");
   cairn::SecurityFlags security;
   cairn::AddSecurityFlags(&app, &security, cairn::Role::kAdmin);
 
@@ -255,7 +261,20 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : kExitUsage;
   }
   cairn::InitLogging("cairnctl", "warn");  // stderr; stdout carries the answers
-  if (absl::Status s = cairn::SetUpTransportSecurity(cairn::SecurityConfig(), security,
+  cairn::SecurityConfig security_yaml;
+  if (!global.config.empty()) {
+    absl::StatusOr<cairn::JobConfig> job = cairn::LoadJobConfig(global.config);
+    if (!job.ok()) {
+      std::cerr << "cairnctl: --config: " << job.status().message() << "\n";
+      return kExitUsage;
+    }
+    security_yaml = job->security;
+    if (coordinator_flag->count() == 0 && std::getenv("CAIRN_COORDINATOR") == nullptr) {
+      global.coordinator = job->cluster.coordinator;
+    }
+    if (export_flags.config.empty()) export_flags.config = global.config;
+  }
+  if (absl::Status s = cairn::SetUpTransportSecurity(security_yaml, security,
                                                      cairn::ProcessEnv(), cairn::Role::kAdmin);
       !s.ok()) {
     std::cerr << "cairnctl: " << s.message() << "\n";
