@@ -6,12 +6,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/log.h"
 
 namespace cairn {
 
@@ -50,6 +52,19 @@ int WaitForTermination(const std::atomic<bool>* stop) {
     if (sig > 0) return sig;
   }
   return 0;
+}
+
+StopWhileWaiting::StopWhileWaiting(std::string while_doing)
+    : watcher_([this, what = std::move(while_doing)] {
+        if (const int sig = WaitForTermination(&over_); sig != 0) {
+          LOG_INFO("received {} {}; stopping", strsignal(sig), what);
+          ExitNow(kExitOk);
+        }
+      }) {}
+
+StopWhileWaiting::~StopWhileWaiting() {
+  over_.store(true);
+  watcher_.join();
 }
 
 void ExitNow(int code) {

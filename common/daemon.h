@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -67,6 +68,23 @@ void DisableMutexDeadlockDetection();
 // Waits until SIGINT/SIGTERM arrives or `*stop` becomes true (checked every
 // 100 ms). Returns the signal number, or 0 when `*stop` ended the wait.
 int WaitForTermination(const std::atomic<bool>* stop);
+
+// While it lives, a SIGINT/SIGTERM ends the process at once with exit 0,
+// logging "received <signal> <while>; stopping": for the waits of a start
+// that holds nothing yet (resolving the coordinator's name, registering),
+// so a stop asked for meanwhile is not held up to a start-up timeout. The
+// signals must be blocked (BlockTerminationSignals). Not copyable.
+class StopWhileWaiting {
+ public:
+  explicit StopWhileWaiting(std::string while_doing);
+  ~StopWhileWaiting();
+  StopWhileWaiting(const StopWhileWaiting&) = delete;
+  StopWhileWaiting& operator=(const StopWhileWaiting&) = delete;
+
+ private:
+  std::atomic<bool> over_{false};
+  std::thread watcher_;
+};
 
 // Flushes logs and standard streams and ends the process with `code` at
 // once, skipping destructors: for the last line of a daemon's shutdown, once

@@ -98,7 +98,12 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
           component, ": metrics.tls serves /metrics with this process's TLS certificate, "
           "but TLS is off: set security.tls (or --tls, CAIRN_TLS=1) and its files"));
     }
-    if (absl::Status s = SetMetricsTlsFiles(files->cert_file, files->key_file); !s.ok()) {
+    // The copies gRPC reads: /metrics presents the same checked set, and
+    // a set refused for gRPC (a key that does not match, a certificate of
+    // another role or CA) is refused here too.
+    const std::optional<std::pair<std::string, std::string>> checked =
+        InstalledCheckedCertificateAndKey();
+    if (absl::Status s = SetMetricsTlsFiles(checked->first, checked->second); !s.ok()) {
       return s;
     }
     // A scraper dialling metrics.host checks it against the certificate,

@@ -143,7 +143,16 @@ bool CertificateMirror::Refresh() {
     }
     return false;
   }
-  if (*contents == current_ || *contents == refused_) return false;
+  if (*contents == current_) {
+    if (refused_ == Contents{}) return false;
+    // Put back as they were after a refused set: said, so that the log
+    // shows the mistake cleared.
+    refused_ = Contents{};
+    LOG_INFO("TLS: {}, {} and {} are again the files in use", files_.cert_file, files_.key_file,
+             files_.ca_file);
+    return false;
+  }
+  if (*contents == refused_) return false;
   if (absl::Status s = Install(*contents); !s.ok()) {
     refused_ = *std::move(contents);
     LOG_ERROR("TLS: keeping the certificate, key and CA read before: {}", s.message());

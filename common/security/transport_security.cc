@@ -147,6 +147,7 @@ struct Installed {
   std::shared_ptr<grpc::ServerCredentials> server;
   CertificateFacts certificate;
   TransportSecurityFiles files;
+  TlsFilePaths checked;  // the copies gRPC reads (CertificateMirror)
 };
 
 absl::Mutex g_mu;
@@ -269,7 +270,7 @@ absl::Status InstallTransportSecurity(const TransportSecurityFiles& files) {
     return absl::FailedPreconditionError("transport security is installed already");
   }
   g_installed = std::make_shared<Installed>(
-      Installed{std::move(channel), std::move(server), *facts, files});
+      Installed{std::move(channel), std::move(server), *facts, files, mirrored});
   // Lives as long as the process, as the installation does.
   mirror->release()->StartRefreshing(std::max(absl::Seconds(1), files.reload_every));
   g_enabled.store(true, std::memory_order_release);
@@ -286,6 +287,12 @@ std::optional<TransportSecurityFiles> InstalledTransportSecurityFiles() {
   absl::MutexLock lock(&g_mu);
   if (g_installed == nullptr) return std::nullopt;
   return g_installed->files;
+}
+
+std::optional<std::pair<std::string, std::string>> InstalledCheckedCertificateAndKey() {
+  absl::MutexLock lock(&g_mu);
+  if (g_installed == nullptr) return std::nullopt;
+  return std::make_pair(g_installed->checked.cert_file, g_installed->checked.key_file);
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ProcessChannelCredentials() {

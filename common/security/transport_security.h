@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -57,6 +58,12 @@ bool TransportSecurityInstalled();
 // The files InstallTransportSecurity installed; nullopt before (or without)
 // an installation. Thread-safe.
 std::optional<TransportSecurityFiles> InstalledTransportSecurityFiles();
+
+// The paths of the checked copies of the certificate and key that gRPC
+// reads (common/security/certificate_mirror.h): the set in use, renewed
+// only by one that passes the start's checks. nullopt before (or without)
+// an installation. Thread-safe.
+std::optional<std::pair<std::string, std::string>> InstalledCheckedCertificateAndKey();
 
 // Credentials for channels and servers: TLS after an installation,
 // insecure otherwise. Thread-safe.

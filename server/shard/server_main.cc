@@ -93,9 +93,13 @@ int Run(const Flags& flags) {
     return kExitBadConfig;
   }
   if (!index->source.empty()) LOG_INFO("server index {} from {}", index->index, index->source);
-  if (absl::Status s = WaitUntilResolvable(config->cluster.coordinator, coordinator_address->source,
-                                           kResolveTimeout);
-      !s.ok()) {
+  absl::Status resolvable;
+  {
+    StopWhileWaiting stop("while the coordinator's name does not resolve");
+    resolvable = WaitUntilResolvable(config->cluster.coordinator, coordinator_address->source,
+                                     kResolveTimeout);
+  }
+  if (absl::Status s = resolvable; !s.ok()) {
     std::cerr << "cairn-server: " << s.message() << "\n";
     return kExitUnreachable;
   }
@@ -205,17 +209,11 @@ int Run(const Flags& flags) {
     LOG_INFO("registering with the coordinator at {}; waiting up to {} "
              "(cluster.startup_timeout) for it",
              config->cluster.coordinator, absl::FormatDuration(config->cluster.startup_timeout));
-    std::atomic<bool> registration_over{false};
-    std::thread stop_while_registering([&registration_over] {
-      if (const int sig = WaitForTermination(&registration_over); sig != 0) {
-        LOG_INFO("received {} before registering; stopping", strsignal(sig));
-        ExitNow(kExitOk);
-      }
-    });
-    absl::StatusOr<v1::RegisterServerResponse> registered =
-        coordinator.RegisterServer(reg, registering + config->cluster.startup_timeout);
-    registration_over.store(true);
-    stop_while_registering.join();
+    absl::StatusOr<v1::RegisterServerResponse> registered;
+    {
+      StopWhileWaiting stop("before registering");
+      registered = coordinator.RegisterServer(reg, registering + config->cluster.startup_timeout);
+    }
     if (!registered.ok()) {
       std::cerr << "cairn-server: " << registered.status().message() << "\n";
       code = absl::IsAlreadyExists(registered.status())       ? kExitIndexTaken

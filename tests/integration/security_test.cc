@@ -743,6 +743,22 @@ TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connec
   CHECK_THAT((*cluster)->server(0).ReadStderr(), Catch::Contains(says_ca));
   absl::SleepFor(absl::Seconds(2));
   CHECK(PresentedCertificate(address, dir + "/job") == new_pem);
+
+  // A matching pair of another role (the worker's): refused for gRPC and
+  // for /metrics alike.
+  ReplaceAtomically(dir + "/job/ca.pem", certs + "/ca.pem");
+  ReplaceAtomically(dir + "/job/worker.key", certs + "/server.key");
+  ReplaceAtomically(dir + "/job/worker.pem", certs + "/server.pem");
+  const std::string says_role = "/server.pem (CN=cairn-worker,OU=worker,O=cairn) is of role worker";
+  for (const absl::Time until = absl::Now() + absl::Seconds(20);
+       absl::Now() < until &&
+       (*cluster)->server(0).ReadStderr().find(says_role) == std::string::npos;) {
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  CHECK_THAT((*cluster)->server(0).ReadStderr(), Catch::Contains(says_role));
+  absl::SleepFor(absl::Seconds(2));
+  CHECK(PresentedCertificate(address, dir + "/job") == new_pem);
+  CHECK(MetricsCertificate(metrics_port) == FirstCertificate(new_pem));
   for (int i = 0; i < 3; ++i, ++step) REQUIRE(worker->PushDense({{"w", ones}}).get().ok());
   std::vector<float> w(kDense);
   REQUIRE(worker->PullDense({{"w", absl::MakeSpan(w)}}).get().ok());
