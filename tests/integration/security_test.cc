@@ -266,6 +266,9 @@ TEST_CASE("cairn-certs --help prints its usage and exits 0, a bad argument exits
   // held certificates keeps them as they were.
   RunOrFail({kCairnCerts, *dir + "/kept", "--roles", "worker"});
   const std::string key = ReadFile(*dir + "/kept/worker.key");
+  // A CA bundle as a CA move leaves it: not one to sign with.
+  RunOrFail({kCairnCerts, *dir + "/bundle", "--roles", "worker"});
+  std::ofstream(*dir + "/bundle/ca.pem", std::ios::app) << ReadFile(*dir + "/kept/ca.pem");
   const struct {
     std::vector<std::string> args;
     std::string says;
@@ -276,6 +279,11 @@ TEST_CASE("cairn-certs --help prints its usage and exits 0, a bad argument exits
       {{"--hosts", "10.0.0.300"}, "--hosts: '10.0.0.300' is not an IPv4 address"},
       {{"--roles", "worker chief"}, "--roles: 'chief' is not a role"},
       {{"--ca-from", *dir + "/none"}, "--ca-from: " + *dir + "/none holds no ca.pem and ca.key"},
+      {{"--ca-from", *dir + "/bundle"}, *dir + "/bundle/ca.pem holds 2 certificates, not one CA"},
+      {{"--hosts", "a..b"}, "--hosts: 'a..b' is not a DNS name"},
+      {{"--hosts", "01.2.3.4"}, "--hosts: '01.2.3.4' is not an IPv4 address"},
+      {{"--not-before", "20250101000000Z", "--not-after", "20240101000000Z"},
+       "--not-before 20250101000000Z is not before --not-after 20240101000000Z"},
   };
   int i = 0;
   for (const auto& r : refused) {
