@@ -10,6 +10,7 @@
 #include "common/backoff.h"
 #include "common/completion_loop.h"
 #include "common/grpc_util.h"
+#include "common/security/transport_security.h"
 #include "common/status_conversion.h"
 
 namespace cairn {
@@ -55,7 +56,14 @@ auto WithRetry(const std::string& address, absl::Time deadline, Call call)
         absl::StrCat("cannot reach the coordinator at ", address, " (tried for ",
                      absl::FormatDuration(
                          absl::Trunc(absl::Now() - start, absl::Milliseconds(100))),
-                     "): ", last.message()));
+                     "): ", last.message(),
+                     // gRPC reports a refused handshake only as a closed
+                     // connection on this side.
+                     TransportSecurityInstalled()
+                         ? "; with TLS on: does the coordinator run with TLS, and do this "
+                           "process's CA file and certificate come from the job's CA? "
+                           "(docs/security.md)"
+                         : ""));
   }
   return last;
 }

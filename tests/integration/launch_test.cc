@@ -197,8 +197,18 @@ TEST_CASE("launch --tls runs the job over mutual TLS with certificates made for 
   const std::string dir = NewDir("launch_tls");
   const std::string job = WriteJob(dir, TinyJob(30));
   const std::string workdir = dir + "/jobdir";
-  // Prometheus here scrapes plain HTTP: with /metrics over HTTPS the
-  // launcher refuses before it starts anything.
+  // /metrics over HTTPS without TLS, and Prometheus here (plain HTTP) with
+  // it: refused before anything starts.
+  {
+    auto refused = StartLaunch(dir, {job, "--set", "metrics.tls=true", "--workdir",
+                                     dir + "/refused-plain"});
+    auto code = refused->Wait(absl::Minutes(1));
+    REQUIRE(code.ok());
+    CHECK(code->code == 2);
+    CHECK(absl::StrContains(refused->ReadStderr(),
+                            "metrics.tls: true serves /metrics with each process's TLS "
+                            "certificate, but TLS is off: add --tls"));
+  }
   {
     auto refused = StartLaunch(dir, {job, "--tls", "--set", "metrics.tls=true", "--prometheus",
                                      "--workdir", dir + "/refused"});

@@ -106,6 +106,14 @@ int Run(Flags flags) {
       CheckMonitoring({flags.prometheus, flags.prometheus_keep, flags.prometheus_binary,
                        flags.deploy_dir});
   if (!deploy_dir.ok()) return BadInput(deploy_dir.status().message());
+  if (config->metrics.tls && !flags.tls && !config->security.tls) {
+    const char* env = std::getenv("CAIRN_TLS");
+    if (env == nullptr || (std::string(env) != "1" && std::string(env) != "true")) {
+      return BadInput(
+          "metrics.tls: true serves /metrics with each process's TLS certificate, but TLS is "
+          "off: add --tls (the launcher then makes the job's certificates), or set security:");
+    }
+  }
   if (flags.prometheus && config->metrics.tls) {
     return BadInput(
         "--prometheus scrapes /metrics over plain HTTP, and metrics.tls: true serves it over "
