@@ -68,7 +68,11 @@ StopWhileWaiting::~StopWhileWaiting() {
 }
 
 void ExitNow(int code) {
-  spdlog::shutdown();
+  // Flushed, not shut down: spdlog::shutdown drops the default logger, and
+  // a thread still running (a heartbeat, a watch of the map) that logs in
+  // the moment before _Exit dereferenced the null logger (a worker ending a
+  // job under load crashed so, after its summary was written).
+  spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& logger) { logger->flush(); });
   std::fflush(nullptr);
   std::_Exit(code);
 }

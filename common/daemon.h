@@ -88,8 +88,9 @@ class StopWhileWaiting {
 
 // Flushes logs and standard streams and ends the process with `code` at
 // once, skipping destructors: for the last line of a daemon's shutdown, once
-// its servers are stopped and its threads joined (the /metrics web server
-// alone would take about 2 s to stop).
+// its servers are stopped (the /metrics web server alone would take about
+// 2 s to stop). Threads still running may go on logging until the end: the
+// loggers stay.
 [[noreturn]] void ExitNow(int code);
 
 // Writes "grpc=<port>\nmetrics=<port>\n" to `path` atomically (temporary file

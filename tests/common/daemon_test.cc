@@ -2,6 +2,8 @@
 // allocate from one malloc arena, unless the operator set MALLOC_ARENA_MAX. Each test case runs in a process of its own (ctest), so
 // no earlier test's threads made arenas.
 #include <malloc.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -15,6 +17,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 #include "common/daemon.h"
+#include "common/log.h"
 
 namespace cairn {
 namespace {
@@ -72,6 +75,32 @@ TEST_CASE("TuneDaemonAllocator leaves malloc as it is when MALLOC_ARENA_MAX is s
   TuneDaemonAllocator();
   AllocateAtOnce(4);
   CHECK(Arenas() > 1);
+}
+
+TEST_CASE("ExitNow ends the process with its code while another thread logs",
+          "[common][daemon]") {
+  // A worker ends with ExitNow while its heartbeat thread may still log:
+  // the loggers must outlive the call (they once were dropped first, and a
+  // log in that moment dereferenced a null logger). Twenty children, each
+  // ending mid-stream of log lines from a second thread.
+  for (int i = 0; i < 20; ++i) {
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      cairn::InitLogging("exit-now-test", "info");
+      std::freopen("/dev/null", "w", stderr);
+      std::thread([] {
+        for (;;) LOG_INFO("still running {}", std::string_view("a line"));
+      }).detach();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      cairn::ExitNow(3);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    INFO("child " << i << ": status " << status);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 3);
+  }
 }
 
 }  // namespace
