@@ -199,25 +199,25 @@ TEST_CASE("launch --tls runs the job over mutual TLS with certificates made for 
   const std::string workdir = dir + "/jobdir";
   // /metrics over HTTPS without TLS, and Prometheus here (plain HTTP) with
   // it: refused before anything starts.
-  {
-    auto refused = StartLaunch(dir, {job, "--set", "metrics.tls=true", "--workdir",
-                                     dir + "/refused-plain"});
+  const struct {
+    std::vector<std::string> args;
+    std::string says;
+  } refusals[] = {
+      {{"--set", "metrics.tls=true"},
+       "metrics.tls: true serves /metrics with each process's TLS certificate, but TLS is off: "
+       "add --tls"},
+      {{"--tls", "--set", "metrics.tls=true", "--prometheus"},
+       "--prometheus scrapes /metrics over plain HTTP, and metrics.tls: true serves it over "
+       "HTTPS only"},
+  };
+  for (const auto& r : refusals) {
+    std::vector<std::string> args = {job, "--workdir", dir + "/refused"};
+    args.insert(args.end(), r.args.begin(), r.args.end());
+    auto refused = StartLaunch(dir, args);
     auto code = refused->Wait(absl::Minutes(1));
     REQUIRE(code.ok());
     CHECK(code->code == 2);
-    CHECK(absl::StrContains(refused->ReadStderr(),
-                            "metrics.tls: true serves /metrics with each process's TLS "
-                            "certificate, but TLS is off: add --tls"));
-  }
-  {
-    auto refused = StartLaunch(dir, {job, "--tls", "--set", "metrics.tls=true", "--prometheus",
-                                     "--workdir", dir + "/refused"});
-    auto code = refused->Wait(absl::Minutes(1));
-    REQUIRE(code.ok());
-    CHECK(code->code == 2);
-    CHECK(absl::StrContains(refused->ReadStderr(),
-                            "--prometheus scrapes /metrics over plain HTTP, and metrics.tls: true "
-                            "serves it over HTTPS only"));
+    CHECK(absl::StrContains(refused->ReadStderr(), r.says));
   }
   auto launch = StartLaunch(dir, {job, "--tls", "--set", "metrics.tls=true", "--workdir", workdir,
                                   "--summary", dir + "/summary.json"});

@@ -726,12 +726,7 @@ TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connec
                                "security.key_file: the private key in " +
                                certs + "/server.key does not belong to the certificate in " +
                                certs + "/server.pem";
-  for (const absl::Time until = absl::Now() + absl::Seconds(20);
-       absl::Now() < until &&
-       (*cluster)->server(0).ReadStderr().find(says_key) == std::string::npos;) {
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  CHECK_THAT((*cluster)->server(0).ReadStderr(), Catch::Contains(says_key));
+  CHECK((*cluster)->server(0).WaitForStderr(says_key, absl::Seconds(20)).ok());
   absl::SleepFor(absl::Seconds(2));  // past gRPC's next look at its copies
   CHECK(PresentedCertificate(address, certs) == new_pem);
   ReplaceAtomically(dir + "/renewed/server.key", certs + "/server.key");
@@ -743,12 +738,7 @@ TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connec
   const std::string says_ca = "TLS: keeping the certificate, key and CA read before: "
                               "security.ca_file: " +
                               certs + "/ca.pem holds no PEM certificate";
-  for (const absl::Time until = absl::Now() + absl::Seconds(20);
-       absl::Now() < until &&
-       (*cluster)->server(0).ReadStderr().find(says_ca) == std::string::npos;) {
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  CHECK_THAT((*cluster)->server(0).ReadStderr(), Catch::Contains(says_ca));
+  CHECK((*cluster)->server(0).WaitForStderr(says_ca, absl::Seconds(20)).ok());
   absl::SleepFor(absl::Seconds(2));
   CHECK(PresentedCertificate(address, dir + "/job") == new_pem);
 
@@ -758,12 +748,7 @@ TEST_CASE("TLS: a server certificate replaced mid-job is presented to new connec
   ReplaceAtomically(dir + "/job/worker.key", certs + "/server.key");
   ReplaceAtomically(dir + "/job/worker.pem", certs + "/server.pem");
   const std::string says_role = "/server.pem (CN=cairn-worker,OU=worker,O=cairn) is of role worker";
-  for (const absl::Time until = absl::Now() + absl::Seconds(20);
-       absl::Now() < until &&
-       (*cluster)->server(0).ReadStderr().find(says_role) == std::string::npos;) {
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  CHECK_THAT((*cluster)->server(0).ReadStderr(), Catch::Contains(says_role));
+  CHECK((*cluster)->server(0).WaitForStderr(says_role, absl::Seconds(20)).ok());
   absl::SleepFor(absl::Seconds(2));
   CHECK(PresentedCertificate(address, dir + "/job") == new_pem);
   CHECK(MetricsCertificate(metrics_port) == FirstCertificate(new_pem));

@@ -231,7 +231,8 @@ int Run(Flags flags) {
     return Abort(supervisor, event, "the coordinator's port file");
   }
   if (!port_error.ok()) return Fail(supervisor, port_error.message());
-  metrics.push_back({"coordinator", MetricsUrl(metrics_host, coordinator_ports->metrics, config->metrics.tls)});
+  metrics.push_back(
+      {"coordinator", MetricsUrl(metrics_host, coordinator_ports->metrics, config->metrics.tls)});
   monitoring.AddTarget("coordinator", metrics.back().url);
 
   // 2. The servers, all at once; workers start once every server serves.
