@@ -183,6 +183,53 @@ TEST_CASE("launch --prometheus scrapes the training job and stops with it",
   }
 }
 
+TEST_CASE("launch --prometheus with metrics.tls scrapes every process over HTTPS with the "
+          "job's CA",
+          "[integration][launch][prometheus][security]") {
+  if (!Installed(kPrometheus)) {
+    FAIL(kPrometheus << " is not installed: tools/setup installs it (Debian package prometheus)");
+  }
+  const std::string dir = NewJobDir("launch_prometheus_https", /*epochs=*/100);
+  const std::string workdir = dir + "/jobdir";
+  auto launch = Subprocess::Spawn(kLaunch,
+                                  {dir + "/job.yaml", "--tls", "--set", "metrics.tls=true",
+                                   "--prometheus", "--workdir", workdir},
+                                  dir + "/launch");
+  REQUIRE(launch.ok());
+  Subprocess& launcher = **launch;
+  const std::string url_line = "[launch] prometheus on http://127.0.0.1:";
+  REQUIRE(launcher.WaitForStderr(url_line, absl::Seconds(60)).ok());
+  REQUIRE(launcher.WaitForStderr("[launch] started worker 1", absl::Seconds(60)).ok());
+  const std::string err = launcher.ReadStderr();
+  INFO("launcher stderr (start):\n" << err.substr(0, 8000));
+  CHECK(absl::StrContains(err, absl::StrCat("(over HTTPS, CA file ", workdir, "/certs/ca.pem)")));
+  absl::string_view url = absl::string_view(err).substr(err.find(url_line) + url_line.size());
+  int port = 0;
+  REQUIRE(absl::SimpleAtoi(url.substr(0, url.find('/')), &port));
+
+  // Every process is up, scraped over HTTPS (a plaintext scrape gets no
+  // answer from them), and its series arrive.
+  CHECK(WaitFor(port, R"(count(up{job="cairn"} == 1))", [](double v) { return v == 5; },
+                absl::Seconds(30)) == 5);
+  absl::StatusOr<std::string> targets =
+      testing::HttpGet("127.0.0.1", port, "/api/v1/targets?state=active", absl::Seconds(5));
+  REQUIRE(targets.ok());
+  const nlohmann::json active = nlohmann::json::parse(*targets)["data"]["activeTargets"];
+  REQUIRE(active.size() == 5);
+  for (const nlohmann::json& t : active) {
+    INFO(t.dump());
+    CHECK(absl::StartsWith(t["scrapeUrl"].get<std::string>(), "https://127.0.0.1:"));
+    CHECK(t["health"] == "up");
+  }
+  CHECK(WaitFor(port, "sum(rate(cairn_worker_examples_total[30s]))",
+                [](double v) { return v > 0; }, absl::Seconds(30)) > 0);
+
+  REQUIRE(launcher.Signal(SIGTERM).ok());
+  auto ended = launcher.Wait(absl::Seconds(30));
+  REQUIRE(ended.ok());
+  CHECK(ended->code == 128 + SIGTERM);
+}
+
 TEST_CASE("launch --prometheus-keep keeps Prometheus and what it scraped after the job",
           "[integration][launch][prometheus]") {
   if (!Installed(kPrometheus)) {

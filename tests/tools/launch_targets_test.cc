@@ -1,6 +1,8 @@
 // cairn-launch's Prometheus files: the file_sd targets in the format
 // docs/metrics.md documents, the copies of the shipped config, and the
 // Prometheus command line.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +90,51 @@ TEST_CASE("the shipped scrape config and alert rules are copied beside the targe
   CHECK(absl::StrContains(missing.status().message(),
                           *dir + "/nowhere/prometheus/prometheus-local.yml"));
   CHECK(absl::StrContains(missing.status().message(), "--deploy-dir"));
+}
+
+TEST_CASE("with metrics.tls the copied scrape config scrapes the job over HTTPS with its CA",
+          "[tools][launch]") {
+  absl::StatusOr<std::string> dir = testing::MakeTempDir("launch_https_scrape");
+  REQUIRE(dir.ok());
+  absl::StatusOr<std::string> deploy = FindDeployDir("");
+  REQUIRE(deploy.ok());
+  const PrometheusFiles files = PrometheusFilesIn(*dir);
+  REQUIRE(CopyPrometheusConfig(*deploy, files).ok());
+  // A relative CA path is made absolute: Prometheus would read it from the
+  // config's directory.
+  const std::string cwd = fs::current_path().string();
+  REQUIRE(ScrapeOverHttps(files.config, "certs/ca.pem").ok());
+  const std::string text = testing::ReadFileOrEmpty(files.config);
+  INFO(text);
+  CHECK(absl::StrContains(text, "scheme: https"));
+  CHECK(absl::StrContains(text, "ca_file: " + cwd + "/certs/ca.pem"));
+  // The rest of the shipped config is kept: the targets and the relabeling.
+  CHECK(absl::StrContains(text, "targets/*.json"));
+  CHECK(absl::StrContains(text, "exported_role"));
+  CHECK(absl::StrContains(text, "alerts.yml"));
+  if (::access("/usr/bin/promtool", X_OK) == 0) {
+    // Prometheus's own check of the file (it reads the rules beside it).
+    auto check = testing::Subprocess::Spawn("/usr/bin/promtool",
+                                            {"check", "config", "--syntax-only", files.config},
+                                            *dir + "/promtool");
+    REQUIRE(check.ok());
+    auto ended = (*check)->Wait(absl::Seconds(60));
+    REQUIRE(ended.ok());
+    INFO((*check)->ReadStdout() << (*check)->ReadStderr());
+    CHECK(ended->code == 0);
+  }
+
+  // A config without the job's scrape job, or not YAML: named, left alone.
+  const std::string other = *dir + "/other.yml";
+  REQUIRE(testing::WriteFile(other, "scrape_configs:\n  - job_name: node\n").ok());
+  const absl::Status no_job = ScrapeOverHttps(other, "/ca.pem");
+  CHECK(no_job.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(no_job.message(), other + " has no scrape job named \"cairn\""));
+  CHECK(testing::ReadFileOrEmpty(other) == "scrape_configs:\n  - job_name: node\n");
+  REQUIRE(testing::WriteFile(other, "scrape_configs: [\n").ok());
+  const absl::Status bad = ScrapeOverHttps(other, "/ca.pem");
+  CHECK(bad.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(bad.message(), other + ": not a Prometheus configuration"));
 }
 
 TEST_CASE("Prometheus runs on loopback with its data in the work directory", "[tools][launch]") {

@@ -22,7 +22,8 @@ absl::StatusOr<std::optional<std::string>> CheckMonitoring(const MonitoringFlags
   return std::optional<std::string>();  // targets only
 }
 
-absl::Status JobMonitoring::WriteFiles(const std::optional<std::string>& deploy_dir) {
+absl::Status JobMonitoring::WriteFiles(const std::optional<std::string>& deploy_dir,
+                                       const std::string& https_ca_file) {
   if (absl::Status s = targets_.Write(); !s.ok()) return s;
   if (!deploy_dir.has_value()) {
     supervisor_->Log(absl::StrCat("Prometheus file_sd targets in ", targets_.path(),
@@ -31,8 +32,12 @@ absl::Status JobMonitoring::WriteFiles(const std::optional<std::string>& deploy_
     return absl::OkStatus();
   }
   if (absl::Status s = CopyPrometheusConfig(*deploy_dir, files_); !s.ok()) return s;
-  supervisor_->Log(absl::StrCat("Prometheus file_sd targets in ", targets_.path(),
-                                ", scrape config ", files_.config));
+  if (!https_ca_file.empty()) {
+    if (absl::Status s = ScrapeOverHttps(files_.config, https_ca_file); !s.ok()) return s;
+  }
+  supervisor_->Log(absl::StrCat(
+      "Prometheus file_sd targets in ", targets_.path(), ", scrape config ", files_.config,
+      https_ca_file.empty() ? "" : absl::StrCat(" (over HTTPS, CA file ", https_ca_file, ")")));
   return absl::OkStatus();
 }
 

@@ -40,8 +40,12 @@ class JobMonitoring {
       : supervisor_(supervisor), files_(PrometheusFilesIn(workdir)), targets_(files_.targets) {}
 
   // Writes the empty targets file and, with a deploy directory, the config
-  // copies; logs where they are. Internal naming the path on failure.
-  absl::Status WriteFiles(const std::optional<std::string>& deploy_dir);
+  // copies; logs where they are. With `https_ca_file` (the job serves
+  // /metrics over HTTPS: metrics.tls) the copied scrape config scrapes over
+  // HTTPS with that CA bundle (ScrapeOverHttps). Internal naming the path
+  // on failure; ScrapeOverHttps's errors.
+  absl::Status WriteFiles(const std::optional<std::string>& deploy_dir,
+                          const std::string& https_ca_file = "");
 
   // Starts Prometheus (StartPrometheus) and logs
   // "prometheus on http://127.0.0.1:PORT/ ..." once it is ready, saying

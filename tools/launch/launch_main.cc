@@ -41,6 +41,7 @@
 #include "absl/time/clock.h"
 #include "common/config/job_config.h"
 #include "common/config/overrides.h"
+#include "common/config/security_settings.h"
 #include "common/cpu_affinity.h"
 #include "common/daemon.h"
 #include "tools/launch/console.h"
@@ -114,12 +115,6 @@ int Run(Flags flags) {
           "off: add --tls (the launcher then makes the job's certificates), or set security:");
     }
   }
-  if (flags.prometheus && config->metrics.tls) {
-    return BadInput(
-        "--prometheus scrapes /metrics over plain HTTP, and metrics.tls: true serves it over "
-        "HTTPS only: leave out one of them, or run Prometheus with the scrape configuration of "
-        "docs/security.md (\"/metrics over HTTPS\") against the job's targets file");
-  }
   const int num_servers = config->cluster.servers;
   const int num_workers = flags.no_workers ? 0 : config->cluster.workers;
   // Workers and servers share this machine's cores. OpenBLAS's idle threads
@@ -181,6 +176,22 @@ int Run(Flags flags) {
     if (!tls.ok()) return BadInput(tls.status().message());
     plan.daemon_flags = *std::move(tls);
   }
+  // With /metrics over HTTPS, Prometheus checks the daemons' certificates
+  // against the job's CA bundle: the one made above, else the one the
+  // daemons are given (security:, or the environment).
+  std::string metrics_ca_file;
+  if (config->metrics.tls) {
+    auto tls_ca = std::find(plan.daemon_flags.begin(), plan.daemon_flags.end(), "--tls-ca");
+    if (tls_ca != plan.daemon_flags.end() && std::next(tls_ca) != plan.daemon_flags.end()) {
+      metrics_ca_file = *std::next(tls_ca);
+    } else {
+      absl::StatusOr<std::optional<TransportSecurityFiles>> files =
+          ResolveSecurity(config->security, SecurityFlags{}, ProcessEnv(),
+                          ::cairn::Role::kCoordinator);
+      if (!files.ok()) return BadInput(files.status().message());
+      if (files->has_value()) metrics_ca_file = (*files)->ca_file;
+    }
+  }
 
   // On a terminal, the workers' progress lines become one live line (they
   // report every second for it); elsewhere they pass through as they are.
@@ -200,7 +211,7 @@ int Run(Flags flags) {
 
   // 0. Prometheus's files, and Prometheus itself with --prometheus.
   JobMonitoring monitoring(&supervisor, plan.workdir);
-  if (absl::Status s = monitoring.WriteFiles(*deploy_dir); !s.ok()) {
+  if (absl::Status s = monitoring.WriteFiles(*deploy_dir, metrics_ca_file); !s.ok()) {
     return Fail(supervisor, s.message());
   }
   if (flags.prometheus) {

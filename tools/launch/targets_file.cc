@@ -1,7 +1,10 @@
 #include "tools/launch/targets_file.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
@@ -91,6 +94,51 @@ absl::Status CopyPrometheusConfig(const std::string& deploy_dir, const Prometheu
       return absl::InternalError(absl::StrCat("cannot copy ", (from / name).string(), " to ", to,
                                               ": ", error.message()));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ScrapeOverHttps(const std::string& config, const std::string& ca_file) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(config);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(config, ": not a Prometheus configuration: ",
+                                                   e.what()));
+  }
+  int changed = 0;
+  if (root.IsMap() && root["scrape_configs"].IsSequence()) {
+    for (YAML::Node job : root["scrape_configs"]) {
+      if (!job.IsMap() || !job["job_name"].IsScalar() ||
+          job["job_name"].as<std::string>() != kScrapeJob) {
+        continue;
+      }
+      job["scheme"] = "https";
+      job["tls_config"]["ca_file"] = fs::absolute(ca_file).lexically_normal().string();
+      ++changed;
+    }
+  }
+  if (changed == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config, " has no scrape job named \"", kScrapeJob,
+        "\" under scrape_configs: to scrape /metrics over HTTPS (metrics.tls) the launcher sets "
+        "that job's scheme and CA file"));
+  }
+  YAML::Emitter out;
+  out << root;
+  const std::string tmp = config + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << "# Copied by cairn-launch; /metrics is served over HTTPS (metrics.tls), so the job \""
+      << kScrapeJob << "\"\n# scrapes with scheme https and the job's CA file.\n"
+      << out.c_str() << "\n";
+    if (!f.good()) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  std::error_code error;
+  fs::rename(tmp, config, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", config, ": ",
+                                            error.message()));
   }
   return absl::OkStatus();
 }

@@ -62,6 +62,17 @@ absl::StatusOr<std::string> FindDeployDir(const std::string& requested);
 // naming the path on failure.
 absl::Status CopyPrometheusConfig(const std::string& deploy_dir, const PrometheusFiles& files);
 
+// Rewrites the scrape config at `config` (a copy made by
+// CopyPrometheusConfig) so that its scrape job named kScrapeJob scrapes over
+// HTTPS, checking each target's certificate against the CA bundle
+// `ca_file` (made absolute: Prometheus reads relative paths from the
+// config's directory), for a job whose /metrics is served over HTTPS
+// (metrics.tls). Comments of the copy are not kept; a first line says what
+// was changed. Errors: InvalidArgument naming the file when it is not YAML
+// or holds no scrape job named kScrapeJob; Internal naming it when it
+// cannot be written.
+absl::Status ScrapeOverHttps(const std::string& config, const std::string& ca_file);
+
 // The targets of a running job, rewritten whole at `path` (a temporary file
 // renamed into place, so readers never see a partial file) on every change.
 // Not thread-safe; confined to the launcher's main thread.
