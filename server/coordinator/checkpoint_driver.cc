@@ -4,6 +4,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_util.h"
@@ -72,6 +73,10 @@ v1::ParameterService::Stub* CheckpointDriver::StubFor(const std::string& address
 absl::StatusOr<CheckpointDriver::Result> CheckpointDriver::Run(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   const absl::Time deadline = absl::Now() + timeout;
+  // No primary moves from here to the end: the servers chosen below snapshot
+  // what they are primary of.
+  state_->CheckpointStarted();
+  absl::Cleanup ended = [this] { state_->CheckpointEnded(); };
   const v1::PartitionMap map = state_->Map();
   if (!map.ready()) {
     return absl::FailedPreconditionError(

@@ -51,6 +51,12 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry) {
                     .Help("Replica groups whose dead primary was replaced by a promoted backup.")
                     .Register(registry)
                     .Add({});
+  primary_moves_ = &prometheus::BuildCounter()
+                        .Name("cairn_coordinator_primary_moves_total")
+                        .Help("Replica groups whose primary moved to one of their backups to "
+                              "balance primaries over the live servers after failovers.")
+                        .Register(registry)
+                        .Add({});
   under_replicated_ =
       &prometheus::BuildGauge()
            .Name("cairn_coordinator_partitions_under_replicated")
@@ -133,6 +139,8 @@ void CoordinatorMetrics::CountLeaseExpiration(v1::MemberRole role) {
 }
 
 void CoordinatorMetrics::CountFailover() { failovers_->Increment(); }
+
+void CoordinatorMetrics::CountPrimaryMove() { primary_moves_->Increment(); }
 
 void CoordinatorMetrics::SetUnderReplicated(int partitions) {
   under_replicated_->Set(static_cast<double>(partitions));

@@ -9,6 +9,8 @@
 //       DEAD because their lease ran out
 //   cairn_coordinator_failovers_total                counter: replica groups whose
 //       dead primary was replaced by a promoted backup
+//   cairn_coordinator_primary_moves_total            counter: replica groups whose
+//       primary moved to a backup to balance primaries after failovers
 //   cairn_coordinator_partitions_under_replicated    gauge: partitions with fewer
 //       live replicas (primary + backups) than cluster.replication
 //   cairn_coordinator_failover_seconds               histogram: from a primary's
@@ -61,6 +63,8 @@ class CoordinatorMetrics {
   void CountLeaseExpiration(v1::MemberRole role);
   // A replica group's primary was replaced by a backup.
   void CountFailover();
+  // A replica group's primary moved to one of its backups (BalancePrimaries).
+  void CountPrimaryMove();
   void SetUnderReplicated(int partitions);
   // Seconds from a primary's lease expiry until the promoted backup
   // heartbeated with the new map.
@@ -89,6 +93,7 @@ class CoordinatorMetrics {
   std::map<std::string, prometheus::Counter*, std::less<>> requests_;
   std::map<int, prometheus::Counter*> lease_expirations_;  // by role
   prometheus::Counter* failovers_ = nullptr;
+  prometheus::Counter* primary_moves_ = nullptr;
   prometheus::Gauge* under_replicated_ = nullptr;
   prometheus::Histogram* failover_seconds_ = nullptr;
 };

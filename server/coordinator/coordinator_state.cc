@@ -290,6 +290,7 @@ std::vector<MemberRecord> CoordinatorState::ExpireLeases() {
   if (expired.empty()) {
     const uint64_t version = map_.version();
     ReplicateLocked(nullptr);  // groups whose rereplication_delay ran out
+    BalancePrimariesLocked();
     if (map_.version() != version) PersistLocked();
     return expired;
   }
@@ -543,6 +544,36 @@ void CoordinatorState::ReplicateLocked(std::vector<v1::PartitionAssignment>* cha
              "state; map version {}",
              server, group, map_.version());
   }
+}
+
+void CoordinatorState::BalancePrimariesLocked() {
+  if (!ready_ || map_.assignments().empty() || checkpoints_running_ > 0 ||
+      job_state_ != v1::JOB_STATE_RUNNING || restoring_.waiting) {
+    return;
+  }
+  const std::set<uint32_t> alive = AliveServers(leases_.Snapshot());
+  for (const v1::PartitionAssignment& a : map_.assignments()) {
+    if (a.joining_size() > 0 || !alive.contains(a.primary())) return;
+  }
+  std::vector<v1::PartitionAssignment> assignments(map_.assignments().begin(),
+                                                   map_.assignments().end());
+  const std::vector<PrimaryMove> moves = BalancePrimaries(alive, &assignments);
+  if (moves.empty()) return;
+  RefreshMapLocked(&assignments);
+  for (const PrimaryMove& m : moves) {
+    LOG_INFO("{}; map version {}", DescribePrimaryMove(m), map_.version());
+    if (metrics_ != nullptr) metrics_->CountPrimaryMove();
+  }
+}
+
+void CoordinatorState::CheckpointStarted() {
+  absl::MutexLock lock(&mu_);
+  ++checkpoints_running_;
+}
+
+void CoordinatorState::CheckpointEnded() {
+  absl::MutexLock lock(&mu_);
+  --checkpoints_running_;
 }
 
 void CoordinatorState::RestoreLostGroupsLocked(

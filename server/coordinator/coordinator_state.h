@@ -205,6 +205,13 @@ class CoordinatorState {
   // The job served to members (a copy: a dropped restore switches it back).
   v1::JobSpec job() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A checkpoint request starts or ends (CheckpointDriver::Run). While one
+  // runs no primary moves (BalancePrimariesLocked): its servers were chosen
+  // as the primaries of the map it started with, and each snapshots the
+  // partitions it is primary of.
+  void CheckpointStarted() ABSL_LOCKS_EXCLUDED(mu_);
+  void CheckpointEnded() ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   // A failover whose promoted server has not yet heartbeated with its map.
   struct PendingFailover {
@@ -257,6 +264,11 @@ class CoordinatorState {
   void ReplicateLocked(std::vector<v1::PartitionAssignment>* changed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint32_t ReplicationLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves primaries back after failovers (failover.h BalancePrimaries) and
+  // publishes the map, once every group has a live primary and no joiner,
+  // the job runs and no checkpoint request is under way; logs each move.
+  // Called at every lease tick without an expiry.
+  void BalancePrimariesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const v1::JobSpec fresh_job_;  // the job as configured, for a dropped restore
@@ -278,6 +290,7 @@ class CoordinatorState {
   std::map<uint32_t, PendingFailover> pending_failovers_ ABSL_GUARDED_BY(mu_);  // by promoted id
   // Replica groups short of copies, and since when (rereplication_delay).
   std::map<uint32_t, absl::Time> short_since_ ABSL_GUARDED_BY(mu_);
+  int checkpoints_running_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cairn

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -151,6 +152,78 @@ std::vector<std::pair<uint32_t, uint32_t>> AssignJoiners(
     }
   }
   return added;
+}
+
+std::vector<PrimaryMove> BalancePrimaries(const std::set<uint32_t>& alive_servers,
+                                          std::vector<v1::PartitionAssignment>* assignments) {
+  // Each group's primary and backups, from its first partition (a group's
+  // partitions share them).
+  struct Roles {
+    uint32_t primary = 0;
+    std::vector<uint32_t> backups;
+  };
+  std::map<uint32_t, Roles> groups;
+  for (const v1::PartitionAssignment& a : *assignments) {
+    if (groups.contains(a.group())) continue;
+    groups[a.group()] = {a.primary(), {a.backups().begin(), a.backups().end()}};
+  }
+  std::map<uint32_t, int> load;  // groups each live server is primary of
+  for (uint32_t s : alive_servers) load[s] = 0;
+  for (const auto& [group, roles] : groups) {
+    auto it = load.find(roles.primary);
+    if (it != load.end()) ++it->second;
+  }
+  std::vector<PrimaryMove> moves;
+  std::set<uint32_t> moved;
+  while (true) {
+    // The best move: from the most loaded primary to its least loaded
+    // backup, if that one holds at least two groups fewer.
+    std::optional<std::pair<uint32_t, uint32_t>> best;  // (group, backup)
+    int best_from = 0;
+    int best_to = 0;
+    for (const auto& [group, roles] : groups) {
+      if (moved.contains(group) || !load.contains(roles.primary)) continue;
+      const int from = load[roles.primary];
+      for (uint32_t b : roles.backups) {
+        auto to = load.find(b);
+        if (to == load.end() || to->second > from - 2) continue;
+        if (!best || from > best_from || (from == best_from && to->second < best_to)) {
+          best = {group, b};
+          best_from = from;
+          best_to = to->second;
+        }
+      }
+    }
+    if (!best) break;
+    const auto [group, to] = *best;
+    Roles& roles = groups[group];
+    PrimaryMove move{group, roles.primary, to, best_from, best_to, {}};
+    std::replace(roles.backups.begin(), roles.backups.end(), to, roles.primary);
+    roles.primary = to;
+    --load[move.from];
+    ++load[move.to];
+    moved.insert(group);
+    for (v1::PartitionAssignment& a : *assignments) {
+      if (a.group() != group) continue;
+      a.set_primary(to);
+      auto* backups = a.mutable_backups();
+      std::replace(backups->begin(), backups->end(), to, move.from);
+      move.partitions.push_back(a.partition());
+    }
+    std::sort(move.partitions.begin(), move.partitions.end());
+    moves.push_back(std::move(move));
+  }
+  return moves;
+}
+
+std::string DescribePrimaryMove(const PrimaryMove& m) {
+  auto groups = [](int n) {
+    return n == 0 ? std::string("none") : absl::StrCat(n, n == 1 ? " group" : " groups");
+  };
+  return absl::StrCat("group ", m.group, " (partitions ", absl::StrJoin(m.partitions, ","),
+                      "): server ", m.to, " promoted to primary in place of server ", m.from,
+                      ", which backs it up now (primaries balanced: server ", m.from, " held ",
+                      groups(m.from_groups), ", server ", m.to, " ", groups(m.to_groups), ")");
 }
 
 bool PromoteJoiner(uint32_t server, uint32_t group,

@@ -64,6 +64,36 @@ bool PromoteJoiner(uint32_t server, uint32_t group,
 int CountUnderReplicated(const std::vector<v1::PartitionAssignment>& assignments,
                          const std::set<uint32_t>& alive_servers, uint32_t replication);
 
+// One replica group whose primary BalancePrimaries moved to a backup.
+struct PrimaryMove {
+  uint32_t group = 0;
+  uint32_t from = 0;                 // the primary before; a backup of the group now
+  uint32_t to = 0;                   // the backup that is primary now
+  int from_groups = 0;               // groups `from` was primary of before the move
+  int to_groups = 0;                 // groups `to` was primary of before the move
+  std::vector<uint32_t> partitions;  // the group's partitions, ascending
+};
+
+// Moves primaries back after failovers: a failover leaves the promoted
+// server primary of its own groups and the dead one's, and a server that
+// rejoins only backs groups up, so without this one server may serve every
+// push and pull of the job. While a live server is primary of at least two
+// groups more than another live server that backs one of those groups up,
+// that backup becomes the group's primary and the primary takes the backup's
+// place in the group's backups list (the roles swap; every copy stays). The
+// most loaded primary gives first, to the least loaded of its backups
+// (ties: the lower group id, then the earlier backup); each group moves at
+// most once per call. Counts are in groups, as groups are what fail over.
+// Only called when no group has a joiner or a dead primary: a joiner does
+// not hold the group's state yet. Returns the moves in the order made.
+std::vector<PrimaryMove> BalancePrimaries(const std::set<uint32_t>& alive_servers,
+                                          std::vector<v1::PartitionAssignment>* assignments);
+
+// "group 1 (partitions 1,4,7): server 3 promoted to primary in place of
+// server 2, which backs it up now (primaries balanced: server 2 held 2
+// groups, server 3 none)".
+std::string DescribePrimaryMove(const PrimaryMove& move);
+
 // "group 1 (partitions 1,3,5): server 1 DEAD, server 2 promoted to primary",
 // or "..., no live backup: its partitions stay on the dead server".
 std::string DescribeFailover(const GroupFailover& failover);

@@ -297,6 +297,12 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
         if (g.primary == server_id_ && (old == groups_.end() || old->second.primary != server_id_)) {
           LOG_INFO("server {} is now primary of replica group {} (map version {})", server_id_,
                    id, map.version());
+        } else if (g.primary != server_id_ && old != groups_.end() &&
+                   old->second.primary == server_id_ &&
+                   std::find(g.backups.begin(), g.backups.end(), server_id_) != g.backups.end()) {
+          LOG_INFO("server {} backs up replica group {} now; server {} is its primary (map "
+                   "version {})",
+                   server_id_, id, g.primary, map.version());
         }
       }
     }

@@ -134,8 +134,11 @@ TEST_CASE("a replacement server joins the groups left with one copy, receives th
               .WaitForStderr("server 3 holds replica group 1 and backs it up now",
                              absl::Seconds(60))
               .ok());
-  // Server 2 is primary of group 1 now and of its own group 2; kill it: its
-  // groups' only other copies are on server 3 (group 1) and server 0 (group 2).
+  // Server 2 is primary of group 1 now and of its own group 2, until the
+  // coordinator moves group 1's primary to server 3 once server 3 holds its
+  // groups (primaries balanced). Kill server 2: group 1 is served from
+  // server 3's copy either way (promoted at the failover, or by the move
+  // before it), and group 2 from server 0's.
   WaitForHistory(*dir, testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() + 20000);
   c.server(2).Kill();
   WaitForWorkers(*workers, c);
@@ -157,8 +160,10 @@ double WaitForCoordinator(TestCluster& c, const std::string& text, absl::Duratio
 
 // Server 1 was declared dead, dropped what it held and registered again as
 // server 3; once it backs up group 1 (whose primary is server 2 since the
-// failover), kill server 2, so that group 1 is served from server 3's copy
-// from then on, and check the job exactly.
+// failover, until the coordinator moves it to server 3 to balance
+// primaries), kill server 2, so that group 1 is served from server 3's copy
+// from then on (promoted by the failover or by the move), and check the job
+// exactly.
 void KillTheOtherCopyAndCheck(TestCluster& c,
                               std::vector<std::unique_ptr<testing::Subprocess>>& workers,
                               const std::string& dir, int64_t steps) {
@@ -195,6 +200,48 @@ TEST_CASE("a server stalled for longer than its lease is declared dead, rejoins 
   REQUIRE(c.server(1).WaitForStderr("registers again, empty", absl::Seconds(20)).ok());
   CHECK_THAT(c.server(1).ReadStderr(), Catch::Contains("declared server 1 dead"));
   KillTheOtherCopyAndCheck(c, *workers, *dir, kSteps);
+}
+
+TEST_CASE("after a failover and a rejoin a group's primary moves to the rejoined server, and the "
+          "server it left keeps an exact copy",
+          "[reliability][failover]") {
+  // 2 servers, r = 2: server 1 dies, server 0 is primary of both groups; a
+  // replacement (server 2) joins both, and once it holds them the
+  // coordinator moves group 0's primary to it. Then the new primary dies:
+  // server 0, which backed group 0 up since the move, serves it again, and
+  // the job ends exact.
+  constexpr int64_t kSteps = 3000;
+  auto dir = testing::MakeTempDir("failover_move_back");
+  REQUIRE(dir.ok());
+  auto cluster = TestCluster::Start("failover_move_back", FailoverJobYaml(2, 2), 2);
+  REQUIRE(cluster.ok());
+  TestCluster& c = **cluster;
+  auto workers = SpawnChaosWorkers(c, kSteps, *dir);
+  REQUIRE(workers.ok());
+  WaitForHistory(*dir, 20000);
+  c.server(1).Kill();
+  WaitForCoordinator(c, "server 1 DEAD, server 0 promoted to primary", absl::Seconds(30));
+  REQUIRE(c.StartServer().ok());  // server 2
+  WaitForCoordinator(c,
+                     "group 0 (partitions 0,2,4,6,8,10): server 2 promoted to primary in place "
+                     "of server 0, which backs it up now (primaries balanced: server 0 held 2 "
+                     "groups, server 2 none)",
+                     absl::Seconds(60));
+  for (auto& w : *workers) REQUIRE(w->Running());  // the move came during training
+  REQUIRE(c.server(0)
+              .WaitForStderr("server 0 backs up replica group 0 now; server 2 is its primary",
+                             absl::Seconds(10))
+              .ok());
+  REQUIRE(c.server(2)
+              .WaitForStderr("server 2 is now primary of replica group 0", absl::Seconds(10))
+              .ok());
+  WaitForHistory(*dir, testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() + 20000);
+  for (auto& w : *workers) REQUIRE(w->Running());
+  c.server(2).Kill();
+  WaitForCoordinator(c, "server 2 DEAD, server 0 promoted to primary", absl::Seconds(30));
+  WaitForWorkers(*workers, c);
+  INFO(c.Logs());
+  CheckExact(c, *dir, kSteps);
 }
 
 TEST_CASE("RELIABILITY T3: a server cut off the network for longer than its lease is declared "
