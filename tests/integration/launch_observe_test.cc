@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -117,6 +118,27 @@ std::string RefusedBeforeStart(const std::string& dir, const std::vector<std::st
   return err;
 }
 
+constexpr char kPrometheusLine[] = "[launch] prometheus on http://127.0.0.1:";
+
+// The port of the Prometheus the launcher started, from its
+// "[launch] prometheus on http://127.0.0.1:PORT/" line in `err`.
+int PrometheusPort(const std::string& err) {
+  const size_t at = err.find(kPrometheusLine);
+  REQUIRE(at != std::string::npos);
+  const absl::string_view url = absl::string_view(err).substr(at + strlen(kPrometheusLine));
+  int port = 0;
+  REQUIRE(absl::SimpleAtoi(url.substr(0, url.find('/')), &port));
+  return port;
+}
+
+// Waits until `launcher` has started Prometheus and the job's last worker;
+// returns its stderr so far.
+std::string WaitForTraining(Subprocess& launcher) {
+  REQUIRE(launcher.WaitForStderr(kPrometheusLine, absl::Seconds(60)).ok());
+  REQUIRE(launcher.WaitForStderr("[launch] started worker 1", absl::Seconds(60)).ok());
+  return launcher.ReadStderr();
+}
+
 TEST_CASE("launch --prometheus scrapes the training job and stops with it",
           "[integration][launch][prometheus]") {
   if (!Installed(kPrometheus)) {
@@ -127,14 +149,9 @@ TEST_CASE("launch --prometheus scrapes the training job and stops with it",
       kLaunch, {dir + "/job.yaml", "--prometheus", "--workdir", dir + "/jobdir"}, dir + "/launch");
   REQUIRE(launch.ok());
   Subprocess& launcher = **launch;
-  const std::string url_line = "[launch] prometheus on http://127.0.0.1:";
-  REQUIRE(launcher.WaitForStderr(url_line, absl::Seconds(60)).ok());
-  REQUIRE(launcher.WaitForStderr("[launch] started worker 1", absl::Seconds(60)).ok());
-  const std::string err = launcher.ReadStderr();
+  const std::string err = WaitForTraining(launcher);
   INFO("launcher stderr (start):\n" << err.substr(0, 8000));
-  absl::string_view url = absl::string_view(err).substr(err.find(url_line) + url_line.size());
-  int port = 0;
-  REQUIRE(absl::SimpleAtoi(url.substr(0, url.find('/')), &port));
+  const int port = PrometheusPort(err);
 
   // Every process is a target with its role, and is up.
   auto positive = [](double v) { return v > 0; };
@@ -197,15 +214,10 @@ TEST_CASE("launch --prometheus with metrics.tls scrapes every process over HTTPS
                                   dir + "/launch");
   REQUIRE(launch.ok());
   Subprocess& launcher = **launch;
-  const std::string url_line = "[launch] prometheus on http://127.0.0.1:";
-  REQUIRE(launcher.WaitForStderr(url_line, absl::Seconds(60)).ok());
-  REQUIRE(launcher.WaitForStderr("[launch] started worker 1", absl::Seconds(60)).ok());
-  const std::string err = launcher.ReadStderr();
+  const std::string err = WaitForTraining(launcher);
   INFO("launcher stderr (start):\n" << err.substr(0, 8000));
   CHECK(absl::StrContains(err, absl::StrCat("(over HTTPS, CA file ", workdir, "/certs/ca.pem)")));
-  absl::string_view url = absl::string_view(err).substr(err.find(url_line) + url_line.size());
-  int port = 0;
-  REQUIRE(absl::SimpleAtoi(url.substr(0, url.find('/')), &port));
+  const int port = PrometheusPort(err);
 
   // Every process is up, scraped over HTTPS (a plaintext scrape gets no
   // answer from them), and its series arrive.
@@ -249,10 +261,7 @@ TEST_CASE("launch --prometheus-keep keeps Prometheus and what it scraped after t
   INFO("launcher stderr:\n" << err.substr(0, 12000));
   REQUIRE(waited.ok());
   CHECK(absl::StrContains(err, "it stays up after the job until Ctrl-C: --prometheus-keep)"));
-  const std::string url_line = "[launch] prometheus on http://127.0.0.1:";
-  absl::string_view url = absl::string_view(err).substr(err.find(url_line) + url_line.size());
-  int port = 0;
-  REQUIRE(absl::SimpleAtoi(url.substr(0, url.find('/')), &port));
+  const int port = PrometheusPort(err);
 
   // The job's processes are gone; Prometheus still answers with their
   // series (their last samples: each series went stale when its target

@@ -88,26 +88,46 @@ OracleReport CheckExact(const TestCluster& cluster, const std::string& dir, int6
   return report;
 }
 
+// A job of `servers` servers under BSP with replication 2 and two chaos
+// workers of `steps` steps each, once it trains (worker 0's history holds
+// 20,000 bytes).
+struct TrainingJob {
+  std::string dir;  // the workers' histories
+  std::unique_ptr<TestCluster> cluster;
+  std::vector<std::unique_ptr<testing::Subprocess>> workers;
+};
+
+TrainingJob StartTrainingJob(const std::string& name, int servers, int64_t steps) {
+  TrainingJob job;
+  auto dir = testing::MakeTempDir(name);
+  REQUIRE(dir.ok());
+  job.dir = *dir;
+  auto cluster = TestCluster::Start(name, FailoverJobYaml(servers, 2), servers);
+  REQUIRE(cluster.ok());
+  job.cluster = *std::move(cluster);
+  auto workers = SpawnChaosWorkers(*job.cluster, steps, job.dir);
+  REQUIRE(workers.ok());
+  job.workers = *std::move(workers);
+  WaitForHistory(job.dir, 20000);
+  return job;
+}
+
 TEST_CASE("B01: a server killed with -9 under BSP with replication 2 loses no acknowledged push",
           "[reliability][failover][cases]") {
   constexpr int64_t kSteps = 1500;
-  auto dir = testing::MakeTempDir("failover_b01");
-  REQUIRE(dir.ok());
-  auto cluster = TestCluster::Start("failover_b01", FailoverJobYaml(3, 2), 3);
-  REQUIRE(cluster.ok());
-  auto workers = SpawnChaosWorkers(**cluster, kSteps, *dir);
-  REQUIRE(workers.ok());
-
-  WaitForHistory(*dir, 20000);  // kill server 1 once training runs
+  TrainingJob job = StartTrainingJob("failover_b01", 3, kSteps);
+  TestCluster& c = *job.cluster;
+  const std::string& dir = job.dir;
+  auto& workers = job.workers;
   const absl::Time killed = absl::Now();
-  (*cluster)->server(1).Kill();
-  WaitForWorkers(*workers, **cluster);
+  c.server(1).Kill();
+  WaitForWorkers(workers, c);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - killed);
-  const std::string coordinator_log = (*cluster)->coordinator().ReadStderr();
+  const std::string coordinator_log = c.coordinator().ReadStderr();
   INFO(coordinator_log);
   CHECK(absl::StrContains(coordinator_log, "promoted"));
 
-  const OracleReport report = CheckExact(**cluster, *dir, kSteps);
+  const OracleReport report = CheckExact(c, dir, kSteps);
   CHECK(report.ok > 0);
   std::printf("B01 failover: %lld steps x 2 workers, server 1 killed; %lld pushes acknowledged, "
               "lost %lld, duplicates %lld; workers done %.1f s after the kill\n",
@@ -120,14 +140,10 @@ TEST_CASE("a replacement server joins the groups left with one copy, receives th
           "takes over when the promoted primary dies too",
           "[reliability][failover]") {
   constexpr int64_t kSteps = 3000;
-  auto dir = testing::MakeTempDir("failover_rejoin");
-  REQUIRE(dir.ok());
-  auto cluster = TestCluster::Start("failover_rejoin", FailoverJobYaml(3, 2), 3);
-  REQUIRE(cluster.ok());
-  TestCluster& c = **cluster;
-  auto workers = SpawnChaosWorkers(c, kSteps, *dir);
-  REQUIRE(workers.ok());
-  WaitForHistory(*dir, 20000);
+  TrainingJob job = StartTrainingJob("failover_rejoin", 3, kSteps);
+  TestCluster& c = *job.cluster;
+  const std::string& dir = job.dir;
+  auto& workers = job.workers;
   c.server(1).Kill();  // group 1 -> server 2
   REQUIRE(c.StartServer().ok());  // server id 3: joins group 1 (and any other short one)
   REQUIRE(c.coordinator()
@@ -139,13 +155,13 @@ TEST_CASE("a replacement server joins the groups left with one copy, receives th
   // groups (primaries balanced). Kill server 2: group 1 is served from
   // server 3's copy either way (promoted at the failover, or by the move
   // before it), and group 2 from server 0's.
-  WaitForHistory(*dir, testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() + 20000);
+  WaitForHistory(dir, testing::ReadFileOrEmpty(dir + "/worker-0.jsonl").size() + 20000);
   c.server(2).Kill();
-  WaitForWorkers(*workers, c);
+  WaitForWorkers(workers, c);
   const std::string log = c.coordinator().ReadStderr();
   INFO(log);
   CHECK(absl::StrContains(log, "server 3 promoted to primary"));
-  CheckExact(c, *dir, kSteps);
+  CheckExact(c, dir, kSteps);
 }
 
 // Waits until the coordinator's log says `text`, up to `timeout`; returns
@@ -185,21 +201,17 @@ TEST_CASE("a server stalled for longer than its lease is declared dead, rejoins 
   // fence passes, a backup is promoted; on SIGCONT the coordinator answers
   // its next heartbeat with NOT_FOUND, and it drops what it held.
   constexpr int64_t kSteps = 3000;
-  auto dir = testing::MakeTempDir("failover_stall");
-  REQUIRE(dir.ok());
-  auto cluster = TestCluster::Start("failover_stall", FailoverJobYaml(3, 2), 3);
-  REQUIRE(cluster.ok());
-  TestCluster& c = **cluster;
-  auto workers = SpawnChaosWorkers(c, kSteps, *dir);
-  REQUIRE(workers.ok());
-  WaitForHistory(*dir, 20000);
+  TrainingJob job = StartTrainingJob("failover_stall", 3, kSteps);
+  TestCluster& c = *job.cluster;
+  const std::string& dir = job.dir;
+  auto& workers = job.workers;
   REQUIRE(c.server(1).Signal(SIGSTOP).ok());
   WaitForCoordinator(c, "server 1 DEAD, server 2 promoted to primary", absl::Seconds(30));
   absl::SleepFor(absl::Seconds(1));
   REQUIRE(c.server(1).Signal(SIGCONT).ok());
   REQUIRE(c.server(1).WaitForStderr("registers again, empty", absl::Seconds(20)).ok());
   CHECK_THAT(c.server(1).ReadStderr(), Catch::Contains("declared server 1 dead"));
-  KillTheOtherCopyAndCheck(c, *workers, *dir, kSteps);
+  KillTheOtherCopyAndCheck(c, workers, dir, kSteps);
 }
 
 TEST_CASE("after a failover and a rejoin a group's primary moves to the rejoined server, and the "
@@ -211,14 +223,10 @@ TEST_CASE("after a failover and a rejoin a group's primary moves to the rejoined
   // server 0, which backed group 0 up since the move, serves it again, and
   // the job ends exact.
   constexpr int64_t kSteps = 3000;
-  auto dir = testing::MakeTempDir("failover_move_back");
-  REQUIRE(dir.ok());
-  auto cluster = TestCluster::Start("failover_move_back", FailoverJobYaml(2, 2), 2);
-  REQUIRE(cluster.ok());
-  TestCluster& c = **cluster;
-  auto workers = SpawnChaosWorkers(c, kSteps, *dir);
-  REQUIRE(workers.ok());
-  WaitForHistory(*dir, 20000);
+  TrainingJob job = StartTrainingJob("failover_move_back", 2, kSteps);
+  TestCluster& c = *job.cluster;
+  const std::string& dir = job.dir;
+  auto& workers = job.workers;
   c.server(1).Kill();
   WaitForCoordinator(c, "server 1 DEAD, server 0 promoted to primary", absl::Seconds(30));
   REQUIRE(c.StartServer().ok());  // server 2
@@ -227,7 +235,7 @@ TEST_CASE("after a failover and a rejoin a group's primary moves to the rejoined
                      "of server 0, which backs it up now (primaries balanced: server 0 held 2 "
                      "groups, server 2 none)",
                      absl::Seconds(60));
-  for (auto& w : *workers) REQUIRE(w->Running());  // the move came during training
+  for (auto& w : workers) REQUIRE(w->Running());  // the move came during training
   REQUIRE(c.server(0)
               .WaitForStderr("server 0 backs up replica group 0 now; server 2 is its primary",
                              absl::Seconds(10))
@@ -235,13 +243,13 @@ TEST_CASE("after a failover and a rejoin a group's primary moves to the rejoined
   REQUIRE(c.server(2)
               .WaitForStderr("server 2 is now primary of replica group 0", absl::Seconds(10))
               .ok());
-  WaitForHistory(*dir, testing::ReadFileOrEmpty(*dir + "/worker-0.jsonl").size() + 20000);
-  for (auto& w : *workers) REQUIRE(w->Running());
+  WaitForHistory(dir, testing::ReadFileOrEmpty(dir + "/worker-0.jsonl").size() + 20000);
+  for (auto& w : workers) REQUIRE(w->Running());
   c.server(2).Kill();
   WaitForCoordinator(c, "server 2 DEAD, server 0 promoted to primary", absl::Seconds(30));
-  WaitForWorkers(*workers, c);
+  WaitForWorkers(workers, c);
   INFO(c.Logs());
-  CheckExact(c, *dir, kSteps);
+  CheckExact(c, dir, kSteps);
 }
 
 TEST_CASE("RELIABILITY T3: a server cut off the network for longer than its lease is declared "
