@@ -226,5 +226,52 @@ TEST_CASE("within rereplication_delay a short group waits for an empty server, a
   }
 }
 
+TEST_CASE("once a rejoined server holds its groups a primary moves to it at the next lease "
+          "tick, not while a transfer or a checkpoint is under way",
+          "[coordinator][failover]") {
+  Job3 job(absl::Seconds(10));  // the survivors wait for an empty server
+  REQUIRE(job.Silence(1).size() == 1);  // server 2 is primary of groups 1 and 2
+  auto reg = job.state.RegisterServer(-1, Addr(3), "");
+  REQUIRE(reg.ok());
+  REQUIRE(reg->id == 3);  // joins groups 0 and 1
+  auto tick = [&job] {
+    job.time.Advance(absl::Milliseconds(500));
+    for (uint32_t id : {0u, 2u, 3u}) {
+      REQUIRE(job.state.Heartbeat(v1::MEMBER_ROLE_SERVER, id, -1).ok());
+    }
+    REQUIRE(job.state.Heartbeat(v1::MEMBER_ROLE_WORKER, 0, 1).ok());
+    REQUIRE(job.state.ExpireLeases().empty());
+  };
+  // Group 0 is installed, group 1 still being sent: no primary moves.
+  REQUIRE(job.state.ReplicaReady(3, 0).ok());
+  tick();
+  CHECK(job.state.Map().assignments(1).primary() == 2);
+  CHECK(Value(job.registry, "cairn_coordinator_primary_moves_total") == 0);
+
+  // Both installed, but a checkpoint request runs: still nothing.
+  REQUIRE(job.state.ReplicaReady(3, 1).ok());
+  job.state.CheckpointStarted();
+  tick();
+  const uint64_t version = job.state.Map().version();
+  CHECK(job.state.Map().assignments(1).primary() == 2);
+
+  // The checkpoint ends: at the next tick server 2 (primary of 2 groups)
+  // hands group 1 to server 3 (none), one version bump; server 2 backs it up.
+  job.state.CheckpointEnded();
+  tick();
+  const v1::PartitionMap map = job.state.Map();
+  CHECK(map.version() == version + 1);
+  for (uint32_t p : {1u, 4u}) {
+    CHECK(map.assignments(p).primary() == 3);
+    CHECK(Backups(map.assignments(p)) == std::vector<uint32_t>{2});
+  }
+  for (uint32_t p : {0u, 3u}) CHECK(map.assignments(p).primary() == 0);
+  for (uint32_t p : {2u, 5u}) CHECK(map.assignments(p).primary() == 2);
+  CHECK(Value(job.registry, "cairn_coordinator_primary_moves_total") == 1);
+  CHECK(Value(job.registry, "cairn_coordinator_partitions_under_replicated") == 0);
+  tick();  // balanced: 1 group each
+  CHECK(job.state.Map().version() == map.version());
+}
+
 }  // namespace
 }  // namespace cairn
