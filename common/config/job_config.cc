@@ -341,6 +341,17 @@ std::string ConfigHash(const std::string& source, const std::vector<std::string>
   return absl::StrFormat("%016x", Xxh64(text));
 }
 
+std::string ConfigHashMismatch(absl::string_view process, const std::string& mine,
+                               const std::string& coordinators) {
+  if (mine.empty() || coordinators.empty() || mine == coordinators) return "";
+  return absl::StrCat(
+      process, " runs config hash ", mine, " and the coordinator ", coordinators,
+      ": they were started with different job files or --set overrides. The tables come from "
+      "the coordinator, but each process reads its own rpc, metrics, security and training "
+      "settings; give every process of the job the same file and overrides "
+      "(docs/config.md, \"Config hash\")");
+}
+
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml, const std::string& file_name,
                                          const std::vector<std::string>& overrides) {
   ASSIGN_OR_RETURN(YamlNode root, config_internal::ParseYamlTree(yaml, file_name));

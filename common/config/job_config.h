@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cairn/v1/types.pb.h"
 #include "common/config/units.h"
@@ -241,6 +242,14 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
 // `source` followed by "\n--set <override>" for each, in order. Processes that
 // print the same hash run the same effective configuration.
 std::string ConfigHash(const std::string& source, const std::vector<std::string>& overrides);
+
+// What a server or worker (`process`, e.g. "server 2") logs when the config
+// hash it runs with, `mine`, differs from the coordinator's, `coordinators`
+// (RegisterServerResponse / RegisterWorkerResponse job.config_hash): its file
+// or --set overrides differ from the coordinator's. Empty when they match
+// or either is unknown (empty).
+std::string ConfigHashMismatch(absl::string_view process, const std::string& mine,
+                               const std::string& coordinators);
 
 // The tables the MLP of `training` needs: for layer i (in -> out):
 // "mlp.fc<i>.weight" dense [out, in] (he_uniform, seed) and

@@ -254,7 +254,7 @@ int Run(const Flags& flags) {
       ParseHostPort((*metrics_server)->address(), "metrics address", /*allow_zero_port=*/true);
   const int bound_metrics_port = metrics_address.ok() ? metrics_address->port : 0;
   LOG_INFO("serving on {} (metrics on {}); waiting for {} servers and {} workers, {} partitions",
-           FormatHostPort(listen->host, server->port), (*metrics_server)->address(),
+           FormatHostPort(listen->host, server->port), (*metrics_server)->url(),
            job.num_servers(), job.num_workers(), job.num_partitions());
   if (!flags.port_file.empty()) {
     absl::Status written = WritePortFile(flags.port_file, server->port, bound_metrics_port);

@@ -72,10 +72,20 @@ void ReplicaTransfers::Run() {
     // A joiner that may hold the copy (the end was sent, its answer lost)
     // keeps getting the group's pushes: the retry finds it installed.
     if (task.send && !maybe_installed) shard_->DropJoiner(task.group, task.joiner);
-    LOG_WARN("{} of replica group {}{} failed: {}; trying again in 1s",
-             task.send ? "transfer" : "ready report", task.group,
-             task.send ? absl::StrCat(" to server ", task.joiner) : "", s.message());
-    task.not_before = absl::Now() + absl::Seconds(1);
+    ++task.attempts;
+    if (task.send && task.attempts == 1 && absl::IsUnavailable(s)) {
+      // The coordinator lists a new server as a joiner as it registers,
+      // often before the server has its answer and serves: not a failure.
+      LOG_INFO("transfer of replica group {} to server {}: not served yet ({}); trying again "
+               "in 200ms",
+               task.group, task.joiner, s.message());
+      task.not_before = absl::Now() + absl::Milliseconds(200);
+    } else {
+      LOG_WARN("{} of replica group {}{} failed: {}; trying again in 1s",
+               task.send ? "transfer" : "ready report", task.group,
+               task.send ? absl::StrCat(" to server ", task.joiner) : "", s.message());
+      task.not_before = absl::Now() + absl::Seconds(1);
+    }
     tasks_.Push(task);
   }
 }

@@ -49,6 +49,7 @@ class ReplicaTransfers {
     uint32_t group = 0;
     uint32_t joiner = 0;
     absl::Time not_before;
+    int attempts = 0;  // made so far
   };
   void Run();
   // Sends one copy. `*maybe_installed` is set when the end chunk failed: the

@@ -183,7 +183,7 @@ int Run(const Flags& flags) {
            address, config->rpc.server_threads, config->rpc.server_threads == 1 ? "" : "s",
            config->rpc.max_message_bytes,
            busy_poll > absl::ZeroDuration() ? absl::FormatDuration(busy_poll) : "off",
-           call_slots ? ", call slots polled" : "", (*metrics_server)->address());
+           call_slots ? ", call slots polled" : "", (*metrics_server)->url());
 
   CoordinatorClient coordinator(config->cluster.coordinator, config->rpc.max_message_bytes,
                                 config->cluster.lease_timeout, &loop);
@@ -227,6 +227,12 @@ int Run(const Flags& flags) {
     }
     LOG_INFO("registered as server {} with the coordinator at {}", registered->server_id(),
              config->cluster.coordinator);
+    if (const std::string differs = ConfigHashMismatch(
+            absl::StrCat("server ", registered->server_id()), config->config_hash,
+            registered->job().config_hash());
+        !differs.empty()) {
+      LOG_WARN("{}", differs);
+    }
     absl::StatusOr<std::unique_ptr<Incarnation>> incarnation =
         Incarnation::Create(context, *registered, lease_start);
     if (!incarnation.ok()) {

@@ -232,7 +232,11 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
     std::vector<bool> mine(map.num_partitions(), false);
     std::vector<uint32_t> group_of(map.num_partitions(), 0);
     std::vector<uint64_t> restore(map.num_partitions(), 0);
+    size_t joining = 0;  // partitions whose state comes by transfer
     for (const v1::PartitionAssignment& a : map.assignments()) {
+      if (std::find(a.joining().begin(), a.joining().end(), server_id_) != a.joining().end()) {
+        ++joining;
+      }
       group_of[a.partition()] = a.group();
       if (a.primary() == server_id_) restore[a.partition()] = a.restore_record();
       Group& g = groups[a.group()];
@@ -273,8 +277,11 @@ absl::Status Shard::InstallMap(const v1::PartitionMap& map) {
         ASSIGN_OR_RETURN(int64_t clock, RestorePartitionLocked(p, restore[p], map.version()));
         restored_clock = std::max(restored_clock, clock);
       }
-      LOG_INFO("server {} holds {} of {} partitions (map version {})", server_id_,
-               partitions_.size(), map.num_partitions(), map.version());
+      LOG_INFO("server {} holds {} of {} partitions (map version {}){}", server_id_,
+               partitions_.size(), map.num_partitions(), map.version(),
+               joining == 0 ? ""
+                            : absl::StrCat("; ", joining, " of them joining: their values come "
+                                           "from their groups' primaries"));
     } else if (groups != groups_) {
       // A failover: roles changed. Requests made under older maps are refused
       // from now on (fencing), so a deposed primary's traffic cannot land.

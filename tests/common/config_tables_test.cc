@@ -325,6 +325,15 @@ TEST_CASE("the config hash is XXH64 of the file in hex", "[config]") {
   CHECK(ConfigHash("", {}) == "ef46db3751d8e999");
 }
 
+TEST_CASE("a process whose config hash differs from the coordinator's is told so", "[config]") {
+  CHECK(ConfigHashMismatch("worker 1", "ab", "ab").empty());
+  CHECK(ConfigHashMismatch("worker 1", "", "ab").empty());  // unknown: nothing to compare
+  CHECK(ConfigHashMismatch("worker 1", "ab", "").empty());
+  const std::string m = ConfigHashMismatch("worker 1", "ab", "cd");
+  CHECK_THAT(m, Catch::StartsWith("worker 1 runs config hash ab and the coordinator cd: they "
+                                  "were started with different job files or --set overrides"));
+}
+
 TEST_CASE("DescribeConfig prints every effective value, one per line", "[config]") {
   const JobConfig c = ParseOk(kTwoTables);
   const std::string text = DescribeConfig(c);

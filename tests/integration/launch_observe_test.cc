@@ -293,6 +293,24 @@ TEST_CASE("launch --prometheus-keep keeps Prometheus and what it scraped after t
   CHECK(absl::StrContains(launcher.ReadStderr(), "[launch] stopping prometheus (signal 15)"));
 }
 
+TEST_CASE("launch with metrics.tls refuses a deploy directory whose scrape config has no cairn "
+          "job, naming the file, before anything starts",
+          "[integration][launch][prometheus]") {
+  const std::string dir = NewJobDir("launch_https_deploy", /*epochs=*/1);
+  const std::string deploy = dir + "/deploy";
+  std::filesystem::create_directories(deploy + "/prometheus");
+  REQUIRE(testing::WriteFile(deploy + "/prometheus/prometheus-local.yml",
+                             "scrape_configs:\n  - job_name: other\n")
+              .ok());
+  REQUIRE(testing::WriteFile(deploy + "/prometheus/alerts.yml", "groups: []\n").ok());
+  const std::string err = RefusedBeforeStart(
+      dir, {"--tls", "--set", "metrics.tls=true", "--deploy-dir", deploy, "--workdir",
+            dir + "/jobdir"});
+  CHECK(absl::StrContains(err, deploy + "/prometheus/prometheus-local.yml has no scrape job "
+                                        "named \"cairn\" under scrape_configs"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/jobdir/certs"));  // nothing made either
+}
+
 TEST_CASE("launch --prometheus-keep without --prometheus is refused before anything starts",
           "[integration][launch][prometheus]") {
   const std::string dir = NewJobDir("launch_keep_alone", 1);

@@ -141,6 +141,39 @@ TEST_CASE("cairn-server stopped while it waits for its coordinator exits 0 at on
   }
 }
 
+TEST_CASE("a server started with other overrides than its coordinator's warns naming both "
+          "config hashes",
+          "[integration][binary]") {
+  auto dir = MakeTempDir("server_config_hash");
+  REQUIRE(dir.ok());
+  REQUIRE(WriteFile(*dir + "/job.yaml", GoodYaml(60)).ok());
+  auto coordinator = Subprocess::Spawn(
+      CAIRN_BINARY_DIR "/bin/cairn-coordinator",
+      {"--config", *dir + "/job.yaml", "--listen", "127.0.0.1:0", "--port-file",
+       *dir + "/coordinator.ports", "--set", "training.epochs=30"},
+      *dir + "/coordinator");
+  REQUIRE(coordinator.ok());
+  auto ports = ReadPortFile(*dir + "/coordinator.ports", absl::Seconds(30), coordinator->get());
+  REQUIRE(ports.ok());
+  auto server = Subprocess::Spawn(
+      kServer,
+      {"--config", *dir + "/job.yaml", "--coordinator",
+       absl::StrCat("127.0.0.1:", (*ports)["grpc"]), "--listen", "127.0.0.1:0"},
+      *dir + "/server");
+  REQUIRE(server.ok());
+  const absl::Status warned =
+      (*server)->WaitForStderr("and the coordinator ", absl::Seconds(30));
+  const std::string err = (*server)->ReadStderr();
+  INFO(err << (*coordinator)->ReadStderr());
+  REQUIRE(warned.ok());
+  CHECK_THAT(err, Catch::Contains("server 0 runs config hash ") &&
+                      Catch::Contains(": they were started with different job files or --set "
+                                      "overrides") &&
+                      Catch::Contains(" W server 0 runs config hash "));
+  (*server)->Kill();
+  (*coordinator)->Kill();
+}
+
 TEST_CASE("cairn-server refuses a port already taken and exits 3", "[integration][binary]") {
   auto dir = MakeTempDir("server_port_taken");
   REQUIRE(dir.ok());

@@ -74,12 +74,13 @@ absl::Status TestCluster::StartServer(const std::vector<std::string>& env,
   const int i = static_cast<int>(servers_.size());
   const std::string listen_host = host.empty() ? host_ : host;
   const std::string port_file = absl::StrCat(dir_, "/server", i, ".ports");
-  ASSIGN_OR_RETURN(auto server,
-                   SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-server",
-                                {"--config", config_, "--coordinator", coordinator_address_,
-                                 "--listen", absl::StrCat(listen_host, ":", port),
-                                 "--port-file", port_file},
-                                env, absl::StrCat(dir_, "/server", i), command_prefix));
+  std::vector<std::string> args = {"--config", config_, "--coordinator", coordinator_address_,
+                                   "--listen", absl::StrCat(listen_host, ":", port),
+                                   "--port-file", port_file};
+  // The coordinator's overrides too: the job's processes run one config hash.
+  args.insert(args.end(), coordinator_args_.begin(), coordinator_args_.end());
+  ASSIGN_OR_RETURN(auto server, SpawnWithEnv(CAIRN_BINARY_DIR "/bin/cairn-server", args, env,
+                                             absl::StrCat(dir_, "/server", i), command_prefix));
   servers_.push_back(std::move(server));
   ASSIGN_OR_RETURN(auto ports, ReadPortFile(port_file, absl::Seconds(30), servers_.back().get()));
   server_metrics_ports_.push_back(ports["metrics"]);

@@ -30,9 +30,10 @@ class TestCluster {
   // `num_servers` servers from it; returns once every server wrote its port
   // file. The YAML's cluster.servers should equal num_servers. Servers start
   // one at a time, so the i-th registers as server id i in a fresh job.
-  // Unless the YAML names cluster.exit_when_done, the coordinator gets
-  // `--set cluster.exit_when_done=false`: the cluster stays up for the test
-  // after its workers leave, until the test ends it.
+  // Unless the YAML names cluster.exit_when_done, the coordinator (and every
+  // server, so that they run one config hash) gets `--set
+  // cluster.exit_when_done=false`: the cluster stays up for the test after
+  // its workers leave, until the test ends it.
   // The coordinator and the servers listen on and advertise `host` (a
   // loopback address by default; tests/testing/netns.h gives a routable one).
   static absl::StatusOr<std::unique_ptr<TestCluster>> Start(const std::string& name,

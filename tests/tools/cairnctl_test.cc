@@ -102,6 +102,19 @@ TEST_CASE("cairnctl status --json lists every process and every partition exactl
   CHECK(text.exit_code == 0);
   CHECK_THAT(text.out, Catch::Contains("MEMBERS") && Catch::Contains("PARTITION MAP") &&
                               Catch::Contains("mlp.fc0.weight"));
+
+  // A server killed a moment ago is still listed alive (its lease has not
+  // run out): its row says why it does not answer.
+  (*job)->cluster().server(2).Kill();
+  const testing::CommandResult gone =
+      Cairnctl({"--coordinator", coordinator, "--timeout", "2s", "status"});
+  INFO(gone.output());
+  CHECK(gone.exit_code == 3);
+  CHECK_THAT(gone.out, Catch::Contains("error: Stats of server 2 at ") &&
+                           Catch::Contains("(the coordinator still lists it alive, its last "
+                                           "heartbeat ") &&
+                           Catch::Contains("a server that stopped is declared dead once its "
+                                           "lease, cluster.lease_timeout, runs out"));
 }
 
 TEST_CASE("cairnctl status exits 4 naming the address when nothing listens", "[tools][ctl]") {

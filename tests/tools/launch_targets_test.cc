@@ -103,9 +103,13 @@ TEST_CASE("with metrics.tls the copied scrape config scrapes the job over HTTPS 
   // A relative CA path is made absolute: Prometheus would read it from the
   // config's directory.
   const std::string cwd = fs::current_path().string();
-  REQUIRE(ScrapeOverHttps(files.config, "certs/ca.pem").ok());
+  const std::string shipped = ScrapeConfigIn(*deploy);
+  CHECK(shipped == *deploy + "/prometheus/prometheus-local.yml");
+  REQUIRE(CheckScrapeJob(shipped).ok());
+  REQUIRE(ScrapeOverHttps(shipped, files.config, "certs/ca.pem").ok());
   const std::string text = testing::ReadFileOrEmpty(files.config);
   INFO(text);
+  CHECK(absl::StartsWith(text, "# " + shipped + ", copied by cairn-launch"));
   CHECK(absl::StrContains(text, "scheme: https"));
   CHECK(absl::StrContains(text, "ca_file: " + cwd + "/certs/ca.pem"));
   // The rest of the shipped config is kept: the targets and the relabeling.
@@ -127,14 +131,18 @@ TEST_CASE("with metrics.tls the copied scrape config scrapes the job over HTTPS 
   // A config without the job's scrape job, or not YAML: named, left alone.
   const std::string other = *dir + "/other.yml";
   REQUIRE(testing::WriteFile(other, "scrape_configs:\n  - job_name: node\n").ok());
-  const absl::Status no_job = ScrapeOverHttps(other, "/ca.pem");
+  const std::string copy = *dir + "/copy.yml";
+  const absl::Status no_job = ScrapeOverHttps(other, copy, "/ca.pem");
   CHECK(no_job.code() == absl::StatusCode::kInvalidArgument);
   CHECK(absl::StrContains(no_job.message(), other + " has no scrape job named \"cairn\""));
+  CHECK(CheckScrapeJob(other) == no_job);
   CHECK(testing::ReadFileOrEmpty(other) == "scrape_configs:\n  - job_name: node\n");
+  CHECK_FALSE(fs::exists(copy));
   REQUIRE(testing::WriteFile(other, "scrape_configs: [\n").ok());
-  const absl::Status bad = ScrapeOverHttps(other, "/ca.pem");
+  const absl::Status bad = ScrapeOverHttps(other, copy, "/ca.pem");
   CHECK(bad.code() == absl::StatusCode::kInvalidArgument);
   CHECK(absl::StrContains(bad.message(), other + ": not a Prometheus configuration"));
+  CHECK_FALSE(fs::exists(copy));
 }
 
 TEST_CASE("Prometheus runs on loopback with its data in the work directory", "[tools][launch]") {

@@ -131,6 +131,29 @@ TEST_CASE("status text shows members, partition runs, table clocks and server er
         "error: Stats of server 1 at 10.0.0.2:7071: deadline\n");
 }
 
+TEST_CASE("the partition map's lines list each primary's partitions compactly", "[tools][ctl]") {
+  CHECK(CompactList({}) == "");
+  CHECK(CompactList({3}) == "3");
+  CHECK(CompactList({5, 0, 1, 2}) == "0-2,5");
+  CHECK(CompactList({0, 2, 4, 6, 8}) == "0,2,...,8");
+  CHECK(CompactList({1, 4, 9}) == "1,4,9");
+  CHECK(CompactList({0, 3, 6, 9, 10, 11}) == "0,3,...,9,10-11");
+  // Round-robin placement over two servers: one line per primary.
+  ClusterStatus status;
+  v1::PartitionMap* map = status.membership.mutable_map();
+  map->set_num_partitions(64);
+  for (uint32_t p = 0; p < 64; ++p) {
+    v1::PartitionAssignment* a = map->add_assignments();
+    a->set_partition(p);
+    a->set_group(p % 2);
+    a->set_primary(p % 2);
+    a->add_backups(1 - p % 2);
+  }
+  CHECK_THAT(StatusToText(status), Catch::Contains("PARTITIONS  PRIMARY  BACKUPS\n"
+                                                   "0,2,...,62  0        1\n"
+                                                   "1,3,...,63  1        0\n"));
+}
+
 TEST_CASE("status JSON lists each member and partition once, in order", "[tools][ctl]") {
   const nlohmann::json j = StatusToJson(Example());
   CHECK(j["coordinator"]["address"] == "10.0.0.9:7070");

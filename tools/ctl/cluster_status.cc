@@ -74,9 +74,17 @@ ServerStats AskServer(const v1::Member& server, absl::Duration timeout) {
   }
   if (!s.ok()) {
     const absl::Status status = FromGrpcStatus(s);
+    std::string why;
+    if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) {
+      // Killed or cut off moments ago: listed alive until its lease runs out.
+      why = absl::StrCat(" (the coordinator still lists it alive, its last heartbeat ",
+                         absl::FormatDuration(absl::Milliseconds(server.lease_age_ms())),
+                         " ago: a server that stopped is declared dead once its lease, "
+                         "cluster.lease_timeout, runs out, and its groups fail over)");
+    }
     out.status = absl::Status(status.code(), absl::StrCat("Stats of server ", server.id(), " at ",
                                                           server.address(), ": ",
-                                                          status.message()));
+                                                          status.message(), why));
   }
   return out;
 }

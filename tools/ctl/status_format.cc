@@ -50,6 +50,36 @@ std::vector<v1::Member> SortedMembers(const v1::ListMembersResponse& membership)
 
 std::string Clock(int64_t clock) { return clock < 0 ? "-" : absl::StrCat(clock); }
 
+}  // namespace
+
+std::string CompactList(std::vector<uint32_t> values) {
+  std::sort(values.begin(), values.end());
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < values.size();) {
+    // The longest run from i with one step between neighbours.
+    size_t end = i + 1;
+    if (i + 1 < values.size()) {
+      const uint32_t step = values[i + 1] - values[i];
+      while (end < values.size() && values[end] - values[end - 1] == step) ++end;
+      if (step == 1 && end - i >= 2) {
+        parts.push_back(absl::StrCat(values[i], "-", values[end - 1]));
+        i = end;
+        continue;
+      }
+      if (step > 1 && end - i >= 4) {
+        parts.push_back(absl::StrCat(values[i], ",", values[i + 1], ",...,", values[end - 1]));
+        i = end;
+        continue;
+      }
+    }
+    parts.push_back(absl::StrCat(values[i]));
+    ++i;
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+namespace {
+
 std::string Backups(const v1::PartitionAssignment& a) {
   return a.backups().empty() ? "-" : absl::StrJoin(a.backups(), ",");
 }
@@ -130,20 +160,20 @@ std::string StatusToText(const ClusterStatus& status) {
   }
   absl::StrAppend(&out, "\nMEMBERS\n", Columns(members));
 
+  // One row per primary and backups (a replica group, in a job's map), in
+  // the order of their first partitions: round-robin placement interleaves
+  // the groups' partitions.
+  std::vector<std::pair<std::pair<uint32_t, std::string>, std::vector<uint32_t>>> holders;
+  for (const v1::PartitionAssignment& a : map.assignments()) {
+    const std::pair<uint32_t, std::string> key = {a.primary(), Backups(a)};
+    auto it = std::find_if(holders.begin(), holders.end(),
+                           [&key](const auto& h) { return h.first == key; });
+    if (it == holders.end()) it = holders.insert(holders.end(), {key, {}});
+    it->second.push_back(a.partition());
+  }
   std::vector<Row> partitions = {{"PARTITIONS", "PRIMARY", "BACKUPS"}};
-  const auto& a = map.assignments();
-  for (int begin = 0; begin < a.size();) {
-    int end = begin + 1;
-    while (end < a.size() && a[end].primary() == a[begin].primary() &&
-           Backups(a[end]) == Backups(a[begin]) &&
-           a[end].partition() == a[end - 1].partition() + 1) {
-      ++end;
-    }
-    const std::string range = end - begin == 1
-                                  ? absl::StrCat(a[begin].partition())
-                                  : absl::StrCat(a[begin].partition(), "-", a[end - 1].partition());
-    partitions.push_back({range, absl::StrCat(a[begin].primary()), Backups(a[begin])});
-    begin = end;
+  for (const auto& [key, list] : holders) {
+    partitions.push_back({CompactList(list), absl::StrCat(key.first), key.second});
   }
   absl::StrAppend(&out, "\nPARTITION MAP\n", Columns(partitions));
 

@@ -23,7 +23,9 @@
 #define CAIRN_TOOLS_CTL_STATUS_FORMAT_H_
 
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tools/ctl/cluster_status.h"
 
@@ -31,10 +33,16 @@ namespace cairn::ctl {
 
 nlohmann::json StatusToJson(const ClusterStatus& status);
 
-// Sections MEMBERS, PARTITION MAP (runs of consecutive partitions with the same
-// primary and backups on one line, e.g. "0-7  0  -"), TABLES and SERVERS, each
-// a header line and left-aligned columns separated by two spaces.
+// Sections MEMBERS, PARTITION MAP (one line per primary and backups, listing
+// their partitions with CompactList, e.g. "0,2,...,62  0  1"), TABLES and
+// SERVERS, each a header line and left-aligned columns separated by two
+// spaces.
 std::string StatusToText(const ClusterStatus& status);
+
+// `values` sorted, with runs of consecutive numbers as "first-last" and runs
+// of four or more with one larger step as "a,b,...,last": {0, 1, 2, 5} ->
+// "0-2,5"; {0, 2, 4, 6, 8} -> "0,2,...,8"; {1, 4, 9} -> "1,4,9".
+std::string CompactList(std::vector<uint32_t> values);
 
 }  // namespace cairn::ctl
 

@@ -33,7 +33,10 @@ absl::Status JobMonitoring::WriteFiles(const std::optional<std::string>& deploy_
   }
   if (absl::Status s = CopyPrometheusConfig(*deploy_dir, files_); !s.ok()) return s;
   if (!https_ca_file.empty()) {
-    if (absl::Status s = ScrapeOverHttps(files_.config, https_ca_file); !s.ok()) return s;
+    if (absl::Status s = ScrapeOverHttps(ScrapeConfigIn(*deploy_dir), files_.config, https_ca_file);
+        !s.ok()) {
+      return s;
+    }
   }
   supervisor_->Log(absl::StrCat(
       "Prometheus file_sd targets in ", targets_.path(), ", scrape config ", files_.config,

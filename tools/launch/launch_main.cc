@@ -112,7 +112,14 @@ int Run(Flags flags) {
     if (env == nullptr || (std::string(env) != "1" && std::string(env) != "true")) {
       return BadInput(
           "metrics.tls: true serves /metrics with each process's TLS certificate, but TLS is "
-          "off: add --tls (the launcher then makes the job's certificates), or set security:");
+          "off: add --tls (the launcher then makes the job's certificates), or set "
+          "security.tls and its files (docs/security.md)");
+    }
+  }
+  if (config->metrics.tls && deploy_dir->has_value()) {
+    // The scrape config's copy is made to scrape over HTTPS (ScrapeOverHttps).
+    if (absl::Status s = CheckScrapeJob(ScrapeConfigIn(**deploy_dir)); !s.ok()) {
+      return BadInput(s.message());
     }
   }
   const int num_servers = config->cluster.servers;

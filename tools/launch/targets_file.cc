@@ -98,46 +98,73 @@ absl::Status CopyPrometheusConfig(const std::string& deploy_dir, const Prometheu
   return absl::OkStatus();
 }
 
-absl::Status ScrapeOverHttps(const std::string& config, const std::string& ca_file) {
+std::string ScrapeConfigIn(const std::string& deploy_dir) {
+  return (fs::path(deploy_dir) / "prometheus" / kConfigName).string();
+}
+
+namespace {
+
+// The scrape config at `config` and its scrape jobs named kScrapeJob.
+struct ScrapeConfig {
   YAML::Node root;
+  std::vector<YAML::Node> jobs;
+};
+
+absl::StatusOr<ScrapeConfig> LoadScrapeConfig(const std::string& config) {
+  ScrapeConfig out;
   try {
-    root = YAML::LoadFile(config);
+    out.root = YAML::LoadFile(config);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(config, ": not a Prometheus configuration: ",
                                                    e.what()));
   }
-  int changed = 0;
-  if (root.IsMap() && root["scrape_configs"].IsSequence()) {
-    for (YAML::Node job : root["scrape_configs"]) {
-      if (!job.IsMap() || !job["job_name"].IsScalar() ||
-          job["job_name"].as<std::string>() != kScrapeJob) {
-        continue;
+  if (out.root.IsMap() && out.root["scrape_configs"].IsSequence()) {
+    for (YAML::Node job : out.root["scrape_configs"]) {
+      if (job.IsMap() && job["job_name"].IsScalar() &&
+          job["job_name"].as<std::string>() == kScrapeJob) {
+        out.jobs.push_back(job);
       }
-      job["scheme"] = "https";
-      job["tls_config"]["ca_file"] = fs::absolute(ca_file).lexically_normal().string();
-      ++changed;
     }
   }
-  if (changed == 0) {
+  if (out.jobs.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         config, " has no scrape job named \"", kScrapeJob,
-        "\" under scrape_configs: to scrape /metrics over HTTPS (metrics.tls) the launcher sets "
-        "that job's scheme and CA file"));
+        "\" under scrape_configs: with metrics.tls the launcher makes that job scrape over "
+        "HTTPS with the job's CA (the targets file labels every process job=\"", kScrapeJob,
+        "\")"));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status CheckScrapeJob(const std::string& config) {
+  return LoadScrapeConfig(config).status();
+}
+
+absl::Status ScrapeOverHttps(const std::string& from, const std::string& to,
+                             const std::string& ca_file) {
+  absl::StatusOr<ScrapeConfig> config = LoadScrapeConfig(from);
+  if (!config.ok()) return config.status();
+  for (YAML::Node& job : config->jobs) {
+    job["scheme"] = "https";
+    job["tls_config"]["ca_file"] = fs::absolute(ca_file).lexically_normal().string();
   }
   YAML::Emitter out;
-  out << root;
-  const std::string tmp = config + ".tmp";
+  out << config->root;
+  const std::string tmp = to + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
-    f << "# Copied by cairn-launch; /metrics is served over HTTPS (metrics.tls), so the job \""
-      << kScrapeJob << "\"\n# scrapes with scheme https and the job's CA file.\n"
+    f << "# " << from << ", copied by cairn-launch: /metrics is served over HTTPS\n"
+      << "# (metrics.tls), so the job \"" << kScrapeJob
+      << "\" scrapes with scheme https and the job's CA file.\n"
       << out.c_str() << "\n";
     if (!f.good()) return absl::InternalError(absl::StrCat("cannot write ", tmp));
   }
   std::error_code error;
-  fs::rename(tmp, config, error);
+  fs::rename(tmp, to, error);
   if (error) {
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", config, ": ",
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", to, ": ",
                                             error.message()));
   }
   return absl::OkStatus();

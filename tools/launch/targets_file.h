@@ -62,16 +62,24 @@ absl::StatusOr<std::string> FindDeployDir(const std::string& requested);
 // naming the path on failure.
 absl::Status CopyPrometheusConfig(const std::string& deploy_dir, const PrometheusFiles& files);
 
-// Rewrites the scrape config at `config` (a copy made by
-// CopyPrometheusConfig) so that its scrape job named kScrapeJob scrapes over
-// HTTPS, checking each target's certificate against the CA bundle
-// `ca_file` (made absolute: Prometheus reads relative paths from the
-// config's directory), for a job whose /metrics is served over HTTPS
-// (metrics.tls). Comments of the copy are not kept; a first line says what
-// was changed. Errors: InvalidArgument naming the file when it is not YAML
-// or holds no scrape job named kScrapeJob; Internal naming it when it
-// cannot be written.
-absl::Status ScrapeOverHttps(const std::string& config, const std::string& ca_file);
+// `deploy_dir`/prometheus/prometheus-local.yml: the scrape config copied.
+std::string ScrapeConfigIn(const std::string& deploy_dir);
+
+// OK when the scrape config at `config` is YAML with a scrape job named
+// kScrapeJob under scrape_configs, which ScrapeOverHttps can change; else
+// InvalidArgument naming the file and what is missing. For a check before
+// the job starts.
+absl::Status CheckScrapeJob(const std::string& config);
+
+// Writes to `to` the scrape config read from `from` with its scrape job
+// named kScrapeJob scraping over HTTPS, checking each target's certificate
+// against the CA bundle `ca_file` (made absolute: Prometheus reads
+// relative paths from the config's directory), for a job whose /metrics is
+// served over HTTPS (metrics.tls). Comments are not kept; a first line says
+// what was changed. Errors: CheckScrapeJob's for `from`; Internal naming
+// `to` when it cannot be written.
+absl::Status ScrapeOverHttps(const std::string& from, const std::string& to,
+                             const std::string& ca_file);
 
 // The targets of a running job, rewritten whole at `path` (a temporary file
 // renamed into place, so readers never see a partial file) on every change.
