@@ -256,8 +256,8 @@ int ConnectToCluster(Session& s, const Flags& flags) {
   s.client = *std::move(client);
   LOG_INFO("worker {} of {}", s.client->worker_id(), s.client->job().num_workers());
   if (const std::string differs =
-          ConfigHashMismatch(absl::StrCat("worker ", s.client->worker_id()),
-                             s.config.config_hash, s.client->job().config_hash());
+          ConfigHashMismatch(absl::StrCat("worker ", s.client->worker_id()), s.config.source,
+                             flags.job_overrides, s.client->job().config_hash());
       !differs.empty()) {
     LOG_WARN("{}", differs);
   }

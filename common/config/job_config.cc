@@ -341,9 +341,14 @@ std::string ConfigHash(const std::string& source, const std::vector<std::string>
   return absl::StrFormat("%016x", Xxh64(text));
 }
 
-std::string ConfigHashMismatch(absl::string_view process, const std::string& mine,
+std::string ConfigHashMismatch(absl::string_view process, const std::string& source,
+                               const std::vector<std::string>& overrides,
                                const std::string& coordinators) {
-  if (mine.empty() || coordinators.empty() || mine == coordinators) return "";
+  const std::string mine = ConfigHash(source, overrides);
+  if (coordinators.empty() || mine == coordinators) return "";
+  std::vector<std::string> resumed = overrides;
+  resumed.push_back("checkpoint.resume=latest");  // what the coordinator's --resume adds
+  if (ConfigHash(source, resumed) == coordinators) return "";
   return absl::StrCat(
       process, " runs config hash ", mine, " and the coordinator ", coordinators,
       ": they were started with different job files or --set overrides. The tables come from "

@@ -243,12 +243,15 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
 // print the same hash run the same effective configuration.
 std::string ConfigHash(const std::string& source, const std::vector<std::string>& overrides);
 
-// What a server or worker (`process`, e.g. "server 2") logs when the config
-// hash it runs with, `mine`, differs from the coordinator's, `coordinators`
-// (RegisterServerResponse / RegisterWorkerResponse job.config_hash): its file
-// or --set overrides differ from the coordinator's. Empty when they match
-// or either is unknown (empty).
-std::string ConfigHashMismatch(absl::string_view process, const std::string& mine,
+// What a server or worker (`process`, e.g. "server 2") running `source` with
+// `overrides` logs when its config differs from the coordinator's, whose
+// hash is `coordinators` (RegisterServerResponse / RegisterWorkerResponse
+// job.config_hash): another file or other --set overrides. The
+// coordinator's own --resume (checkpoint.resume=latest, last of its
+// overrides; only the coordinator reads it) does not count. Empty when they
+// match or `coordinators` is unknown (empty).
+std::string ConfigHashMismatch(absl::string_view process, const std::string& source,
+                               const std::vector<std::string>& overrides,
                                const std::string& coordinators);
 
 // The tables the MLP of `training` needs: for layer i (in -> out):

@@ -228,7 +228,7 @@ int Run(const Flags& flags) {
     LOG_INFO("registered as server {} with the coordinator at {}", registered->server_id(),
              config->cluster.coordinator);
     if (const std::string differs = ConfigHashMismatch(
-            absl::StrCat("server ", registered->server_id()), config->config_hash,
+            absl::StrCat("server ", registered->server_id()), config->source, config->overrides,
             registered->job().config_hash());
         !differs.empty()) {
       LOG_WARN("{}", differs);

@@ -2,6 +2,7 @@
 // TableSpecs, the model's tables, JobSpec and the printed effective config.
 #include <catch2/catch.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "common/config/job_config.h"
 #include "common/partitioning.h"
 #include "tests/common/config_test_util.h"
@@ -326,12 +327,19 @@ TEST_CASE("the config hash is XXH64 of the file in hex", "[config]") {
 }
 
 TEST_CASE("a process whose config hash differs from the coordinator's is told so", "[config]") {
-  CHECK(ConfigHashMismatch("worker 1", "ab", "ab").empty());
-  CHECK(ConfigHashMismatch("worker 1", "", "ab").empty());  // unknown: nothing to compare
-  CHECK(ConfigHashMismatch("worker 1", "ab", "").empty());
-  const std::string m = ConfigHashMismatch("worker 1", "ab", "cd");
-  CHECK_THAT(m, Catch::StartsWith("worker 1 runs config hash ab and the coordinator cd: they "
-                                  "were started with different job files or --set overrides"));
+  const std::string yaml = "cluster:\n  servers: 1\n";
+  const std::vector<std::string> mine = {"training.epochs=3"};
+  CHECK(ConfigHashMismatch("worker 1", yaml, mine, ConfigHash(yaml, mine)).empty());
+  CHECK(ConfigHashMismatch("worker 1", yaml, mine, "").empty());  // unknown: nothing to compare
+  // The coordinator's own --resume does not count.
+  CHECK(ConfigHashMismatch("worker 1", yaml, mine,
+                           ConfigHash(yaml, {"training.epochs=3", "checkpoint.resume=latest"}))
+            .empty());
+  const std::string m = ConfigHashMismatch("worker 1", yaml, mine, ConfigHash(yaml, {}));
+  CHECK_THAT(m, Catch::StartsWith(absl::StrCat("worker 1 runs config hash ", ConfigHash(yaml, mine),
+                                               " and the coordinator ", ConfigHash(yaml, {}),
+                                               ": they were started with different job files "
+                                               "or --set overrides")));
 }
 
 TEST_CASE("DescribeConfig prints every effective value, one per line", "[config]") {

@@ -119,6 +119,8 @@ TEST_CASE("a BSP job killed with -9 after its step-100 checkpoint and resumed en
     CHECK(absl::StrContains(err, "starts its partitions from checkpoint record 1 (clock 100) in "));
     CHECK(absl::StrContains(err, "resuming at global step 100 (epoch 1/1, step 100) of 200"));
     CHECK(absl::StrContains(err, "checkpoint at clock 200 complete"));
+    // Every process runs the coordinator's configuration, --resume included.
+    CHECK_FALSE(absl::StrContains(err, "runs config hash"));
     // The report gives this run's counts beside where it resumed.
     CHECK(absl::StrContains((*launch)->ReadStdout(),
                             "epochs 1, steps 100 since the resume at global step 100 (200 in all)"));
