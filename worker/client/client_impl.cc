@@ -628,8 +628,18 @@ void ClientImpl::Launch(const std::shared_ptr<Op>& op,
             op->refresh = true;
           } else if (op->error.ok()) {
             const bool late = status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+            // The client never cancels a push: one that ends CANCELLED was
+            // ended by the server as it stopped serving, which the caller
+            // sees as the server being unavailable.
+            const absl::Status failed =
+                op->is_push && status.error_code() == grpc::StatusCode::CANCELLED
+                    ? absl::UnavailableError(absl::StrCat(
+                          "the server ended the call as it stopped serving (",
+                          status.error_message().empty() ? "CANCELLED" : status.error_message(),
+                          ")"))
+                    : FromGrpcStatus(status);
             op->error = Annotate(
-                FromGrpcStatus(status),
+                failed,
                 op->is_push && late
                     ? absl::StrCat("push to server ", piece->server, " (replica group ",
                                    piece->request.group, ", sequence ",
