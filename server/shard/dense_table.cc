@@ -282,6 +282,21 @@ uint64_t DenseTable::NumKeys() const {
   return n;
 }
 
+Table::KeyCount DenseTable::CountKeys(const std::vector<bool>& in) const {
+  KeyCount count;
+  for (uint32_t p = 0; p < num_partitions_ && p < in.size(); ++p) {
+    if (!in[p]) continue;
+    const KeyRange range =
+        DensePartitionRange(num_chunks_, num_partitions_, p, spec_.partition_offset());
+    for (Key c = range.begin; c < range.end; ++c) {
+      if (BlockOf(c) < 0) continue;
+      ++count.keys;
+      count.value_bytes += ChunkLength(c) * sizeof(float);
+    }
+  }
+  return count;
+}
+
 uint64_t DenseTable::NumValueBytes() const {
   absl::ReaderMutexLock lock(&mu_);
   uint64_t n = 0;

@@ -84,6 +84,7 @@ class DenseTable final : public Table {
   absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) override
       ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumValueBytes() const override;
+  KeyCount CountKeys(const std::vector<bool>& in) const override;
   void AddPartition(uint32_t partition) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

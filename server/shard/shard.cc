@@ -1244,10 +1244,18 @@ void Shard::Stats(v1::StatsResponse* response) const {
   response->set_server_id(server_id_);
   response->set_map_version(map_version_);
   for (uint32_t p : partitions_) response->add_partitions(p);
+  std::vector<bool> primary(group_of_.size(), false);
+  for (uint32_t p = 0; p < group_of_.size(); ++p) {
+    auto g = groups_.find(group_of_[p]);
+    primary[p] = g != groups_.end() && g->second.primary == server_id_;
+  }
   for (const auto& t : tables_) {
     v1::TableStats* s = response->add_tables();
     s->set_table(t->spec().name());
     s->set_num_keys(t->NumKeys());
+    const Table::KeyCount primary_count = t->CountKeys(primary);
+    s->set_primary_keys(primary_count.keys);
+    s->set_primary_bytes(primary_count.value_bytes);
     s->set_num_partitions(partitions_.size());
     const int64_t min_clock = clocks_.MinClock();
     s->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);

@@ -481,6 +481,17 @@ uint64_t SparseTable::NumPending() const {
   return pending_.size();
 }
 
+Table::KeyCount SparseTable::CountKeys(const std::vector<bool>& in) const {
+  KeyCount count;
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [key, slot] : index_) {
+    const uint32_t p = SparsePartition(key, num_partitions_);
+    if (p < in.size() && in[p]) ++count.keys;
+  }
+  count.value_bytes = count.keys * width_ * sizeof(float);
+  return count;
+}
+
 uint64_t SparseTable::NumValueBytes() const {
   absl::ReaderMutexLock lock(&mu_);
   return values_.size() * sizeof(float);

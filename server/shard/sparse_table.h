@@ -86,6 +86,7 @@ class SparseTable final : public Table {
   absl::Status ImportPartition(uint32_t partition, const PartitionRows& rows) override
       ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t NumValueBytes() const override ABSL_LOCKS_EXCLUDED(mu_);
+  KeyCount CountKeys(const std::vector<bool>& in) const override ABSL_LOCKS_EXCLUDED(mu_);
   void AddPartition(uint32_t partition) override;
 
  private:

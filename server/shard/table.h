@@ -129,6 +129,17 @@ class Table {
   virtual uint64_t NumKeys() const = 0;
   virtual uint64_t NumValueBytes() const = 0;
 
+  // Keys held in the partitions `in` marks (indexed by partition; a
+  // partition past its end counts as unmarked), and their value bytes;
+  // sparse: rows in memory, as NumKeys. Dense: from the ranges; sparse:
+  // one pass over the rows under the table's reader lock (pushes wait for
+  // it; for a status call, not the data path). Thread-safe.
+  struct KeyCount {
+    uint64_t keys = 0;
+    uint64_t value_bytes = 0;
+  };
+  virtual KeyCount CountKeys(const std::vector<bool>& in) const = 0;
+
   // Copies every row of partition `partition` held here (values, slots,
   // update counts; dense: every chunk of its range, sparse: every row created
   // so far) in ascending key order; a dense partition with no chunks (P above

@@ -196,14 +196,17 @@ TEST_CASE("B22: 100,000 distinct keys leave each server's series count unchanged
   }
   // Every key landed (asked after the scrapes: a Stats call adds its
   // method's series): the servers hold 100,000 rows of emb between them,
-  // each row twice (a primary and a backup: replication defaults to 2).
+  // counted once, and each row twice (a primary and a backup: replication
+  // defaults to 2).
   absl::StatusOr<ctl::ClusterStatus> status =
       ctl::FetchClusterStatus((*cluster)->coordinator_address(), absl::Seconds(5));
   INFO(status.status().message());
   REQUIRE(status.ok());
   REQUIRE(status->tables.size() == 1);
   CHECK(status->tables[0].table == "emb");
-  CHECK(status->tables[0].num_keys == 2 * kKeys);
+  CHECK(status->tables[0].num_keys == kKeys);
+  CHECK(status->tables[0].bytes == kKeys * kWidth * sizeof(float));
+  CHECK(status->tables[0].held_keys == 2 * kKeys);
 
   for (auto& c : clients) CHECK(c->Finish().ok());
 }

@@ -20,7 +20,9 @@ v1::Member Member(v1::MemberRole role, uint32_t id, v1::MemberState state, int64
   return m;
 }
 
-ServerStats Server(uint32_t id, int64_t min_clock, int64_t max_clock, uint64_t keys) {
+// `keys` held, `primary_keys` of them in partitions the server is primary of.
+ServerStats Server(uint32_t id, int64_t min_clock, int64_t max_clock, uint64_t keys,
+                   uint64_t primary_keys) {
   ServerStats s;
   s.server_id = id;
   s.address = "10.0.0." + std::to_string(id + 1) + ":7071";
@@ -36,6 +38,8 @@ ServerStats Server(uint32_t id, int64_t min_clock, int64_t max_clock, uint64_t k
   t->set_min_clock(min_clock);
   t->set_max_clock(max_clock);
   t->set_bytes(keys * 16);
+  t->set_primary_keys(primary_keys);
+  t->set_primary_bytes(primary_keys * 16);
   t->set_pending_ids(id + 2);
   t->set_not_admitted_pushes(3 * (id + 2));
   t->set_evicted_rows(5 * (id + 1));
@@ -71,8 +75,8 @@ ClusterStatus Example() {
     a->set_primary(primaries[p]);
     if (p >= 3) a->add_backups(1);
   }
-  status.servers.push_back(Server(0, 7, 9, 100));
-  ServerStats failed = Server(1, 0, 0, 0);
+  status.servers.push_back(Server(0, 7, 9, 100, 100));
+  ServerStats failed = Server(1, 0, 0, 0, 0);
   failed.status = absl::DeadlineExceededError("Stats of server 1 at 10.0.0.2:7071: deadline");
   status.servers.push_back(failed);
   status.tables = SummarizeTables(status.servers);
@@ -81,9 +85,10 @@ ClusterStatus Example() {
 
 TEST_CASE("table clocks are the lowest min and highest max over answering servers",
           "[tools][ctl]") {
-  std::vector<ServerStats> servers = {Server(0, 7, 9, 100), Server(1, 5, 8, 30),
-                                      Server(2, -1, 0, 4)};  // -1: no live worker there
-  ServerStats failed = Server(3, 1, 99, 1000);
+  // Server 0 backs up 40 of server 1's keys; server 1 backs up 0's 30.
+  std::vector<ServerStats> servers = {Server(0, 7, 9, 100, 60), Server(1, 5, 8, 70, 40),
+                                      Server(2, -1, 0, 4, 4)};  // -1: no live worker there
+  ServerStats failed = Server(3, 1, 99, 1000, 1000);
   failed.status = absl::UnavailableError("down");  // not counted at all
   servers.push_back(failed);
   const std::vector<TableClocks> tables = SummarizeTables(servers);
@@ -91,13 +96,20 @@ TEST_CASE("table clocks are the lowest min and highest max over answering server
   CHECK(tables[0].table == "emb");
   CHECK(tables[0].min_clock == 5);
   CHECK(tables[0].max_clock == 9);
-  CHECK(tables[0].num_keys == 134);
-  CHECK(tables[0].bytes == 134 * 16);
+  CHECK(tables[0].num_keys == 104);  // each key once: the primaries' partitions
+  CHECK(tables[0].bytes == 104 * 16);
+  CHECK(tables[0].held_keys == 174);  // every copy
+  CHECK(tables[0].held_bytes == 174 * 16);
   CHECK(tables[0].pending_ids == 2 + 3 + 4);
   CHECK(tables[0].not_admitted_pushes == 3 * (2 + 3 + 4));
   CHECK(tables[0].evicted_rows == 5 * (1 + 2 + 3));
   CHECK(tables[0].expired_rows == 7 * (1 + 2 + 3));
   CHECK(tables[0].servers == 3);
+  // The copies column: 174 keys held of 104.
+  ClusterStatus status;
+  status.servers = servers;
+  status.tables = tables;
+  CHECK_THAT(StatusToText(status), Catch::Contains("emb    5          9          104   1664   1.7 "));
 }
 
 TEST_CASE("status text shows members, partition runs, table clocks and server errors",
@@ -121,8 +133,9 @@ TEST_CASE("status text shows members, partition runs, table clocks and server er
         "3-4         0        1\n"
         "\n"
         "TABLES\n"
-        "TABLE  MIN CLOCK  MAX CLOCK  KEYS  BYTES  PENDING IDS  EVICTED  EXPIRED  SERVERS\n"
-        "emb    7          9          100   1600   2            5        7        1\n"
+        "TABLE  MIN CLOCK  MAX CLOCK  KEYS  BYTES  COPIES  PENDING IDS  EVICTED  EXPIRED  "
+        "SERVERS\n"
+        "emb    7          9          100   1600   1       2            5        7        1\n"
         "\n"
         "SERVERS\n"
         "SERVER  ADDRESS        MAP VERSION  PARTITIONS  BYTES  PUSHES  PULLS\n"
@@ -178,6 +191,8 @@ TEST_CASE("status JSON lists each member and partition once, in order", "[tools]
                                           {"max_clock", 9},
                                           {"num_keys", 100},
                                           {"bytes", 1600},
+                                          {"held_keys", 100},
+                                          {"held_bytes", 1600},
                                           {"pending_ids", 2},
                                           {"not_admitted_pushes", 6},
                                           {"evicted_rows", 5},

@@ -100,8 +100,10 @@ std::vector<TableClocks> SummarizeTables(const std::vector<ServerStats>& servers
       TableClocks& out = by_name[t.table()];
       out.table = t.table();
       ++out.servers;
-      out.num_keys += t.num_keys();
-      out.bytes += t.bytes();
+      out.num_keys += t.primary_keys();
+      out.bytes += t.primary_bytes();
+      out.held_keys += t.num_keys();
+      out.held_bytes += t.bytes();
       out.pending_ids += t.pending_ids();
       out.not_admitted_pushes += t.not_admitted_pushes();
       out.evicted_rows += t.evicted_rows();

@@ -29,11 +29,19 @@ struct TableClocks {
   std::string table;
   int64_t min_clock = -1;  // lowest min clock of the servers; -1: no live worker
   int64_t max_clock = -1;  // highest max clock of the servers; -1: no live worker
-  uint64_t num_keys = 0;   // summed over servers (chunks or embedding rows)
-  uint64_t bytes = 0;      // value bytes, summed over servers
-  // Sparse tables, summed over servers: ids waiting for admission
-  // (min_count), pushes of such ids dropped, rows evicted (capacity_rows),
-  // rows deleted past their time-to-live (ttl_clocks).
+  // Keys (chunks or embedding rows) and value bytes, each counted once: the
+  // partitions each server is primary of, summed over servers.
+  uint64_t num_keys = 0;
+  uint64_t bytes = 0;
+  // The same over every copy (primaries' and backups'): with replication r
+  // and every group whole, r times num_keys and bytes.
+  uint64_t held_keys = 0;
+  uint64_t held_bytes = 0;
+  // Sparse tables, summed over servers, each copy counting its own (every
+  // replica of a group admits, evicts and expires the same rows): ids
+  // waiting for admission (min_count), pushes of such ids dropped, rows
+  // evicted (capacity_rows), rows deleted past their time-to-live
+  // (ttl_clocks).
   uint64_t pending_ids = 0;
   uint64_t not_admitted_pushes = 0;
   uint64_t evicted_rows = 0;

@@ -228,8 +228,9 @@ int main(int argc, char** argv) {
 
   CLI::App* status = app.add_subcommand(
       "status",
-      "members (role, state, lease age), the partition map, and each table's min and max "
-      "clock over the servers");
+      "members (role, state, lease age), the partition map, each table's min and max clock "
+      "over the servers, its keys and bytes (each key once) and how many copies the servers "
+      "hold");
   status->add_flag("--json", status_flags.json, "print one JSON object (for scripts)");
 
   std::string checkpoint_wait = "60s";

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace cairn::ctl {
@@ -16,6 +17,14 @@ uint64_t HeldBytes(const v1::StatsResponse& stats) {
   uint64_t bytes = 0;
   for (const v1::TableStats& t : stats.tables()) bytes += t.bytes();
   return bytes;
+}
+
+// Copies of a table's keys over its servers: "2", "1.5" while a group is
+// short of a copy, "-" with no key held.
+std::string Copies(const TableClocks& t) {
+  if (t.num_keys == 0) return "-";
+  if (t.held_keys % t.num_keys == 0) return absl::StrCat(t.held_keys / t.num_keys);
+  return absl::StrFormat("%.1f", static_cast<double>(t.held_keys) / t.num_keys);
 }
 
 using Row = std::vector<std::string>;
@@ -121,6 +130,8 @@ nlohmann::json StatusToJson(const ClusterStatus& status) {
                              {"max_clock", t.max_clock},
                              {"num_keys", t.num_keys},
                              {"bytes", t.bytes},
+                             {"held_keys", t.held_keys},
+                             {"held_bytes", t.held_bytes},
                              {"pending_ids", t.pending_ids},
                              {"not_admitted_pushes", t.not_admitted_pushes},
                              {"evicted_rows", t.evicted_rows},
@@ -178,11 +189,11 @@ std::string StatusToText(const ClusterStatus& status) {
   absl::StrAppend(&out, "\nPARTITION MAP\n", Columns(partitions));
 
   std::vector<Row> tables = {
-      {"TABLE", "MIN CLOCK", "MAX CLOCK", "KEYS", "BYTES", "PENDING IDS", "EVICTED", "EXPIRED",
-       "SERVERS"}};
+      {"TABLE", "MIN CLOCK", "MAX CLOCK", "KEYS", "BYTES", "COPIES", "PENDING IDS", "EVICTED",
+       "EXPIRED", "SERVERS"}};
   for (const TableClocks& t : status.tables) {
     tables.push_back({t.table, Clock(t.min_clock), Clock(t.max_clock), absl::StrCat(t.num_keys),
-                      absl::StrCat(t.bytes), absl::StrCat(t.pending_ids),
+                      absl::StrCat(t.bytes), Copies(t), absl::StrCat(t.pending_ids),
                       absl::StrCat(t.evicted_rows), absl::StrCat(t.expired_rows),
                       absl::StrCat(t.servers)});
   }

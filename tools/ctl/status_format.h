@@ -11,7 +11,11 @@
 //     "partition_map": {"version": 3, "num_partitions": 16, "ready": true,
 //                       "partitions": [{"partition": 0, "primary": 0, "backups": []}, ...]},
 //     "tables": [{"table": "emb", "min_clock": 12, "max_clock": 13,
-//                 "num_keys": 1000, "bytes": 16000, "servers": 2}, ...],
+//                 "num_keys": 1000, "bytes": 16000, "held_keys": 2000,
+//                 "held_bytes": 32000, "pending_ids": 0, "not_admitted_pushes": 0,
+//                 "evicted_rows": 0, "expired_rows": 0, "servers": 2}, ...],
+//     (num_keys and bytes count each key once; held_ every copy, a primary's
+//     and its backups')
 //     "servers": [{"id": 0, "address": "...", "ok": true, "map_version": 3,
 //                  "partitions": [0, 2, ...], "pushes_applied": 40, "pulls_served": 40},
 //                 {"id": 2, ..., "busy": "snapshot"},  (a long operation holds it)
@@ -34,8 +38,9 @@ namespace cairn::ctl {
 nlohmann::json StatusToJson(const ClusterStatus& status);
 
 // Sections MEMBERS, PARTITION MAP (one line per primary and backups, listing
-// their partitions with CompactList, e.g. "0,2,...,62  0  1"), TABLES and
-// SERVERS, each a header line and left-aligned columns separated by two
+// their partitions with CompactList, e.g. "0,2,...,62  0  1"), TABLES (KEYS
+// and BYTES each key once, COPIES how many times the servers hold them) and
+// SERVERS (BYTES: every copy the server holds), each a header line and left-aligned columns separated by two
 // spaces.
 std::string StatusToText(const ClusterStatus& status);
 

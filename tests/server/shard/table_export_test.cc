@@ -1,6 +1,8 @@
 // Table::ExportPartition / ImportPartition: bit-exact round trips of dense and
 // sparse partitions with optimizer slots, and rejected imports; the keys a
-// sparse table takes as it gains partitions.
+// sparse table takes as it gains partitions; the keys and bytes counted per
+// partition (Table::CountKeys).
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -103,6 +105,40 @@ TEST_CASE("sparse partitions round-trip keys 0, 2^63 and 2^64-1 with Adam slots"
   CHECK(exported == B10Keys());
   CHECK(target->NumKeys() == 102);
   CHECK(ReadAll(*source, B10Keys()) == ReadAll(*target, B10Keys()));
+}
+
+TEST_CASE("a table counts the keys and value bytes of the partitions asked, as exported") {
+  auto dense = MakeTable(DenseAdagrad(), Owned(kPartitions, 1, 0));
+  auto sparse = MakeTable(SparseAdam(), Owned(kPartitions, 1, 0));
+  Train(*dense, AllChunks(), 1);
+  Train(*sparse, B10Keys(), 1);
+  // Some partitions, every one, none, and a mask shorter than the count.
+  const std::vector<std::vector<bool>> masks = {{true, false, true, false},
+                                                {false, true, false, true},
+                                                {true, true, true, true},
+                                                {false, false, false, false},
+                                                {false, true}};
+  for (const Table* table : {dense.get(), sparse.get()}) {
+    uint64_t all_keys = 0;
+    for (const std::vector<bool>& in : masks) {
+      INFO(table->spec().name() << ", mask of " << in.size());
+      Table::KeyCount expected;
+      for (uint32_t p = 0; p < kPartitions && p < in.size(); ++p) {
+        if (!in[p]) continue;
+        auto rows = table->ExportPartition(p);
+        REQUIRE(rows.ok());
+        expected.keys += rows->keys.size();
+        expected.value_bytes += rows->values.size() * sizeof(float);
+      }
+      const Table::KeyCount count = table->CountKeys(in);
+      CHECK(count.keys == expected.keys);
+      CHECK(count.value_bytes == expected.value_bytes);
+      all_keys = std::max(all_keys, count.keys);
+    }
+    CHECK(all_keys == table->NumKeys());  // the mask of every partition
+  }
+  CHECK(sparse->CountKeys({true, true, true, true}).value_bytes == sparse->NumValueBytes());
+  CHECK(dense->CountKeys({true, true, true, true}).value_bytes == 40 * sizeof(float));
 }
 
 TEST_CASE("an import is rejected whole when it does not fit the table") {
