@@ -109,7 +109,8 @@ TEST_CASE("table clocks are the lowest min and highest max over answering server
   ClusterStatus status;
   status.servers = servers;
   status.tables = tables;
-  CHECK_THAT(StatusToText(status), Catch::Contains("emb    5          9          104   1664   1.7 "));
+  CHECK_THAT(StatusToText(status),
+             Catch::Contains("emb    5          9          104   1664   1.7 "));
 }
 
 TEST_CASE("status text shows members, partition runs, table clocks and server errors",

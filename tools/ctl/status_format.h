@@ -40,8 +40,8 @@ nlohmann::json StatusToJson(const ClusterStatus& status);
 // Sections MEMBERS, PARTITION MAP (one line per primary and backups, listing
 // their partitions with CompactList, e.g. "0,2,...,62  0  1"), TABLES (KEYS
 // and BYTES each key once, COPIES how many times the servers hold them) and
-// SERVERS (BYTES: every copy the server holds), each a header line and left-aligned columns separated by two
-// spaces.
+// SERVERS (BYTES: every copy the server holds), each a header line and
+// left-aligned columns separated by two spaces.
 std::string StatusToText(const ClusterStatus& status);
 
 // `values` sorted, with runs of consecutive numbers as "first-last" and runs
