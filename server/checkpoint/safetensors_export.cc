@@ -76,6 +76,42 @@ absl::StatusOr<std::map<std::string, Tensor>> Collect(
   return tensors;
 }
 
+// What an export shows of a table: "dense [256,784]", "sparse width 8".
+std::string ExportedShape(const TableShape& t) {
+  if (t.kind == v1::TABLE_KIND_DENSE) {
+    return absl::StrCat("dense [", absl::StrJoin(t.shape, ","), "]");
+  }
+  return absl::StrCat("sparse width ", t.width);
+}
+
+absl::Status CheckExpectedTables(const Manifest& m, const std::vector<TableShape>& expected) {
+  const std::string checkpoint = absl::StrCat("the checkpoint at clock ", m.clock);
+  for (const TableShape& want : expected) {
+    auto have = std::find_if(m.tables.begin(), m.tables.end(),
+                             [&want](const TableShape& t) { return t.name == want.name; });
+    if (have == m.tables.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("table ", want.name, ": the job file has ",
+                                                     ExportedShape(want), ", ", checkpoint,
+                                                     " has no such table"));
+    }
+    if (ExportedShape(*have) != ExportedShape(want)) {
+      return absl::InvalidArgumentError(absl::StrCat("table ", want.name, ": ", checkpoint,
+                                                     " has ", ExportedShape(*have),
+                                                     ", the job file has ", ExportedShape(want)));
+    }
+  }
+  for (const TableShape& t : m.tables) {
+    const bool listed = std::any_of(expected.begin(), expected.end(),
+                                    [&t](const TableShape& want) { return want.name == t.name; });
+    if (!listed) {
+      return absl::InvalidArgumentError(absl::StrCat("table ", t.name, ": ", checkpoint, " has ",
+                                                     ExportedShape(t),
+                                                     ", the job file has no such table"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> FindStores(const std::string& root) {
@@ -100,8 +136,14 @@ absl::StatusOr<std::vector<std::string>> FindStores(const std::string& root) {
 }
 
 absl::StatusOr<ExportSummary> ExportSafetensors(const std::vector<std::string>& stores,
-                                                const std::string& out_path) {
+                                                const std::string& out_path,
+                                                const std::vector<TableShape>* expected) {
   if (stores.empty()) return absl::NotFoundError("no checkpoint store given");
+  const fs::path parent = fs::absolute(fs::path(out_path)).parent_path();
+  if (std::error_code ec; !fs::is_directory(parent, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot write ", out_path, ": directory ",
+                                                   parent.string(), " does not exist"));
+  }
   std::vector<std::unique_ptr<CheckpointReader>> owned;
   std::vector<const CheckpointReader*> readers;
   for (const std::string& dir : stores) {
@@ -110,6 +152,9 @@ absl::StatusOr<ExportSummary> ExportSafetensors(const std::vector<std::string>& 
     owned.push_back(std::move(r));
   }
   ASSIGN_OR_RETURN(std::vector<RestoreSource> sources, PlanRestore(readers));
+  if (expected != nullptr) {
+    RETURN_IF_ERROR(CheckExpectedTables(sources.front().manifest, *expected));
+  }
   ASSIGN_OR_RETURN(auto tensors, Collect(sources));
 
   nlohmann::json header = nlohmann::json::object();
@@ -131,7 +176,12 @@ absl::StatusOr<ExportSummary> ExportSafetensors(const std::vector<std::string>& 
     out << text;
     for (const auto& entry : tensors) out << entry.second.bytes;
     out.flush();
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return absl::UnavailableError(absl::StrCat("cannot write ", out_path, " (through ", tmp,
+                                                 ")"));
+    }
   }
   std::error_code ec;
   fs::rename(tmp, out_path, ec);

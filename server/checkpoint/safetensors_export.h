@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/checkpoint/checkpoint_codec.h"
 
 namespace cairn::checkpoint {
 
@@ -32,12 +33,19 @@ struct ExportSummary {
 
 // Writes the newest clock whose checkpoints, over all `stores`, cover every
 // partition of every table, to `out_path` (written to out_path + ".tmp",
-// then renamed). Errors: NotFound (no store, no checkpoint); FailedPrecondition
-// when no clock covers all partitions (naming the newest clock and its missing
-// table partitions) or stores disagree on tables; DataLoss from the reads;
-// Unavailable when the file cannot be written.
+// then renamed). With `expected` (the tables of the job file the caller was
+// given), the checkpoint's tables must be those, by name, kind and shape
+// (dense) or width (sparse); optimizer slots and placement are not
+// compared, as they are not exported. Errors: NotFound (no store, no
+// checkpoint); FailedPrecondition when no clock covers all partitions
+// (naming the newest clock and its missing table partitions) or stores
+// disagree on tables; InvalidArgument naming the table and both shapes when
+// `expected` differs, or naming `out_path`'s directory when it does not
+// exist; DataLoss from the reads; Unavailable when the file cannot be
+// written. Nothing is written on an error.
 absl::StatusOr<ExportSummary> ExportSafetensors(const std::vector<std::string>& stores,
-                                                const std::string& out_path);
+                                                const std::string& out_path,
+                                                const std::vector<TableShape>* expected = nullptr);
 
 }  // namespace cairn::checkpoint
 

@@ -6,7 +6,8 @@
 //   cairnctl export --format safetensors (--from DIR | --config JOB.yaml [--set k=v]) PATH
 //
 // `export` reads the servers' checkpoint stores directly (no running job
-// needed): DIR is checkpoint.dir (a store, or a folder of stores).
+// needed): DIR is checkpoint.dir (a store, or a folder of stores). With
+// --config the checkpoint's tables must be the job file's (else exit 2).
 //
 // Exit codes: 0 done; 1 failed (the coordinator answered with an error);
 // 2 bad flags; 3 status printed, but a live server did not answer its Stats
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "common/config/units.h"
 #include "common/coordinator_client.h"
 #include "common/net.h"
+#include "server/checkpoint/job_shapes.h"
 #include "server/checkpoint/safetensors_export.h"
 #include "tools/ctl/cluster_status.h"
 #include "tools/ctl/status_format.h"
@@ -77,6 +80,8 @@ int FailUnreachable(const std::string& message) {
 
 int RunExport(const ExportFlags& flags) {
   std::string from = flags.from;
+  // With --config, the job file's tables: the checkpoint must hold those.
+  std::optional<std::vector<checkpoint::TableShape>> expected;
   if (from.empty()) {
     if (flags.config.empty()) return Fail(kExitUsage, "export: give --from DIR or --config FILE");
     absl::StatusOr<JobConfig> config = LoadJobConfig(flags.config, flags.overrides);
@@ -85,6 +90,15 @@ int RunExport(const ExportFlags& flags) {
       return Fail(kExitUsage, flags.config + ": checkpoint.dir is not set");
     }
     from = config->checkpoint.dir;
+    const v1::JobSpec job = ToJobSpec(*config);
+    // A file that only says where the stores are (no tables, no model)
+    // has no tables to compare.
+    if (job.tables_size() > 0) {
+      absl::StatusOr<std::vector<checkpoint::TableShape>> shapes =
+          checkpoint::JobTableShapes(job);
+      if (!shapes.ok()) return Fail(kExitUsage, std::string(shapes.status().message()));
+      expected = std::move(*shapes);
+    }
   }
   absl::StatusOr<std::vector<std::string>> stores = checkpoint::FindStores(from);
   if (!stores.ok()) {
@@ -93,9 +107,20 @@ int RunExport(const ExportFlags& flags) {
                            stores.status().code() == absl::StatusCode::kInvalidArgument;
     return Fail(bad_input ? kExitUsage : kExitFailed, std::string(stores.status().message()));
   }
-  absl::StatusOr<checkpoint::ExportSummary> summary =
-      checkpoint::ExportSafetensors(*stores, flags.path);
-  if (!summary.ok()) return Fail(kExitFailed, std::string(summary.status().message()));
+  absl::StatusOr<checkpoint::ExportSummary> summary = checkpoint::ExportSafetensors(
+      *stores, flags.path, expected.has_value() ? &*expected : nullptr);
+  if (!summary.ok()) {
+    if (absl::IsInvalidArgument(summary.status())) {
+      std::string message(summary.status().message());
+      if (expected.has_value() && message.rfind("table ", 0) == 0) {
+        absl::StrAppend(&message, " (", flags.config, " with its --set overrides is not the job "
+                        "that wrote ", from, "; give the job's own file, or --from DIR to "
+                        "export whatever the stores hold)");
+      }
+      return Fail(kExitUsage, "export: " + message);
+    }
+    return Fail(kExitFailed, std::string(summary.status().message()));
+  }
   std::cout << "exported clock " << summary->clock << ": " << summary->tensors << " tensors, "
             << summary->bytes << " bytes to " << flags.path << "\n";
   return 0;
@@ -249,7 +274,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   export_cmd->add_option("--from", export_flags.from,
                          "checkpoint directory (a server's store, or a folder of stores)");
-  export_cmd->add_option("--config", export_flags.config, "job YAML; its checkpoint.dir");
+  export_cmd->add_option("--config", export_flags.config,
+                         "job YAML: its checkpoint.dir, and its tables, which the checkpoint "
+                         "must hold (names, shapes; exit 2 naming the first that differs)");
   export_cmd->add_option("--set", export_flags.overrides,
                          "config override key.path=value applied to --config (repeatable), as "
                          "the job's processes were given it, e.g. --set checkpoint.dir=DIR");

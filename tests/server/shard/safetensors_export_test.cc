@@ -7,7 +7,9 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -114,6 +116,82 @@ TEST_CASE("cairnctl export --format safetensors reads the stores directly") {
   const std::string missing = std::string(CAIRN_BINARY_DIR) + "/bin/cairnctl export --from " +
                               dir.path("nope") + " " + out + " 2> /dev/null";
   CHECK(WEXITSTATUS(std::system(missing.c_str())) == 2);  // bad input, as for the coordinator
+}
+
+TEST_CASE("an export whose job file's tables differ from the checkpoint's is refused") {
+  TempDir dir("cairn-safetensors-expected");
+  const std::string expected = WriteTwoStores(dir);
+  auto stores = FindStores(dir.path());
+  REQUIRE(stores.ok());
+  const std::string out = dir.path("model.safetensors");
+  // The job's own tables (other optimizers, chunks or placement do not
+  // change what is exported).
+  std::vector<TableShape> same = {ShapeOf(DenseAdagrad(), 0), ShapeOf(SparseAdam(), 0)};
+  same[0].chunk_size = 5;
+  same[0].partition_offset = 3;
+  auto summary = ExportSafetensors(*stores, out, &same);
+  REQUIRE(summary.ok());
+  CHECK(RunReader(out) == expected);
+  std::filesystem::remove(out);
+
+  struct Case {
+    std::vector<TableShape> tables;
+    std::string message;
+  };
+  TableShape wider = ShapeOf(SparseAdam(), 2);
+  wider.width = 8;
+  TableShape other = ShapeOf(DenseAdagrad(), 1);
+  other.name = "V";
+  const std::vector<Case> cases = {
+      {{ShapeOf(DenseAdagrad({10, 5}), 1), ShapeOf(SparseAdam(), 2)},
+       "table W: the checkpoint at clock 20 has dense [10,4], the job file has dense [10,5]"},
+      {{ShapeOf(DenseAdagrad(), 1), wider},
+       "table E: the checkpoint at clock 20 has sparse width 4, the job file has sparse width 8"},
+      {{ShapeOf(DenseAdagrad(), 1)},
+       "table E: the checkpoint at clock 20 has sparse width 4, the job file has no such table"},
+      {{ShapeOf(DenseAdagrad(), 1), ShapeOf(SparseAdam(), 2), other},
+       "table V: the job file has dense [10,4], the checkpoint at clock 20 has no such table"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.message);
+    summary = ExportSafetensors(*stores, out, &c.tables);
+    CHECK(summary.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(summary.status().message()) == c.message);
+    CHECK(!std::filesystem::exists(out));
+    CHECK(!std::filesystem::exists(out + ".tmp"));
+  }
+
+  // An output directory that does not exist is named, and nothing written.
+  summary = ExportSafetensors(*stores, dir.path("no/such/dir/model.safetensors"));
+  CHECK(summary.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(summary.status().message()),
+             Catch::Contains("directory " + dir.path("no/such/dir") + " does not exist"));
+
+  // cairnctl: the job file's tables checked, exit 2 naming the table.
+  auto job = [&dir](const std::string& name, const std::string& w_shape) {
+    std::ofstream f(dir.path(name));
+    f << "cluster: {servers: 2}\ntables:\n"
+      << "  - {name: W, kind: dense, shape: " << w_shape << ", chunk_size: 3,\n"
+      << "     optimizer: {type: adagrad, learning_rate: 0.1}}\n"
+      << "  - {name: E, kind: sparse, width: 4, optimizer: {type: adam, learning_rate: 0.01}}\n";
+    return dir.path(name);
+  };
+  auto ctl = [&dir](const std::string& config, const std::string& to) {
+    const std::string cmd = std::string(CAIRN_BINARY_DIR) + "/bin/cairnctl export --config " +
+                            config + " --set checkpoint.dir=" + dir.path() + " " + to + " > " +
+                            dir.path("ctl.out") + " 2>&1";
+    return WEXITSTATUS(std::system(cmd.c_str()));
+  };
+  CHECK(ctl(job("same.yaml", "[10, 4]"), out) == 0);
+  CHECK(RunReader(out) == expected);
+  const std::string refused = dir.path("refused.safetensors");
+  CHECK(ctl(job("other.yaml", "[10, 5]"), refused) == 2);
+  std::ifstream said(dir.path("ctl.out"));
+  const std::string text((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("table W: the checkpoint at clock 20 has dense [10,4], the "
+                                   "job file has dense [10,5]"));
+  CHECK_THAT(text, Catch::Contains("--from DIR"));
+  CHECK(!std::filesystem::exists(refused));
 }
 
 TEST_CASE("export names the missing partitions when a store is absent") {
