@@ -385,6 +385,32 @@ TEST_CASE("launch --no-workers brings the cluster up, prints metrics URLs and st
   CHECK(Survivors(pids, absl::ZeroDuration()).empty());
 }
 
+TEST_CASE("launch --coordinator-port puts the coordinator where cairnctl is told to look",
+          "[integration][launch]") {
+  const std::string dir = NewDir("launch_coordinator_port");
+  const std::string job = WriteJob(dir, TinyJob());
+  const absl::StatusOr<int> free_port = testing::FreeLoopbackPort();
+  REQUIRE(free_port.ok());
+  const int port = *free_port;
+  auto launch = StartLaunch(dir, {"--no-workers", "--coordinator-port", absl::StrCat(port), job});
+  auto ended = launch->Wait(absl::Seconds(60));
+  REQUIRE(ended.ok());
+  const std::string err = launch->ReadStderr();
+  INFO("launcher stderr:\n" << err);
+  CHECK(ended->code == 0);
+  CHECK(absl::StrContains(err, absl::StrCat("--listen 127.0.0.1:", port, " ")));
+  CHECK(absl::StrContains(err, absl::StrCat("cluster is up: coordinator on 127.0.0.1:", port,
+                                            ", 2 servers serving (cairnctl --coordinator "
+                                            "127.0.0.1:", port, " status)")));
+  // A port out of range is refused before anything starts.
+  auto bad = StartLaunch(dir, {"--no-workers", "--coordinator-port", "70000", job});
+  auto refused = bad->Wait(absl::Seconds(30));
+  REQUIRE(refused.ok());
+  CHECK(refused->code == 2);
+  CHECK(absl::StrContains(bad->ReadStderr(), "--coordinator-port"));
+  CHECK(StartedPids(bad->ReadStderr()).empty());
+}
+
 TEST_CASE("launch stops every process when it gets SIGTERM", "[integration][launch]") {
   const std::string dir = NewDir("launch_sigterm");
   const std::string job = WriteJob(dir, TinyJob(/*max_steps=*/0, /*epochs=*/5));

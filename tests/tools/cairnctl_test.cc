@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/testing/process.h"
 #include "tests/tools/observed_job.h"
 #include "tests/tools/promtool_util.h"
 
@@ -118,16 +119,10 @@ TEST_CASE("cairnctl status --json lists every process and every partition exactl
 }
 
 TEST_CASE("cairnctl status exits 4 naming the address when nothing listens", "[tools][ctl]") {
-  // A port that was free a moment ago: bind port 0, note it, close it.
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  socklen_t len = sizeof(addr);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  close(fd);
-  const std::string address = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  const absl::StatusOr<int> free_port = testing::FreeLoopbackPort();
+  REQUIRE(free_port.ok());
+  const int port = *free_port;
+  const std::string address = absl::StrCat("127.0.0.1:", port);
 
   const testing::CommandResult r = Cairnctl({"--coordinator", address, "status", "--json"});
   INFO(r.output());

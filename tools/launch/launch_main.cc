@@ -1,11 +1,13 @@
 // cairn-launch: runs a whole Cairn job on this machine from its YAML file:
 // one cairn-coordinator, then cluster.servers cairn-server processes, then
-// cluster.workers cairn-worker processes, each on free loopback ports. Every
+// cluster.workers cairn-worker processes, each on free loopback ports (the
+// coordinator on --coordinator-port if given, for cairnctl). Every
 // line the processes write comes out prefixed with their name; at the end it
 // prints the test accuracy and the /metrics URL of every process.
 //
 //   cairn-launch JOB.yaml [--summary PATH] [--bin-dir DIR] [--workdir DIR]
-//                [--set key=value ...] [--no-workers] [--prometheus [--prometheus-keep]]
+//                [--coordinator-port PORT] [--set key=value ...] [--no-workers]
+//                [--prometheus [--prometheus-keep]]
 //                [--deploy-dir DIR] [--plot PATH.svg|PATH.png] [--no-pin-workers]
 //                [--tls] [--resume] [--worker-command PROGRAM] [-- extra worker flags]
 //
@@ -65,6 +67,7 @@ struct Flags {
   std::string summary;
   std::string bin_dir;
   std::string workdir;
+  int coordinator_port = 0;  // 0: a free port
   std::vector<std::string> overrides;
   bool resume = false;
   bool no_workers = false;
@@ -176,6 +179,7 @@ int Run(Flags flags) {
   absl::StatusOr<std::string> workdir = PrepareWorkdir(flags.workdir, &created_temp);
   if (!workdir.ok()) return BadInput(workdir.status().message());
   plan.workdir = *workdir;
+  plan.coordinator_port = flags.coordinator_port;
   std::optional<TempDirGuard> temp_dir;
   if (created_temp) temp_dir.emplace(plan.workdir);
   if (flags.tls) {
@@ -275,7 +279,8 @@ int Run(Flags flags) {
     monitoring.AddTarget("server", metrics.back().url);
   }
   supervisor.Log(absl::StrCat("cluster is up: coordinator on 127.0.0.1:", coordinator_ports->grpc,
-                              ", ", num_servers, " servers serving"));
+                              ", ", num_servers, " servers serving (cairnctl --coordinator "
+                              "127.0.0.1:", coordinator_ports->grpc, " status)"));
 
   if (flags.no_workers) {
     for (const MetricsEndpoint& m : metrics) {
@@ -435,6 +440,10 @@ int main(int argc, char** argv) {
   app.add_option("--workdir", flags.workdir,
                  "Directory for port files and worker summaries, kept afterwards (default: a "
                  "temporary directory, removed at exit)");
+  app.add_option("--coordinator-port", flags.coordinator_port,
+                 "Port the coordinator listens on, at 127.0.0.1, for cairnctl (default: a free "
+                 "port, printed once the cluster is up); the other processes take free ports")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--set", flags.overrides,
                  "Config override key.path=value for every process (repeatable), e.g. --set "
                  "training.epochs=1")

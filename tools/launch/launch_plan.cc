@@ -84,7 +84,7 @@ std::string WorkerSummaryFile(const LaunchPlan& plan, int index) {
 
 std::vector<std::string> CoordinatorArgs(const LaunchPlan& plan) {
   std::vector<std::string> args = {"--config",    plan.job_path,
-                                   "--listen",    absl::StrCat(kLoopback, ":0"),
+                                   "--listen",    CoordinatorAddress(plan.coordinator_port),
                                    "--port-file", CoordinatorPortFile(plan),
                                    "--metrics-port", "0"};
   AppendOverrides(plan, &args);

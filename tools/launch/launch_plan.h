@@ -27,6 +27,7 @@ struct LaunchPlan {
   std::vector<std::string> daemon_flags;  // appended to every process's (--tls ...)
   std::string bin_dir;                  // where the binaries are
   std::string workdir;                  // port files and worker summaries
+  int coordinator_port = 0;             // the coordinator's gRPC port; 0: a free one
 };
 
 // The directory of the running executable (/proc/self/exe). Internal when it
@@ -48,7 +49,8 @@ std::string CoordinatorPortFile(const LaunchPlan& plan);
 std::string ServerPortFile(const LaunchPlan& plan, int index);
 std::string WorkerSummaryFile(const LaunchPlan& plan, int index);
 
-// cairn-coordinator --config JOB --listen 127.0.0.1:0 --port-file F
+// cairn-coordinator --config JOB --listen 127.0.0.1:PORT --port-file F
+//   (PORT: plan.coordinator_port, 0 for a free one)
 //   --metrics-port 0 [--set ...]
 std::vector<std::string> CoordinatorArgs(const LaunchPlan& plan);
 
