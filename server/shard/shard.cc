@@ -193,7 +193,8 @@ Shard::Shard(uint32_t server_id, const v1::JobSpec& job, ShardMetrics* metrics)
     // Field case B24: ids that never stop arriving grow such a table until
     // the process runs out of memory. One line for all of them.
     LOG_WARN("{} {}: no capacity_rows: this server keeps a row for every id pushed, without "
-             "bound (tables[].capacity_rows sets one; ttl_clocks deletes idle rows)",
+             "bound (tables[].capacity_rows sets one, training.embedding.capacity_rows for the "
+             "ctr model's tables; ttl_clocks deletes idle rows)",
              unbounded.size() == 1 ? "table" : "tables", absl::StrJoin(unbounded, ", "));
   }
 }

@@ -68,7 +68,8 @@ TEST_CASE("a bad override is rejected naming the flag and the key", "[config][ov
   CHECK_THAT(ParseError("cluster:\n  servers: 2\n", {"tables[0].width=2"}),
              Equals("override `tables[0].width=2`: the file has no `tables`, so [0] selects "
                     "nothing (a model's own tables take their settings from `training`: "
-                    "training.optimizer, training.wire_dtype)"));
+                    "training.optimizer, training.wire_dtype, and for the ctr model's "
+                    "embedding tables training.embedding.capacity_rows, .ttl_clocks, ...)"));
   CHECK_THAT(ParseError(kBase, {"training.layers[1]=3"}),
              Equals("override `training.layers[1]=3`: the file has no `training.layers`, so "
                     "[1] selects nothing (set the whole list: training.layers=[...])"));

@@ -188,14 +188,16 @@ int RunCheckpoints(const GlobalFlags& global) {
     const std::string message(r.status().message());
     return unreachable ? FailUnreachable(message) : Fail(kExitFailed, message);
   }
-  std::cout << "RECORD  CLOCK  TABLE_PARTITIONS  BYTES  COMPLETED (UTC)\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"RECORD", "CLOCK", "TABLE PARTITIONS", "BYTES", "COMPLETED (UTC)"}};
   for (const v1::CheckpointRecord& rec : r->records()) {
-    std::cout << rec.id() << "  " << rec.clock() << "  " << rec.partitions_size() << "  "
-              << RecordBytes(rec) << "  "
-              << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(rec.unix_millis()),
-                                  absl::UTCTimeZone())
-              << "\n";
+    rows.push_back({absl::StrCat(rec.id()), absl::StrCat(rec.clock()),
+                    absl::StrCat(rec.partitions_size()), absl::StrCat(RecordBytes(rec)),
+                    absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ",
+                                     absl::FromUnixMillis(rec.unix_millis()),
+                                     absl::UTCTimeZone())});
   }
+  std::cout << Columns(rows);
   return 0;
 }
 

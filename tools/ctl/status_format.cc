@@ -29,25 +29,6 @@ std::string Copies(const TableClocks& t) {
 
 using Row = std::vector<std::string>;
 
-// Left-aligned columns, two spaces apart, no trailing blanks.
-std::string Columns(const std::vector<Row>& rows) {
-  std::vector<size_t> width;
-  for (const Row& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::string out;
-  for (const Row& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      absl::StrAppend(&line, row[i]);
-      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
-    }
-    absl::StrAppend(&out, line, "\n");
-  }
-  return out;
-}
-
 std::vector<v1::Member> SortedMembers(const v1::ListMembersResponse& membership) {
   std::vector<v1::Member> members(membership.members().begin(), membership.members().end());
   std::sort(members.begin(), members.end(), [](const v1::Member& a, const v1::Member& b) {
@@ -60,6 +41,24 @@ std::vector<v1::Member> SortedMembers(const v1::ListMembersResponse& membership)
 std::string Clock(int64_t clock) { return clock < 0 ? "-" : absl::StrCat(clock); }
 
 }  // namespace
+
+std::string Columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const std::vector<std::string>& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const std::vector<std::string>& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
 
 std::string CompactList(std::vector<uint32_t> values) {
   std::sort(values.begin(), values.end());

@@ -37,6 +37,11 @@ namespace cairn::ctl {
 
 nlohmann::json StatusToJson(const ClusterStatus& status);
 
+// `rows` (the first a header) as left-aligned columns two spaces apart, one
+// line each, no trailing blanks; `cairnctl status` and `checkpoints` print
+// their tables with it.
+std::string Columns(const std::vector<std::vector<std::string>>& rows);
+
 // Sections MEMBERS, PARTITION MAP (one line per primary and backups, listing
 // their partitions with CompactList, e.g. "0,2,...,62  0  1"), TABLES (KEYS
 // and BYTES each key once, COPIES how many times the servers hold them) and

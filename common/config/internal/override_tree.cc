@@ -110,7 +110,8 @@ absl::Status ApplyOverrideToTree(const std::string& assignment, YamlNode* root) 
             !absent ? ""
             : walked == "tables"
                 ? " (a model's own tables take their settings from `training`: "
-                  "training.optimizer, training.wire_dtype)"
+                  "training.optimizer, training.wire_dtype, and for the ctr model's "
+                  "embedding tables training.embedding.capacity_rows, .ttl_clocks, ...)"
                 : absl::StrCat(" (set the whole list: ", walked, "=[...])")));
       }
       YamlNode* item = Select(node, selector);
