@@ -113,6 +113,25 @@ TEST_CASE("table clocks are the lowest min and highest max over answering server
              Catch::Contains("emb    5          9          104   1664   1.7 "));
 }
 
+TEST_CASE("tables keep the job's order, not the order of their names", "[tools][ctl]") {
+  std::vector<ServerStats> servers = {Server(0, 1, 1, 4, 2), Server(1, 1, 1, 4, 2)};
+  for (ServerStats& s : servers) {
+    s.stats.mutable_tables(0)->set_table("ctr.c2");
+    v1::TableStats* t = s.stats.add_tables();
+    t->set_table("ctr.c10");
+    t->set_num_keys(6);
+    t->set_primary_keys(3);
+  }
+  const std::vector<TableClocks> tables = SummarizeTables(servers);
+  REQUIRE(tables.size() == 2);
+  CHECK(tables[0].table == "ctr.c2");
+  CHECK(tables[0].num_keys == 4);
+  CHECK(tables[1].table == "ctr.c10");
+  CHECK(tables[1].num_keys == 6);
+  CHECK(tables[1].held_keys == 12);
+  CHECK(tables[1].servers == 2);
+}
+
 TEST_CASE("status text shows members, partition runs, table clocks and server errors",
           "[tools][ctl]") {
   CHECK(StatusToText(Example()) ==

@@ -93,11 +93,16 @@ ServerStats AskServer(const v1::Member& server, absl::Duration timeout) {
 
 
 std::vector<TableClocks> SummarizeTables(const std::vector<ServerStats>& servers) {
-  std::map<std::string, TableClocks> by_name;
+  // In the order the servers list them (the job's, by table id: a model's
+  // ctr.c2 before ctr.c10), each once.
+  std::vector<TableClocks> tables;
+  std::map<std::string, size_t> index;
   for (const ServerStats& server : servers) {
     if (!server.status.ok()) continue;
     for (const v1::TableStats& t : server.stats.tables()) {
-      TableClocks& out = by_name[t.table()];
+      auto [it, added] = index.try_emplace(t.table(), tables.size());
+      if (added) tables.emplace_back();
+      TableClocks& out = tables[it->second];
       out.table = t.table();
       ++out.servers;
       out.num_keys += t.primary_keys();
@@ -113,8 +118,6 @@ std::vector<TableClocks> SummarizeTables(const std::vector<ServerStats>& servers
       out.max_clock = std::max(out.max_clock, t.max_clock());
     }
   }
-  std::vector<TableClocks> tables;
-  for (auto& [name, clocks] : by_name) tables.push_back(std::move(clocks));
   return tables;
 }
 

@@ -53,7 +53,7 @@ struct ClusterStatus {
   std::string coordinator;             // the address asked
   v1::ListMembersResponse membership;  // members (any state) and the map
   std::vector<ServerStats> servers;    // one per ALIVE server, by id
-  std::vector<TableClocks> tables;     // by table name
+  std::vector<TableClocks> tables;     // in the job's order (table id)
 };
 
 // Asks the coordinator at `coordinator` (host:port) for its members and map,
@@ -68,8 +68,8 @@ struct ClusterStatus {
 absl::StatusOr<ClusterStatus> FetchClusterStatus(const std::string& coordinator,
                                                  absl::Duration timeout);
 
-// Per-table clocks over the servers whose Stats succeeded (pure; sorted by
-// table name). A server's min clock of -1 (no live worker) is not counted.
+// Per-table clocks over the servers whose Stats succeeded (pure; in the
+// order the servers list the tables, the job's table-id order). A server's min clock of -1 (no live worker) is not counted.
 std::vector<TableClocks> SummarizeTables(const std::vector<ServerStats>& servers);
 
 

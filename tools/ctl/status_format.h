@@ -22,7 +22,8 @@
 //                 {"id": 1, "address": "...", "ok": false, "error": "..."}]
 //   }
 // Members are sorted by role (servers first), then id; partitions by number;
-// tables by name; servers by id. A clock of -1 means no live worker.
+// tables in the job's order (table id); servers by id. A clock of -1 means
+// no live worker.
 #ifndef CAIRN_TOOLS_CTL_STATUS_FORMAT_H_
 #define CAIRN_TOOLS_CTL_STATUS_FORMAT_H_
 
