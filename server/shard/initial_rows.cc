@@ -93,12 +93,19 @@ absl::StatusOr<std::optional<InitialState>> MakeInitialState(const v1::JobSpec& 
                      checkpoint::ReadSafetensors(job.checkpoint().init_from()));
     auto shared = std::make_shared<checkpoint::SafetensorsFile>(std::move(file));
     auto optimizers = std::make_shared<std::map<uint32_t, std::unique_ptr<Optimizer>>>();
+    const uint32_t num_partitions = job.num_partitions();
     for (const v1::TableSpec& t : job.tables()) {
       ASSIGN_OR_RETURN((*optimizers)[t.id()], MakeOptimizer(t.optimizer()));
+      // Every table checked against the file now, before this server
+      // serves anything: a file that does not fit stops it at its start
+      // (exit 2, naming the table and both shapes) instead of at its first
+      // map (exit 1). Partition 0's rows are built and dropped.
+      RETURN_IF_ERROR(
+          checkpoint::InitialRows(*shared, t, num_partitions, 0, *(*optimizers)[t.id()])
+              .status());
     }
     InitialState state;
     state.source = job.checkpoint().init_from();
-    const uint32_t num_partitions = job.num_partitions();
     // Optimizer slots start as a fresh table's (Adagrad's accumulator is not zero).
     state.loader = [shared, optimizers, num_partitions](const v1::TableSpec& table,
                                                         uint32_t partition, int) {

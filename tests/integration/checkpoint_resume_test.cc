@@ -271,6 +271,18 @@ TEST_CASE("B10: a checkpoint written by 2 servers restores onto 3 and onto 1 wit
     CHECK_THAT((*cluster)->server(0).ReadStderr(),
                Catch::Contains("server 0 starts its partitions from " + dir + "/b10.safetensors"));
   }
+  SECTION("a file that does not fit the job's tables stops the server at its start, exit 2") {
+    Ctl(dir, {"export", "--from", ckpt, dir + "/b10.safetensors"});
+    const std::string misfit =
+        absl::StrReplaceAll(B10Job(1, "", "none", dir + "/b10.safetensors"),
+                            {{"shape: [1000, 7]", "shape: [1000, 8]"}});
+    auto cluster = TestCluster::Start("b10_init_misfit", misfit, 1);
+    REQUIRE_FALSE(cluster.ok());
+    const std::string message(cluster.status().message());
+    INFO(message);
+    CHECK_THAT(message, Catch::Contains("ended (exit code 2) before writing"));
+    CHECK_THAT(message, Catch::Contains("table W: file has [1000,7], the job has [1000,8]"));
+  }
 }
 
 TEST_CASE("cairnctl checkpoint takes a checkpoint of a running job on demand and lists it",
