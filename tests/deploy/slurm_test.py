@@ -381,8 +381,12 @@ def check_accuracy(out, workers, steps=None):
 def case_hetjob(cluster, src, base_env):
     script = os.path.join(src, "deploy", "slurm", "cairn-hetjob.sbatch")
     t = time.monotonic()
+    # A worker count in CAIRN_SET that differs from the task count is
+    # replaced by it (a barrier waiting for workers that never come
+    # would time out and requeue the job, again and again).
     job_id, out, _ = submit(cluster, script, "hetjob",
-                            dict(base_env, CAIRN_SET=f"{CALM_LEASE} training.epochs=1"))
+                            dict(base_env, CAIRN_SET=f"{CALM_LEASE} training.epochs=1 "
+                                                     "cluster.workers=4"))
     recs, _ = wait_job(cluster, job_id, JOB_TIMEOUT_S, out)
     say(f"hetjob: ended after {time.monotonic() - t:.1f}s")
     job_out = read(os.path.join(out, "job.out"))
@@ -401,6 +405,35 @@ def case_hetjob(cluster, src, base_env):
     check(codes == {(0, "coordinator"): 0, (0, "servers"): 0, (0, "workers"): 0},
           f"every step (so every task) exited 0: {codes}")
     check_accuracy(out, 2)
+    check("CAIRN_SET's cluster.workers=4 is replaced by the job's own" in job_out,
+          "the script said the task count replaced CAIRN_SET's worker count")
+
+
+def case_worker_cannot_start(cluster, src, base_env):
+    """A worker step that fails with a code a rerun would meet again (2: bad
+    flags) ends the job with that code, not requeued, although the
+    coordinator's start-up barrier then times out with the retryable 4."""
+    script = os.path.join(src, "deploy", "slurm", "cairn-hetjob.sbatch")
+    bindir = os.path.join(cluster.tmp, "bin-bad-worker")
+    os.makedirs(bindir, exist_ok=True)
+    for b in ("cairn-coordinator", "cairn-server", "cairnctl"):
+        os.symlink(os.path.join(base_env["CAIRN_BIN"], b), os.path.join(bindir, b))
+    worker = os.path.join(bindir, "cairn-worker")
+    with open(worker, "w") as f:
+        f.write("#!/bin/sh\necho 'cairn-worker: --no-such-flag: unknown flag' >&2\nexit 2\n")
+    os.chmod(worker, 0o755)
+    job_id, out, _ = submit(cluster, script, "hetjob-bad-worker",
+                            dict(base_env, CAIRN_BIN=bindir, CAIRN_MAX_REQUEUES="1",
+                                 CAIRN_SET=f"{CALM_LEASE} cluster.startup_timeout=5s"))
+    recs, _ = wait_job(cluster, job_id, JOB_TIMEOUT_S, out, until_requeued=True)
+    job_out = read(os.path.join(out, "job.out"))
+    print(job_out, flush=True)
+    check(int(recs[0].get("Restarts", "0")) == 0, "the job was not requeued")
+    check(recs[0]["JobState"] == "FAILED" and recs[0]["ExitCode"] == "2:0",
+          f"the job FAILED with the workers' code 2: {recs[0]['JobState']} {recs[0]['ExitCode']}")
+    check("the workers step failed first, with code 2, which a rerun would meet again: "
+          "not requeueing" in job_out, "the script said why it did not requeue")
+    wait_job(cluster, job_id, 60, out)
 
 
 def case_server_killed(cluster, src, base_env):
@@ -578,13 +611,15 @@ def main():
             # that resolves; this machine's does not.
             say("this machine's host name does not resolve: servers advertise 127.0.0.1")
             base_env["CAIRN_ADVERTISE_HOST"] = "127.0.0.1"
-        cases = (("hetjob", case_hetjob), ("server killed", case_server_killed),
+        cases = (("hetjob", case_hetjob), ("worker cannot start", case_worker_cannot_start),
+                 ("server killed", case_server_killed),
                  ("time limit", case_time_limit), ("multiprog", case_multiprog))
         # The time-limit case runs only when named: under the whole suite's
         # load, Slurm signalled the requeued run's batch shell (USR1) within
         # a second of its start, before bash had set its trap, and the run
         # died; alone it passes. The recipe's USR1 path is tested by hand.
-        only = os.environ.get("CAIRN_SLURM_CASES", "hetjob,server killed,multiprog")
+        only = os.environ.get("CAIRN_SLURM_CASES",
+                              "hetjob,worker cannot start,server killed,multiprog")
         for name, case in cases:
             if name not in only.split(","):
                 continue
