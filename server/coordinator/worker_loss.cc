@@ -16,8 +16,8 @@ std::optional<std::string> WorkerLossHandler::Handle(const std::vector<MemberRec
     }
     if (policy_ == WorkerLossPolicy::kFail) {
       LOG_ERROR(
-          "worker {} lost at clock {} (lease expired, no clean leave); cluster.on_worker_loss is "
-          "fail: failing the job",
+          "worker {} lost at clock {} (its last heartbeat's; lease expired, no clean leave); "
+          "cluster.on_worker_loss is fail: failing the job",
           m.id, m.clock);
       if (!fail.has_value()) {
         fail = absl::StrCat("worker ", m.id, " was lost at clock ", m.clock,
@@ -25,10 +25,10 @@ std::optional<std::string> WorkerLossHandler::Handle(const std::vector<MemberRec
       }
     } else {
       LOG_WARN(
-          "worker {} lost at clock {} (lease expired, no clean leave): its data shard is "
-          "unfinished from clock {}; cluster.on_worker_loss is continue: the job goes on "
-          "without it",
-          m.id, m.clock, m.clock);
+          "worker {} lost at clock {} (its last heartbeat's; lease expired, no clean leave): its "
+          "data shard is unfinished from about that clock; cluster.on_worker_loss is continue: "
+          "the job goes on without it",
+          m.id, m.clock);
     }
   }
   return fail;
