@@ -229,7 +229,7 @@ void Incarnation::RefreshTableMetrics() {
   constexpr absl::Duration kEvery = absl::Seconds(2);
   while (!stop_.load()) {
     v1::StatsResponse stats;
-    shard_->Stats(&stats);
+    shard_->Stats(&stats, /*primary_keys=*/false);  // no pass over every row
     context_.metrics->Tables(stats);
     for (absl::Duration slept; slept < kEvery && !stop_.load(); slept += absl::Milliseconds(50)) {
       absl::SleepFor(absl::Milliseconds(50));

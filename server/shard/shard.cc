@@ -1234,29 +1234,43 @@ void Shard::ExpireWaiters(absl::Time now) {
   for (auto& [w, why] : expired) w.done(absl::DeadlineExceededError(why));
 }
 
-void Shard::Stats(v1::StatsResponse* response) const {
+void Shard::Stats(v1::StatsResponse* response, bool primary_keys) const {
   if (const char* operation = busy()) {
     response->set_server_id(server_id_);
     response->set_map_version(published_version_.load());
     response->set_busy(operation);
     return;
   }
-  absl::MutexLock lock(&mu_);  // after any push answered before its update
+  // The partitions this server is primary of, counted after the lock.
+  std::vector<bool> primary;
+  bool ready = false;
+  {
+    absl::MutexLock lock(&mu_);  // after any push answered before its update
+    ready = ready_;
+    primary.assign(group_of_.size(), false);
+    for (uint32_t p = 0; p < group_of_.size(); ++p) {
+      auto g = groups_.find(group_of_[p]);
+      primary[p] = g != groups_.end() && g->second.primary == server_id_;
+    }
+    StatsLocked(response);
+  }
+  // tables_ is fixed once ready_ was seen under mu_.
+  if (!primary_keys || !ready) return;
+  for (size_t i = 0; i < tables_.size(); ++i) {
+    const Table::KeyCount count = tables_[i]->CountKeys(primary);
+    response->mutable_tables(static_cast<int>(i))->set_primary_keys(count.keys);
+    response->mutable_tables(static_cast<int>(i))->set_primary_bytes(count.value_bytes);
+  }
+}
+
+void Shard::StatsLocked(v1::StatsResponse* response) const {
   response->set_server_id(server_id_);
   response->set_map_version(map_version_);
   for (uint32_t p : partitions_) response->add_partitions(p);
-  std::vector<bool> primary(group_of_.size(), false);
-  for (uint32_t p = 0; p < group_of_.size(); ++p) {
-    auto g = groups_.find(group_of_[p]);
-    primary[p] = g != groups_.end() && g->second.primary == server_id_;
-  }
   for (const auto& t : tables_) {
     v1::TableStats* s = response->add_tables();
     s->set_table(t->spec().name());
     s->set_num_keys(t->NumKeys());
-    const Table::KeyCount primary_count = t->CountKeys(primary);
-    s->set_primary_keys(primary_count.keys);
-    s->set_primary_bytes(primary_count.value_bytes);
     s->set_num_partitions(partitions_.size());
     const int64_t min_clock = clocks_.MinClock();
     s->set_min_clock(min_clock == ClockTracker::kNoWorkers ? -1 : min_clock);

@@ -257,8 +257,13 @@ class Shard {
   absl::StatusOr<int64_t> Clock(const v1::ClockRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Fills `response`. While a long operation holds the shard (busy()), it
-  // answers at once with server_id, map_version and `busy` only.
-  void Stats(v1::StatsResponse* response) const ABSL_LOCKS_EXCLUDED(mu_);
+  // answers at once with server_id, map_version and `busy` only. With
+  // `primary_keys`, each table's primary_keys and primary_bytes too
+  // (Table::CountKeys: a pass over every row of a sparse table, taken after
+  // the shard's lock is released, under the table's reader lock); the
+  // metrics refresh, every 2 s, asks without.
+  void Stats(v1::StatsResponse* response, bool primary_keys = true) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // The long operation holding the shard now ("snapshot", "load"), or null.
   // Never waits for the shard lock.
@@ -534,6 +539,8 @@ class Shard {
   bool MustWait(uint32_t worker, int64_t required, int64_t own_required, int64_t released) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<ShardSnapshot> SnapshotLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stats without the primary counts.
+  void StatsLocked(v1::StatsResponse* response) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Snapshots at the current boundary into the sink (once per clock).
   void TakeCheckpointLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Announces new joiners of this server's primary groups (joiner_sink_) and
