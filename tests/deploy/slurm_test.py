@@ -87,6 +87,25 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_port_run(n):
+    """The first of n consecutive ports on 0.0.0.0 that were free a moment ago."""
+    for _ in range(100):
+        base = free_port()
+        socks = []
+        try:
+            for i in range(n):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(sock)
+                sock.bind(("0.0.0.0", base + i))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise Failure(f"no {n} consecutive free ports found")
+
+
 def free_ports(n):
     ports = set()
     while len(ports) < n:
@@ -384,9 +403,13 @@ def case_hetjob(cluster, src, base_env):
     # A worker count in CAIRN_SET that differs from the task count is
     # replaced by it (a barrier waiting for workers that never come
     # would time out and requeue the job, again and again).
+    # Servers on fixed ports (CAIRN_SERVER_PORT + index), as a site with a
+    # firewalled port range needs.
+    server_port = free_port_run(2)
     job_id, out, _ = submit(cluster, script, "hetjob",
                             dict(base_env, CAIRN_SET=f"{CALM_LEASE} training.epochs=1 "
-                                                     "cluster.workers=4"))
+                                                     "cluster.workers=4",
+                                 CAIRN_SERVER_PORT=str(server_port)))
     recs, _ = wait_job(cluster, job_id, JOB_TIMEOUT_S, out)
     say(f"hetjob: ended after {time.monotonic() - t:.1f}s")
     job_out = read(os.path.join(out, "job.out"))
@@ -407,6 +430,10 @@ def case_hetjob(cluster, src, base_env):
     check_accuracy(out, 2)
     check("CAIRN_SET's cluster.workers=4 is replaced by the job's own" in job_out,
           "the script said the task count replaced CAIRN_SET's worker count")
+    for i in range(2):
+        check(re.search(rf"serving ParameterService on \S+:{server_port + i} ",
+                        read(os.path.join(out, f"server-{i}.log"))) is not None,
+              f"server {i} listened on CAIRN_SERVER_PORT + {i} ({server_port + i})")
 
 
 def case_worker_cannot_start(cluster, src, base_env):
@@ -517,9 +544,11 @@ def case_time_limit(cluster, src, base_env):
 def case_multiprog(cluster, src, base_env):
     script = os.path.join(src, "deploy", "slurm", "cairn-multiprog.sbatch")
     t = time.monotonic()
+    server_port = free_port_run(2)
     job_id, out, _ = submit(cluster, script, "multiprog",
                             dict(base_env, CAIRN_SET=f"{CALM_LEASE} training.epochs=1 "
-                                     f"training.max_steps={MULTIPROG_STEPS}", CAIRN_SERVERS="2"),
+                                     f"training.max_steps={MULTIPROG_STEPS}", CAIRN_SERVERS="2",
+                                 CAIRN_SERVER_PORT=str(server_port)),
                             sbatch_args=("--ntasks=5",))
     recs, _ = wait_job(cluster, job_id, JOB_TIMEOUT_S, out)
     say(f"multiprog: ended after {time.monotonic() - t:.1f}s")
@@ -528,6 +557,10 @@ def case_multiprog(cluster, src, base_env):
           f"job {recs[0]['JobState']} exit {recs[0]['ExitCode']}")
     check(exit_codes(out) == {(0, "all"): 0}, f"the step exited 0 (every task 0): {exit_codes(out)}")
     check_accuracy(out, 2, steps=MULTIPROG_STEPS)
+    for i in range(2):  # ranks 1 and 2
+        check(re.search(rf"serving ParameterService on \S+:{server_port + i} ",
+                        read(os.path.join(out, f"task-{i + 1}.log"))) is not None,
+              f"server {i} listened on CAIRN_SERVER_PORT + {i} ({server_port + i})")
 
 
 def lint(src):
