@@ -1166,8 +1166,11 @@ void Shard::Advance(std::vector<Waiter>* ready) {
       if (committed) hold_ = Hold{};
     }
   }
-  if (metrics_ != nullptr) {
-    metrics_->Clocks(min_clock == ClockTracker::kNoWorkers ? 0 : min_clock, clocks_.MaxClock());
+  // With no live worker (before the first, or once the last has left at
+  // the job's end) the gauges keep their last values: a scrape as the job
+  // ends shows where it ended, not 0.
+  if (metrics_ != nullptr && min_clock != ClockTracker::kNoWorkers) {
+    metrics_->Clocks(min_clock, clocks_.MaxClock());
   }
   const int64_t released = ReleasedClock();
   std::vector<Waiter> waiting;
